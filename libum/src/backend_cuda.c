@@ -1,0 +1,532 @@
+// SPDX-License-Identifier: MIT
+/*
+ * backend_cuda.c - the cuda backend: probe, init, copy queues and fences.
+ *
+ * Queues are non-blocking CUDA streams (they never serialise with the legacy
+ * default stream a trainer may use); fences are CUDA events with timing on,
+ * so the engine gets device-timed migration figures. Memory operations
+ * (pinned host, TIERED via the driver's virtual-memory API, MANAGED) live in
+ * backend_cuda_mem.c. Every CUDA call is checked; a failure is logged with
+ * the call's name and cudaGetErrorString and returned as -errno.
+ */
+#ifdef UM_HAVE_CUDA
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend_cuda.h"
+
+static void umc_log(struct um_backend *be, int level, const char *call,
+		    const char *what)
+{
+	if (be && be->log)
+		be->log(be->log_arg, level, "cuda: %s: %s", call, what);
+}
+
+int umc_rt_errno(cudaError_t e)
+{
+	switch (e) {
+	case cudaSuccess:
+		return 0;
+	case cudaErrorMemoryAllocation:
+		return -ENOMEM;
+	case cudaErrorInvalidValue:
+	case cudaErrorInvalidResourceHandle:
+		return -EINVAL;
+	case cudaErrorNotReady:
+		return -EAGAIN;
+	case cudaErrorInsufficientDriver:
+	case cudaErrorNoDevice:
+	case cudaErrorInvalidDevice:
+		return -ENODEV;
+	case cudaErrorNotSupported:
+		return -EOPNOTSUPP;
+	case cudaErrorNotPermitted:
+		return -EPERM;
+	case cudaErrorHostMemoryAlreadyRegistered:
+		return -EEXIST;
+	default:
+		return -EIO;
+	}
+}
+
+int umc_drv_errno(CUresult r)
+{
+	switch (r) {
+	case CUDA_SUCCESS:
+		return 0;
+	case CUDA_ERROR_OUT_OF_MEMORY:
+		return -ENOMEM;
+	case CUDA_ERROR_INVALID_VALUE:
+	case CUDA_ERROR_INVALID_HANDLE:
+		return -EINVAL;
+	case CUDA_ERROR_NOT_READY:
+		return -EAGAIN;
+	case CUDA_ERROR_NO_DEVICE:
+	case CUDA_ERROR_INVALID_DEVICE:
+		return -ENODEV;
+	case CUDA_ERROR_NOT_SUPPORTED:
+		return -EOPNOTSUPP;
+	case CUDA_ERROR_NOT_PERMITTED:
+		return -EPERM;
+	default:
+		return -EIO;
+	}
+}
+
+int umc_rt_check(struct um_backend *be, cudaError_t e, const char *call)
+{
+	if (e == cudaSuccess)
+		return 0;
+	/*
+	 * Clear the thread's last error so a later, unrelated check does not
+	 * see it again (a sticky error stays: every later call reports it).
+	 */
+	(void)cudaGetLastError();
+	umc_log(be, e == cudaErrorNotReady ? UM_LOG_DEBUG : UM_LOG_ERR, call,
+		cudaGetErrorString(e));
+	return umc_rt_errno(e);
+}
+
+int umc_drv_check(struct um_backend *be, CUresult r, const char *call)
+{
+	const char *s = NULL;
+
+	if (r == CUDA_SUCCESS)
+		return 0;
+	if (be && umc(be) && umc(be)->drv.get_error_string &&
+	    umc(be)->drv.get_error_string(r, &s) != CUDA_SUCCESS)
+		s = NULL;
+	if (be && be->log)
+		be->log(be->log_arg, UM_LOG_ERR, "cuda: %s: %s (CUresult %d)",
+			call, s ? s : "driver error", (int)r);
+	return umc_drv_errno(r);
+}
+
+int umc_dev_valid(struct um_backend *be, int dev)
+{
+	struct umc_backend *c = umc(be);
+
+	return dev >= 0 && dev < c->ndev && dev < UMC_MAX_DEVICES;
+}
+
+/*
+ * Make dev current on this thread for the next calls. cudaSetDevice also
+ * initialises the device's primary context and makes it current (CUDA 12+),
+ * which the driver-API calls of the TIERED backing need on threads that made
+ * no runtime call yet (the engine's and the pool grower's).
+ */
+int umc_dev_enter(struct um_backend *be, int dev, struct umc_devguard *g)
+{
+	int ret;
+
+	g->prev = -1;
+	g->changed = 0;
+	if (!umc_dev_valid(be, dev)) {
+		if (be && be->log)
+			be->log(be->log_arg, UM_LOG_ERR,
+				"cuda: device %d out of range (%d devices)",
+				dev, umc(be)->ndev);
+		return -ENODEV;
+	}
+	ret = umc_rt_check(be, cudaGetDevice(&g->prev), "cudaGetDevice");
+	if (ret)
+		return ret;
+	ret = umc_rt_check(be, cudaSetDevice(dev), "cudaSetDevice");
+	if (ret)
+		return ret;
+	g->changed = g->prev != dev;
+	return 0;
+}
+
+void umc_dev_leave(struct um_backend *be, struct umc_devguard *g)
+{
+	if (g->changed)
+		(void)umc_rt_check(be, cudaSetDevice(g->prev),
+				   "cudaSetDevice(restore)");
+	g->changed = 0;
+}
+
+/* ---- probe, init ------------------------------------------------------ */
+
+static int umc_probe(const char **why)
+{
+	int n = 0;
+	cudaError_t e = cudaGetDeviceCount(&n);
+
+	if (e != cudaSuccess) {
+		(void)cudaGetLastError();
+		if (why)
+			*why = cudaGetErrorString(e);
+		return 0;
+	}
+	if (n <= 0) {
+		if (why)
+			*why = "no CUDA device";
+		return 0;
+	}
+	return n;
+}
+
+static int umc_init(struct um_backend *be, const struct um_backend_config *cfg)
+{
+	struct umc_backend *c;
+	const char *why = NULL;
+	int n, ret;
+
+	n = umc_probe(&why);
+	if (n <= 0) {
+		umc_log(be, UM_LOG_WARN, "cudaGetDeviceCount",
+			why ? why : "no device");
+		return -ENODEV;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->ndev = n < UMC_MAX_DEVICES ? n : UMC_MAX_DEVICES;
+	c->first_dev = cfg ? cfg->device : 0;
+	if (pthread_mutex_init(&c->lock, NULL)) {
+		free(c);
+		return -ENOMEM;
+	}
+	be->priv = c;
+	if (c->first_dev < 0 || c->first_dev >= c->ndev) {
+		if (be->log)
+			be->log(be->log_arg, UM_LOG_ERR,
+				"cuda: device %d out of range (%d devices)",
+				c->first_dev, c->ndev);
+		ret = -ENODEV;
+		goto err_priv;
+	}
+	ret = umc_rt_check(be, cudaSetDevice(c->first_dev), "cudaSetDevice");
+	if (ret)
+		goto err_priv;
+	/* Create the primary context now, not inside the first migration. */
+	ret = umc_rt_check(be, cudaFree(NULL), "cudaFree(NULL)");
+	if (ret)
+		goto err_priv;
+	ret = umc_mem_init(be);
+	if (ret)
+		goto err_priv;
+	return 0;
+
+err_priv:
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+	be->priv = NULL;
+	return ret;
+}
+
+static void umc_fini(struct um_backend *be)
+{
+	struct umc_backend *c = umc(be);
+
+	if (!c)
+		return;
+	umc_mem_fini(be);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+	be->priv = NULL;
+}
+
+static int umc_device_count(struct um_backend *be)
+{
+	return umc(be)->ndev;
+}
+
+static int umc_mem_info(struct um_backend *be, int dev, uint64_t *free_b,
+			uint64_t *total_b)
+{
+	struct umc_devguard g;
+	size_t f = 0, t = 0;
+	int ret;
+
+	ret = umc_dev_enter(be, dev, &g);
+	if (ret)
+		return ret;
+	ret = umc_rt_check(be, cudaMemGetInfo(&f, &t), "cudaMemGetInfo");
+	umc_dev_leave(be, &g);
+	if (ret)
+		return ret;
+	if (free_b)
+		*free_b = f;
+	if (total_b)
+		*total_b = t;
+	return 0;
+}
+
+/* ---- queues ----------------------------------------------------------- */
+
+static int umc_queue_create(struct um_backend *be, int dev,
+			    struct um_queue **out)
+{
+	struct umc_devguard g;
+	struct um_queue *q;
+	int ret;
+
+	if (!out)
+		return -EINVAL;
+	q = calloc(1, sizeof(*q));
+	if (!q)
+		return -ENOMEM;
+	ret = umc_dev_enter(be, dev, &g);
+	if (ret)
+		goto err_free;
+	ret = umc_rt_check(be, cudaStreamCreateWithFlags(&q->s,
+				cudaStreamNonBlocking),
+			   "cudaStreamCreateWithFlags");
+	umc_dev_leave(be, &g);
+	if (ret)
+		goto err_free;
+	q->dev = dev;
+	*out = q;
+	return 0;
+
+err_free:
+	free(q);
+	return ret;
+}
+
+static void umc_queue_destroy(struct um_backend *be, struct um_queue *q)
+{
+	if (!q)
+		return;
+	/* Destroy returns at once; pending work still completes first. */
+	(void)umc_rt_check(be, cudaStreamDestroy(q->s), "cudaStreamDestroy");
+	free(q);
+}
+
+/* Kind of a copy from the pointers, for when the runtime cannot infer it. */
+static enum cudaMemcpyKind umc_copy_kind(const void *dst, const void *src)
+{
+	struct cudaPointerAttributes a;
+	int dst_dev = 0, src_dev = 0;
+
+	if (cudaPointerGetAttributes(&a, dst) == cudaSuccess)
+		dst_dev = a.type == cudaMemoryTypeDevice ||
+			  a.type == cudaMemoryTypeManaged;
+	else
+		(void)cudaGetLastError();
+	if (cudaPointerGetAttributes(&a, src) == cudaSuccess)
+		src_dev = a.type == cudaMemoryTypeDevice ||
+			  a.type == cudaMemoryTypeManaged;
+	else
+		(void)cudaGetLastError();
+	if (dst_dev && src_dev)
+		return cudaMemcpyDeviceToDevice;
+	if (dst_dev)
+		return cudaMemcpyHostToDevice;
+	if (src_dev)
+		return cudaMemcpyDeviceToHost;
+	return cudaMemcpyHostToHost;
+}
+
+static int umc_copy(struct um_backend *be, struct um_queue *q, void *dst,
+		    const void *src, size_t len)
+{
+	cudaError_t e;
+
+	if (!q || !dst || !src)
+		return -EINVAL;
+	if (!len)
+		return 0;
+	/*
+	 * Every pointer we copy between is in the unified address space
+	 * (pinned host, managed, VMM mappings), so the runtime infers the
+	 * direction. Should it refuse, name the direction ourselves once.
+	 */
+	e = cudaMemcpyAsync(dst, src, len, cudaMemcpyDefault, q->s);
+	if (e == cudaErrorInvalidValue) {
+		(void)cudaGetLastError();
+		e = cudaMemcpyAsync(dst, src, len, umc_copy_kind(dst, src),
+				    q->s);
+	}
+	return umc_rt_check(be, e, "cudaMemcpyAsync");
+}
+
+static int umc_fill(struct um_backend *be, struct um_queue *q, void *dst,
+		    int byte, size_t len)
+{
+	struct cudaPointerAttributes a;
+	cudaError_t e;
+	int ret;
+
+	if (!q || !dst)
+		return -EINVAL;
+	if (!len)
+		return 0;
+	e = cudaMemsetAsync(dst, byte, len, q->s);
+	if (e != cudaErrorInvalidValue)
+		return umc_rt_check(be, e, "cudaMemsetAsync");
+	(void)cudaGetLastError();
+	/*
+	 * Plain host memory the device cannot write: order after the queue's
+	 * work and set it from the CPU (only small, cold paths get here).
+	 */
+	if (cudaPointerGetAttributes(&a, dst) != cudaSuccess) {
+		(void)cudaGetLastError();
+		a.type = cudaMemoryTypeUnregistered;
+	}
+	if (a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged)
+		return umc_rt_check(be, e, "cudaMemsetAsync");
+	ret = umc_rt_check(be, cudaStreamSynchronize(q->s),
+			   "cudaStreamSynchronize");
+	if (ret)
+		return ret;
+	memset(dst, byte, len);
+	return 0;
+}
+
+static int umc_queue_sync(struct um_backend *be, struct um_queue *q)
+{
+	if (!q)
+		return -EINVAL;
+	return umc_rt_check(be, cudaStreamSynchronize(q->s),
+			    "cudaStreamSynchronize");
+}
+
+/* ---- fences ----------------------------------------------------------- */
+
+static int umc_fence_create(struct um_backend *be, struct um_fence **out)
+{
+	struct um_fence *f;
+	int ret;
+
+	if (!out)
+		return -EINVAL;
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	/* Timing on: migrations are measured by the device, not the host. */
+	ret = umc_rt_check(be, cudaEventCreateWithFlags(&f->ev,
+				cudaEventDefault),
+			   "cudaEventCreateWithFlags");
+	if (ret) {
+		free(f);
+		return ret;
+	}
+	*out = f;
+	return 0;
+}
+
+static void umc_fence_destroy(struct um_backend *be, struct um_fence *f)
+{
+	if (!f)
+		return;
+	(void)umc_rt_check(be, cudaEventDestroy(f->ev), "cudaEventDestroy");
+	free(f);
+}
+
+static int umc_fence_record(struct um_backend *be, struct um_fence *f,
+			    struct um_queue *q)
+{
+	if (!f || !q)
+		return -EINVAL;
+	return umc_rt_check(be, cudaEventRecord(f->ev, q->s),
+			    "cudaEventRecord");
+}
+
+static int umc_fence_query(struct um_backend *be, struct um_fence *f)
+{
+	cudaError_t e;
+
+	if (!f)
+		return -EINVAL;
+	e = cudaEventQuery(f->ev);
+	if (e == cudaErrorNotReady) {
+		(void)cudaGetLastError();
+		return -EAGAIN;
+	}
+	return umc_rt_check(be, e, "cudaEventQuery");
+}
+
+static int umc_fence_wait(struct um_backend *be, struct um_fence *f)
+{
+	if (!f)
+		return -EINVAL;
+	return umc_rt_check(be, cudaEventSynchronize(f->ev),
+			    "cudaEventSynchronize");
+}
+
+static int umc_fence_elapsed_ns(struct um_backend *be, struct um_fence *start,
+				struct um_fence *end, uint64_t *ns)
+{
+	cudaError_t e;
+	float ms = 0;
+
+	if (!start || !end || !ns)
+		return -EINVAL;
+	e = cudaEventElapsedTime(&ms, start->ev, end->ev);
+	if (e == cudaErrorNotReady) {
+		(void)cudaGetLastError();
+		return -EAGAIN;
+	}
+	if (e != cudaSuccess)
+		return umc_rt_check(be, e, "cudaEventElapsedTime");
+	/* Events on different queues can land in either order. */
+	*ns = ms > 0 ? (uint64_t)((double)ms * 1e6) : 0;
+	return 0;
+}
+
+static int umc_queue_wait_fence(struct um_backend *be, struct um_queue *q,
+				struct um_fence *f)
+{
+	if (!q || !f)
+		return -EINVAL;
+	return umc_rt_check(be, cudaStreamWaitEvent(q->s, f->ev, 0),
+			    "cudaStreamWaitEvent");
+}
+
+static int umc_stream_wait_fence(struct um_backend *be, void *stream,
+				 struct um_fence *f)
+{
+	if (!f)
+		return -EINVAL;
+	/* NULL is the caller's legacy default stream; that is what it means. */
+	return umc_rt_check(be, cudaStreamWaitEvent((cudaStream_t)stream,
+						    f->ev, 0),
+			    "cudaStreamWaitEvent(caller stream)");
+}
+
+const struct um_backend_ops um_backend_cuda = {
+	.id = UM_BACKEND_CUDA,
+	.name = "cuda",
+	.probe = umc_probe,
+	.init = umc_init,
+	.fini = umc_fini,
+	.device_count = umc_device_count,
+	.mem_info = umc_mem_info,
+	.granularity = umc_granularity,
+	.host_alloc = umc_host_alloc,
+	.host_free = umc_host_free,
+	.va_reserve = umc_va_reserve,
+	.va_release = umc_va_release,
+	.phys_map = umc_phys_map,
+	.phys_unmap = umc_phys_unmap,
+	.managed_alloc = umc_managed_alloc,
+	.managed_free = umc_managed_free,
+	.advise = umc_advise,
+	.prefetch = umc_prefetch,
+	.discard = umc_discard,
+	.queue_create = umc_queue_create,
+	.queue_destroy = umc_queue_destroy,
+	.copy = umc_copy,
+	.fill = umc_fill,
+	.queue_sync = umc_queue_sync,
+	.fence_create = umc_fence_create,
+	.fence_destroy = umc_fence_destroy,
+	.fence_record = umc_fence_record,
+	.fence_query = umc_fence_query,
+	.fence_wait = umc_fence_wait,
+	.fence_elapsed_ns = umc_fence_elapsed_ns,
+	.queue_wait_fence = umc_queue_wait_fence,
+	.stream_wait_fence = umc_stream_wait_fence,
+};
+
+#else /* !UM_HAVE_CUDA */
+
+/* Built without the CUDA toolkit: this file is empty on purpose. */
+typedef int um_backend_cuda_absent;
+
+#endif /* UM_HAVE_CUDA */
