@@ -19,7 +19,9 @@
 #   --env NAME=VALUE   exported to every command
 #   --cmds FILE        commands to run, one "program args" per line
 #   --append "..."     extra kernel command line
-#   --out DIR          keep logs there (default tests/vm/build/<ver>/run)
+#   --tag NAME         work directory tests/vm/build/<ver>/NAME (default run):
+#                      give concurrent runs different tags
+#   --out DIR          keep logs there (default: the work directory)
 #   --live             copy the test port to stderr while the VM runs
 # Each argument after -- is one command line; when its first word names a file
 # on the host, that file is added as with --bin and called by its basename.
@@ -33,7 +35,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 die() { echo "run-vm.sh: $*" >&2; exit 2; }
 
-kernel= ko= nomod=0 ko_params= disk= mem=512 timeout=900 out= live=0 append=
+tag=run kernel= ko= nomod=0 ko_params= disk= mem=512 timeout=900 out= live=0 append=
 cmdsfile=
 bins=() files=() envs=() cmdlines=()
 while [ $# -gt 0 ]; do
@@ -51,6 +53,7 @@ while [ $# -gt 0 ]; do
 	--cmds) cmdsfile=$2; shift 2 ;;
 	--append) append=$2; shift 2 ;;
 	--out) out=$2; shift 2 ;;
+	--tag) tag=$2; shift 2 ;;
 	--live) live=1; shift ;;
 	-h|--help) sed -n '2,/^set -e/p' "$0" | sed 's/^# \{0,1\}//;$d'; exit 0 ;;
 	--) shift; cmdlines+=("$@"); break ;;
@@ -65,8 +68,9 @@ ver=$("$here/kernels.sh" "$kernel") || die "kernel $kernel is not installed with
 command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 missing (scripts/deps.sh)"
 [ -r "/boot/vmlinuz-$ver" ] || die "/boot/vmlinuz-$ver is not readable (run as root)"
 
-b=$here/build/$ver
-out=${out:-$b/run}
+case "$tag" in ''|*/*|.*) die "--tag wants a plain name" ;; esac
+b=$here/build/$ver/$tag
+out=${out:-$b}
 mkdir -p "$b" "$out"
 out=$(cd "$out" && pwd)
 

@@ -1,0 +1,369 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * helpers.c - shared helpers of the umm.ko selftests. See helpers.h.
+ */
+#include <dirent.h>
+#include <grp.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "helpers.h"
+
+int umm_open(int flags)
+{
+	int fd = open(UMM_DEVICE_PATH, O_RDWR | O_CLOEXEC | flags);
+
+	return fd < 0 ? -errno : fd;
+}
+
+int umm_handshake(int fd, const char *name, int priority, uint64_t features,
+		  struct umm_api *out)
+{
+	struct umm_api api = {
+		.size = sizeof(api),
+		.api = UMM_API_VERSION,
+		.features = features,
+		.priority = priority,
+	};
+
+	snprintf(api.name, sizeof(api.name), "%s", name);
+	if (ioctl(fd, UMM_IOC_API, &api) < 0)
+		return -errno;
+	if (out)
+		*out = api;
+	return 0;
+}
+
+int umm_client(const char *name, int priority, uint64_t features, int flags)
+{
+	int fd = umm_open(flags);
+	int ret;
+
+	if (fd < 0)
+		return fd;
+	ret = umm_handshake(fd, name, priority, features, NULL);
+	if (ret < 0) {
+		close(fd);
+		return ret;
+	}
+	return fd;
+}
+
+int umm_report(int fd, const struct umm_tier_report *t, unsigned int n,
+	       unsigned int flags)
+{
+	struct umm_report r = {
+		.size = sizeof(r),
+		.flags = flags,
+		.count = n,
+		.tiers = (uintptr_t)t,
+	};
+
+	return ioctl(fd, UMM_IOC_REPORT, &r) < 0 ? -errno : 0;
+}
+
+int umm_report_one(int fd, uint32_t tier_type, uint32_t id,
+		   uint64_t resident, uint64_t reclaimable)
+{
+	struct umm_tier_report t = {
+		.tier_type = tier_type,
+		.tier_id = id,
+		.resident_bytes = resident,
+		.reclaimable_bytes = reclaimable,
+	};
+
+	return umm_report(fd, &t, 1, UMM_REPORT_F_UPDATE);
+}
+
+int umm_ack(int fd, uint64_t seq, uint64_t freed, uint64_t *latency_ns)
+{
+	struct umm_ack a = {
+		.size = sizeof(a),
+		.seq = seq,
+		.bytes_freed = freed,
+	};
+
+	if (ioctl(fd, UMM_IOC_ACK, &a) < 0)
+		return -errno;
+	if (latency_ns)
+		*latency_ns = a.latency_ns;
+	return 0;
+}
+
+int umm_query(int fd, struct umm_level_info *lv, unsigned int room,
+	      struct umm_query *q)
+{
+	struct umm_query lq = {
+		.size = sizeof(lq),
+		.count = room,
+		.levels = (uintptr_t)lv,
+	};
+
+	if (ioctl(fd, UMM_IOC_QUERY, &lq) < 0)
+		return -errno;
+	if (q)
+		*q = lq;
+	return (int)lq.count;
+}
+
+int umm_next_event(int fd, struct umm_event *ev, int timeout_ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	ssize_t n;
+	int ret;
+
+	do {
+		ret = poll(&p, 1, timeout_ms);
+	} while (ret < 0 && errno == EINTR);
+	if (ret < 0)
+		return -errno;
+	if (ret == 0)
+		return 0;
+	if (!(p.revents & POLLIN))
+		return (p.revents & POLLHUP) ? -EPIPE : -EIO;
+	n = read(fd, ev, sizeof(*ev));
+	if (n < 0)
+		return errno == EAGAIN ? 0 : -errno;
+	if (n != (ssize_t)sizeof(*ev))
+		return -EMSGSIZE;
+	return 1;
+}
+
+int umm_wait_type(int fd, uint32_t type, struct umm_event *ev, int timeout_ms)
+{
+	uint64_t end = now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	int ret, left = timeout_ms;
+
+	for (;;) {
+		ret = umm_next_event(fd, ev, left);
+		if (ret <= 0 || ev->type == type)
+			return ret;
+		if (timeout_ms < 0)
+			continue;
+		if (now_ns() >= end)
+			return 0;
+		left = (int)((end - now_ns()) / 1000000ull);
+	}
+}
+
+int umm_drain(int fd)
+{
+	struct umm_event ev;
+	int n = 0;
+
+	while (umm_next_event(fd, &ev, 0) == 1)
+		n++;
+	return n;
+}
+
+const char *umm_event_name(uint32_t type)
+{
+	static const char *const names[] = {
+		[UMM_EVENT_INVALID] = "INVALID",
+		[UMM_EVENT_PRESSURE] = "PRESSURE",
+		[UMM_EVENT_RELIEF] = "RELIEF",
+		[UMM_EVENT_SHRINK] = "SHRINK",
+		[UMM_EVENT_OOM] = "OOM",
+		[UMM_EVENT_GPU_BUDGET] = "GPU_BUDGET",
+		[UMM_EVENT_OVERFLOW] = "OVERFLOW",
+		[UMM_EVENT_SHUTDOWN] = "SHUTDOWN",
+		[UMM_EVENT_ENABLED] = "ENABLED",
+		[UMM_EVENT_DISABLED] = "DISABLED",
+	};
+
+	if (type < sizeof(names) / sizeof(names[0]) && names[type])
+		return names[type];
+	return "?";
+}
+
+static void full_path(const char *path, char *buf, size_t len)
+{
+	if (path[0] == '/')
+		snprintf(buf, len, "%s", path);
+	else
+		snprintf(buf, len, "%s/%s", UMM_SYSFS, path);
+}
+
+int sysfs_read(const char *path, char *buf, size_t len)
+{
+	char p[512];
+	ssize_t n;
+	int fd;
+
+	full_path(path, p, sizeof(p));
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	if (n < 0) {
+		n = -errno;
+		close(fd);
+		return (int)n;
+	}
+	close(fd);
+	buf[n] = '\0';
+	while (n > 0 && buf[n - 1] == '\n')
+		buf[--n] = '\0';
+	return (int)n;
+}
+
+int sysfs_read_u64(const char *path, uint64_t *v)
+{
+	char buf[64], *end;
+	int ret = sysfs_read(path, buf, sizeof(buf));
+
+	if (ret < 0)
+		return ret;
+	errno = 0;
+	*v = strtoull(buf, &end, 0);
+	if (errno || end == buf || *end)
+		return -EPROTO;
+	return 0;
+}
+
+int sysfs_read_s64(const char *path, int64_t *v)
+{
+	char buf[64], *end;
+	int ret = sysfs_read(path, buf, sizeof(buf));
+
+	if (ret < 0)
+		return ret;
+	errno = 0;
+	*v = strtoll(buf, &end, 0);
+	if (errno || end == buf || *end)
+		return -EPROTO;
+	return 0;
+}
+
+int sysfs_write(const char *path, const char *val)
+{
+	size_t len = strlen(val);
+	char p[512];
+	ssize_t n;
+	int fd;
+
+	full_path(path, p, sizeof(p));
+	fd = open(p, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = write(fd, val, len);
+	if (n < 0) {
+		n = -errno;
+		close(fd);
+		return (int)n;
+	}
+	close(fd);
+	return (size_t)n == len ? 0 : -EIO;
+}
+
+int sysfs_write_u64(const char *path, uint64_t v)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%" PRIu64, v);
+	return sysfs_write(path, buf);
+}
+
+int sysfs_mode(const char *path)
+{
+	struct stat st;
+	char p[512];
+
+	full_path(path, p, sizeof(p));
+	if (stat(p, &st) < 0)
+		return -errno;
+	return (int)(st.st_mode & 07777);
+}
+
+int umm_inject(const char *spec)
+{
+	return sysfs_write("inject", spec);
+}
+
+uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t node_free_bytes(int node)
+{
+	char path[128], line[256];
+	unsigned long long kb = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path),
+		 "/sys/devices/system/node/node%d/meminfo", node);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		char *p = strstr(line, "MemFree:");
+
+		if (p && sscanf(p + 8, "%llu", &kb) == 1)
+			break;
+	}
+	fclose(f);
+	return (uint64_t)kb * 1024;
+}
+
+int count_iou_workers(void)
+{
+	char path[320], comm[64];
+	struct dirent *de;
+	int n = 0;
+	DIR *d;
+
+	d = opendir("/proc/self/task");
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		FILE *f;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
+			 de->d_name);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		if (fgets(comm, sizeof(comm), f) &&
+		    !strncmp(comm, "iou-wrk-", 8))
+			n++;
+		fclose(f);
+	}
+	closedir(d);
+	return n;
+}
+
+int run_as_nobody(int (*fn)(void *), void *arg)
+{
+	int status;
+	pid_t pid;
+
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		if (setgroups(0, NULL) || setgid(65534) || setuid(65534))
+			_exit(100);
+		_exit(fn(arg));
+	}
+	if (waitpid(pid, &status, 0) < 0)
+		return -errno;
+	if (!WIFEXITED(status))
+		return -ECHILD;
+	return WEXITSTATUS(status);
+}

@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * helpers.h - shared helpers of the umm.ko selftests (run inside the VM).
+ *
+ * All functions return 0 (or a count / fd) on success and -errno on failure;
+ * none of them asserts, so each test decides what a failure means.
+ */
+#ifndef UMM_SELFTEST_HELPERS_H
+#define UMM_SELFTEST_HELPERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <linux/umm.h>
+
+#define UMM_SYSFS	"/sys/kernel/mm/umm"
+#define UMM_DEBUGFS	"/sys/kernel/debug/umm"
+
+/* open(/dev/umm) with O_RDWR | O_CLOEXEC | @flags: fd or -errno. */
+int umm_open(int flags);
+/* UMM_IOC_API with the usual fields; @out (may be NULL) gets the reply. */
+int umm_handshake(int fd, const char *name, int priority, uint64_t features,
+		  struct umm_api *out);
+/* umm_open + umm_handshake: fd or -errno (nothing left open on failure). */
+int umm_client(const char *name, int priority, uint64_t features, int flags);
+/* UMM_IOC_REPORT of @n tiers with @flags. */
+int umm_report(int fd, const struct umm_tier_report *t, unsigned int n,
+	       unsigned int flags);
+/* REPORT (update) of one tier. */
+int umm_report_one(int fd, uint32_t tier_type, uint32_t id,
+		   uint64_t resident, uint64_t reclaimable);
+/* UMM_IOC_ACK; @latency_ns may be NULL. */
+int umm_ack(int fd, uint64_t seq, uint64_t freed, uint64_t *latency_ns);
+/* UMM_IOC_QUERY into @lv (room @room); returns the number of sources. */
+int umm_query(int fd, struct umm_level_info *lv, unsigned int room,
+	      struct umm_query *q);
+
+/*
+ * Wait up to @timeout_ms (-1: forever) for a record and read one: 1 when
+ * read, 0 when none came, -errno on error.
+ */
+int umm_next_event(int fd, struct umm_event *ev, int timeout_ms);
+/* Like umm_next_event but skip records whose type is not @type. */
+int umm_wait_type(int fd, uint32_t type, struct umm_event *ev, int timeout_ms);
+/* Read and drop everything queued now; returns how many records. */
+int umm_drain(int fd);
+/* The name of an event type, for messages. */
+const char *umm_event_name(uint32_t type);
+
+/* sysfs/debugfs: @path relative to UMM_SYSFS unless it starts with '/'. */
+int sysfs_read(const char *path, char *buf, size_t len);
+int sysfs_read_u64(const char *path, uint64_t *v);
+int sysfs_read_s64(const char *path, int64_t *v);
+int sysfs_write(const char *path, const char *val);
+int sysfs_write_u64(const char *path, uint64_t v);
+/* st_mode & 07777 of @path, or -errno. */
+int sysfs_mode(const char *path);
+
+/* Write @spec to the inject file (UMM_SYSFS "/inject"). */
+int umm_inject(const char *spec);
+
+/* CLOCK_MONOTONIC in ns. */
+uint64_t now_ns(void);
+/* MemFree of NUMA node @node in bytes (from its meminfo), or 0. */
+uint64_t node_free_bytes(int node);
+
+/*
+ * Count the io_uring worker threads (iou-wrk-*) of this process.
+ */
+int count_iou_workers(void);
+
+/* Fork; in the child drop to uid/gid 65534 and run @fn; return its status. */
+int run_as_nobody(int (*fn)(void *), void *arg);
+
+#endif
