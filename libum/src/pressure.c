@@ -1,36 +1,856 @@
 /* SPDX-License-Identifier: MIT */
-/* pressure.c - placeholder until the event loop lands: budgets only. */
+/*
+ * pressure.c - the pressure loop: one thread per context on io_uring.
+ *
+ * The thread keeps these requests armed on its ring:
+ *  - a read of /dev/umm (the module's read_iter honours IOCB_NOWAIT, so
+ *    io_uring waits on poll instead of parking a worker thread in read());
+ *  - a POLLPRI poll of a PSI trigger, where PSI is the fallback;
+ *  - a read of an eventfd, for stop and "books changed" nudges.
+ * It wakes at least every report interval to send a REPORT when the
+ * context's books changed. Events that ask for bytes are turned into
+ * um_shed() toward the suggested destination, waited for, and ACKed.
+ *
+ * Losing the module (DISABLED, SHUTDOWN, end of file, a read error) only
+ * changes the set of sources: the context keeps its regions and budgets,
+ * the loop falls back to PSI where the kernel has it, and comes back to the
+ * module on ENABLED.
+ */
 #include <errno.h>
+#include <fcntl.h>
+#include <liburing.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
 
+#include <linux/umm.h>
+
+#include "internal.h"
 #include "pressure.h"
+
+#define EV_BATCH	16
+#define TAG_UMM		1
+#define TAG_PSI		2
+#define TAG_WAKE	3
+#define DEF_REPORT_MS	100
+#define PSI_TRIGGER	"some 150000 2000000"	/* 150 ms stalled in 2 s */
+#define PSI_SHED_MIN	(64ull << 20)
+#define MAX_GPUS	(UMM_MAX_GPUS < UM_MAX_DEVICES ? UMM_MAX_GPUS : \
+			 UM_MAX_DEVICES)
+
+struct books {
+	uint64_t host_res[UM_STATS_MAX_NODES];
+	uint64_t host_rec[UM_STATS_MAX_NODES];
+	uint64_t dev_res[MAX_GPUS];
+	uint64_t dev_rec[MAX_GPUS];
+};
+
+struct um_pressure {
+	struct um_context *ctx;
+	pthread_t thread;
+	bool started;
+	struct io_uring ring;
+	int wake_fd;
+	uint64_t wake_buf;
+	atomic_bool stop;
+	atomic_bool dirty;
+
+	/* /dev/umm */
+	int umm_fd;
+	bool umm_enabled;
+	bool umm_read_armed;
+	int umm_prio;
+	char umm_name[UMM_NAME_LEN];
+	uint64_t last_seq;
+	struct umm_event evbuf[EV_BATCH];
+	struct books sent;
+	bool sent_valid;
+	uint64_t last_report_ns;
+	uint64_t report_ns;
+
+	/* PSI */
+	int psi_fd;
+	const char *psi_path;
+	uint64_t last_psi_ns;
+
+	pthread_mutex_t st_lock;
+	struct um_pressure_stats st;
+	atomic_uint sources;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static struct um_pressure *pr_of(struct um_context *ctx)
+{
+	return ctx ? ctx->pressure : NULL;
+}
+
+/* ---- sources ---------------------------------------------------------- */
+
+static void default_name(char *name)
+{
+	const char *env = getenv("LIBUM_CLIENT_NAME");
+	char comm[64] = "";
+	size_t i, o = 0;
+	FILE *f;
+
+	if (!env) {
+		f = fopen("/proc/self/comm", "r");
+		if (f) {
+			if (!fgets(comm, sizeof(comm), f))
+				comm[0] = '\0';
+			fclose(f);
+		}
+		env = comm;
+	}
+	for (i = 0; env[i] && o < UMM_NAME_LEN - 1; i++)
+		if (env[i] >= 0x21 && env[i] <= 0x7e)
+			name[o++] = env[i];
+	if (!o)
+		memcpy(name, "libum", 6);
+	else
+		name[o] = '\0';
+}
+
+static int umm_handshake(struct um_pressure *pr, int fd)
+{
+	struct umm_api api = {
+		.size = sizeof(api),
+		.api = UMM_API_VERSION,
+		.features = UMM_FEATURE_RELIEF | UMM_FEATURE_ALL_PRESSURE,
+		.priority = pr->umm_prio,
+	};
+
+	memcpy(api.name, pr->umm_name, sizeof(api.name));
+	if (!ioctl(fd, UMM_IOC_API, &api))
+		return 0;
+	if (errno != EINVAL)
+		return -errno;
+	/* an older module without those features: plain events only */
+	api.features = 0;
+	if (!ioctl(fd, UMM_IOC_API, &api))
+		return 0;
+	return -errno;
+}
+
+static int umm_query_enabled(int fd)
+{
+	struct umm_query q = { .size = sizeof(q) };
+
+	if (ioctl(fd, UMM_IOC_QUERY, &q))
+		return -errno;
+	return q.enabled ? 1 : 0;
+}
+
+/* Open and greet /dev/umm; *why explains a failure for the log. */
+static int umm_open(struct um_pressure *pr, char *why, size_t len)
+{
+	const char *path = getenv("LIBUM_UMM_DEV");
+	int fd, ret;
+
+	if (!path)
+		path = UMM_DEVICE_PATH;
+	fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(why, len, "no %s: %s", path, strerror(errno));
+		return -errno;
+	}
+	ret = umm_handshake(pr, fd);
+	if (ret) {
+		snprintf(why, len, "%s refused the handshake: %s", path,
+			 strerror(-ret));
+		close(fd);
+		return ret;
+	}
+	ret = umm_query_enabled(fd);
+	pr->umm_enabled = ret != 0;	/* a failed query: assume enabled */
+	pr->umm_fd = fd;
+	pr->last_seq = 0;
+	pr->sent_valid = false;
+	return 0;
+}
+
+static void umm_close(struct um_pressure *pr)
+{
+	if (pr->umm_fd >= 0)
+		close(pr->umm_fd);
+	pr->umm_fd = -1;
+	pr->umm_enabled = false;
+}
+
+static int psi_open(struct um_pressure *pr, char *why, size_t len)
+{
+	int fd;
+
+	fd = open(pr->psi_path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(why, len, "no %s: %s", pr->psi_path, strerror(errno));
+		return -errno;
+	}
+	if (write(fd, PSI_TRIGGER, sizeof(PSI_TRIGGER)) < 0) {
+		int err = errno;
+
+		snprintf(why, len, "%s refused a trigger: %s", pr->psi_path,
+			 strerror(err));
+		close(fd);
+		return -err;
+	}
+	pr->psi_fd = fd;
+	return 0;
+}
+
+static void psi_close(struct um_pressure *pr)
+{
+	if (pr->psi_fd >= 0)
+		close(pr->psi_fd);
+	pr->psi_fd = -1;
+}
+
+static unsigned int current_sources(const struct um_pressure *pr)
+{
+	unsigned int s = UM_PSRC_BUDGET;
+
+	if (pr->umm_fd >= 0 && pr->umm_enabled)
+		s |= UM_PSRC_UMM;
+	if (pr->psi_fd >= 0)
+		s |= UM_PSRC_PSI;
+	return s;
+}
+
+static void sources_text(const struct um_pressure *pr, char *buf, size_t len)
+{
+	unsigned int s = current_sources(pr);
+
+	snprintf(buf, len, "%s%s%s", (s & UM_PSRC_UMM) ? "umm.ko, " : "",
+		 (s & UM_PSRC_PSI) ? "PSI trigger, " : "", "own budgets");
+}
+
+static void publish_sources(struct um_pressure *pr)
+{
+	unsigned int s = current_sources(pr);
+
+	atomic_store(&pr->sources, s);
+	pthread_mutex_lock(&pr->st_lock);
+	pr->st.sources = s;
+	pthread_mutex_unlock(&pr->st_lock);
+}
+
+/*
+ * The module went away or was switched off: fall back to PSI if the kernel
+ * has it. Nothing in the context changes; budgets keep being enforced.
+ */
+static void fall_back(struct um_pressure *pr, const char *what)
+{
+	char why[160] = "", src[96];
+
+	if (pr->psi_fd < 0)
+		psi_open(pr, why, sizeof(why));
+	sources_text(pr, src, sizeof(src));
+	um__log(pr->ctx, UM_LOG_WARN,
+		"pressure: %s; falling back to: %s%s%s", what, src,
+		why[0] ? "; " : "", why);
+	pthread_mutex_lock(&pr->st_lock);
+	pr->st.fallbacks++;
+	pthread_mutex_unlock(&pr->st_lock);
+	publish_sources(pr);
+}
+
+/* ---- books and REPORT --------------------------------------------------- */
+
+static int node_of(const struct um_context *ctx, const struct um_region *r)
+{
+	int node = r->host_node;
+
+	if (node < 0)
+		node = ctx->home_node;
+	if (node < 0 || node >= UM_STATS_MAX_NODES)
+		node = 0;
+	return node;
+}
+
+/* What the context holds and could give back, per tier, from its regions. */
+static int collect(struct um_context *ctx, struct books *b)
+{
+	struct um_region *r;
+	int ret = um__enter(ctx);
+
+	if (ret)
+		return ret;
+	memset(b, 0, sizeof(*b));
+	for (r = ctx->regions.next; r != &ctx->regions; r = r->next) {
+		bool idle = !r->acquired && !r->pending;
+
+		if (r->host) {
+			int node = node_of(ctx, r);
+
+			b->host_res[node] += r->bytes;
+			if (idle)
+				b->host_rec[node] += r->bytes;
+		}
+		if (r->counted && r->device < MAX_GPUS) {
+			b->dev_res[r->device] += r->dev_len;
+			if (idle)
+				b->dev_rec[r->device] += r->dev_len;
+		}
+	}
+	um__exit(ctx);
+	return 0;
+}
+
+static int send_report(struct um_pressure *pr, const struct books *b)
+{
+	struct umm_tier_report t[UM_STATS_MAX_NODES + MAX_GPUS];
+	struct umm_report rep = { .size = sizeof(rep) };
+	unsigned int n = 0, i;
+
+	for (i = 0; i < UM_STATS_MAX_NODES; i++) {
+		if (!b->host_res[i])
+			continue;
+		t[n++] = (struct umm_tier_report){
+			.tier_type = UMM_TIER_HOST_NODE,
+			.tier_id = i,
+			.resident_bytes = b->host_res[i],
+			.reclaimable_bytes = b->host_rec[i],
+		};
+	}
+	for (i = 0; i < MAX_GPUS; i++) {
+		if (!b->dev_res[i])
+			continue;
+		t[n++] = (struct umm_tier_report){
+			.tier_type = UMM_TIER_GPU,
+			.tier_id = i,
+			.resident_bytes = b->dev_res[i],
+			.reclaimable_bytes = b->dev_rec[i],
+		};
+	}
+	rep.count = n;
+	rep.tiers = (uint64_t)(uintptr_t)t;
+	if (ioctl(pr->umm_fd, UMM_IOC_REPORT, &rep))
+		return -errno;
+	pthread_mutex_lock(&pr->st_lock);
+	pr->st.reports++;
+	pthread_mutex_unlock(&pr->st_lock);
+	return 0;
+}
+
+/* REPORT when the books changed, at most once per report interval. */
+static void maybe_report(struct um_pressure *pr, bool force)
+{
+	struct books b;
+	uint64_t t = now_ns();
+	int ret;
+
+	if (pr->umm_fd < 0)
+		return;
+	if (!force && t - pr->last_report_ns < pr->report_ns)
+		return;
+	atomic_store(&pr->dirty, false);
+	if (collect(pr->ctx, &b))
+		return;
+	if (!force && pr->sent_valid && !memcmp(&b, &pr->sent, sizeof(b)))
+		return;
+	ret = send_report(pr, &b);
+	if (ret) {
+		um__log(pr->ctx, UM_LOG_WARN, "pressure: REPORT refused: %s",
+			strerror(-ret));
+		return;
+	}
+	pr->sent = b;
+	pr->sent_valid = true;
+	pr->last_report_ns = t;
+}
+
+/* ---- shedding ---------------------------------------------------------- */
+
+/*
+ * Tell the application: a PRESSURE event through the context's callback.
+ * level is an enum umm_level; um_event's is 1 low, 2 medium, 3 critical.
+ */
+static void post_event(struct um_context *ctx, um_tier_t tier, um_tier_t dest,
+		       uint64_t bytes, unsigned int umm_level)
+{
+	unsigned int level = umm_level > UMM_LEVEL_NORMAL ?
+				     umm_level - UMM_LEVEL_NORMAL : 0;
+
+	if (um__enter(ctx))
+		return;
+	um__event(ctx, UM_EVENT_PRESSURE, NULL, tier, dest, bytes, 0, 0);
+	if (ctx->evq_n && ctx->evq[ctx->evq_n - 1].type == UM_EVENT_PRESSURE)
+		ctx->evq[ctx->evq_n - 1].level = level;
+	um__exit(ctx);
+}
+
+/* Shed bytes from tier toward dest and wait; returns bytes freed. */
+static uint64_t shed(struct um_pressure *pr, um_tier_t tier, uint64_t bytes,
+		     um_tier_t dest)
+{
+	struct um_context *ctx = pr->ctx;
+	uint64_t freed = 0;
+	int64_t got;
+
+	if (UM_TIER_TYPE(tier) == UM_TIER_HOST) {
+		/* free pool chunks first: no copy at all */
+		int64_t trimmed = um_pool_trim(ctx);
+
+		if (trimmed > 0)
+			freed += (uint64_t)trimmed;
+	}
+	if (freed < bytes) {
+		got = um_shed(ctx, tier, bytes - freed, dest);
+		if (got == -ENOSPC && dest != UM_TIER_NONE)
+			got = um_shed(ctx, tier, bytes - freed, UM_TIER_NONE);
+		if (got > 0 && !um_wait_all(ctx))
+			freed += (uint64_t)got;
+		pthread_mutex_lock(&pr->st_lock);
+		pr->st.shed_calls++;
+		if (got > 0)
+			pr->st.shed_bytes += (uint64_t)got;
+		pthread_mutex_unlock(&pr->st_lock);
+		if (got < 0 && got != -ENOENT && got != -ENOSPC)
+			um__log(ctx, UM_LOG_WARN,
+				"pressure: shedding %llu bytes failed: %s",
+				(unsigned long long)bytes, strerror((int)-got));
+	}
+	return freed;
+}
+
+static void ack(struct um_pressure *pr, const struct umm_event *ev,
+		uint64_t freed)
+{
+	struct umm_ack a = {
+		.size = sizeof(a),
+		.seq = ev->seq,
+		.bytes_freed = freed,
+	};
+	uint64_t lat;
+
+	if (ioctl(pr->umm_fd, UMM_IOC_ACK, &a) && errno != ENOENT) {
+		um__log(pr->ctx, UM_LOG_WARN, "pressure: ACK refused: %s",
+			strerror(errno));
+		return;
+	}
+	lat = now_ns() - ev->ts_ns;
+	pthread_mutex_lock(&pr->st_lock);
+	pr->st.acks++;
+	pr->st.acked_bytes += freed;
+	pr->st.last_ack_ns = lat;
+	pr->st.sum_ack_ns += lat;
+	if (lat > pr->st.max_ack_ns)
+		pr->st.max_ack_ns = lat;
+	pthread_mutex_unlock(&pr->st_lock);
+}
+
+static um_tier_t dest_for(const struct um_pressure *pr, int dest_node,
+			  int from_node)
+{
+	if (dest_node >= 0 && dest_node != from_node &&
+	    dest_node < (int)UM_TIER_ANY_NODE)
+		return UM_TIER_HOST_NODE((unsigned int)dest_node);
+	if (pr->ctx->spill)
+		return UM_TIER_DISK;
+	return UM_TIER_NONE;
+}
+
+static void handle_pressure(struct um_pressure *pr, const struct umm_event *ev)
+{
+	um_tier_t tier, dest;
+	uint64_t freed = 0;
+
+	switch (ev->type) {
+	case UMM_EVENT_PRESSURE:
+	case UMM_EVENT_SHRINK:
+		tier = UM_TIER_HOST_NODE(ev->tier_id);
+		dest = dest_for(pr, ev->dest_node, (int)ev->tier_id);
+		break;
+	case UMM_EVENT_OOM:
+		tier = UM_TIER_HOST_ANY;
+		dest = dest_for(pr, ev->dest_node, -1);
+		break;
+	case UMM_EVENT_GPU_BUDGET:
+		tier = UM_TIER_GPU(ev->tier_id);
+		dest = ev->dest_node >= 0 ?
+			       UM_TIER_HOST_NODE((unsigned int)ev->dest_node) :
+			       UM_TIER_NONE;
+		break;
+	default:
+		return;
+	}
+	post_event(pr->ctx, tier, dest, ev->bytes_to_free, ev->level);
+	if (!ev->bytes_to_free)
+		return;
+	freed = shed(pr, tier, ev->bytes_to_free, dest);
+	if (ev->flags & UMM_EVENT_F_ACK)
+		ack(pr, ev, freed);
+	atomic_store(&pr->dirty, true);
+}
+
+static void handle_event(struct um_pressure *pr, const struct umm_event *ev)
+{
+	pthread_mutex_lock(&pr->st_lock);
+	pr->st.events++;
+	pr->st.umm_events++;
+	if (pr->last_seq && ev->seq > pr->last_seq + 1)
+		pr->st.seq_gaps += ev->seq - pr->last_seq - 1;
+	if (ev->type == UMM_EVENT_OVERFLOW)
+		pr->st.overflows += ev->lost;
+	pthread_mutex_unlock(&pr->st_lock);
+	if (ev->seq > pr->last_seq)
+		pr->last_seq = ev->seq;
+
+	switch (ev->type) {
+	case UMM_EVENT_OVERFLOW:
+		um__log(pr->ctx, UM_LOG_WARN,
+			"pressure: %llu umm events lost (ring overflow)",
+			(unsigned long long)ev->lost);
+		maybe_report(pr, true);
+		break;
+	case UMM_EVENT_DISABLED:
+		if (pr->umm_enabled) {
+			pr->umm_enabled = false;
+			fall_back(pr, "umm.ko was disabled (enabled=0)");
+		}
+		break;
+	case UMM_EVENT_ENABLED:
+		if (!pr->umm_enabled) {
+			pr->umm_enabled = true;
+			psi_close(pr);
+			publish_sources(pr);
+			um__log(pr->ctx, UM_LOG_INFO,
+				"pressure: umm.ko enabled again; using it");
+			maybe_report(pr, true);
+		}
+		break;
+	case UMM_EVENT_SHUTDOWN:
+		/* end of file follows: the read completion closes the fd */
+		break;
+	case UMM_EVENT_RELIEF:
+		post_event(pr->ctx,
+			   ev->tier_type == UMM_TIER_GPU ?
+				   UM_TIER_GPU(ev->tier_id) :
+				   UM_TIER_HOST_NODE(ev->tier_id),
+			   UM_TIER_NONE, 0, ev->level);
+		break;
+	default:
+		handle_pressure(pr, ev);
+		break;
+	}
+}
+
+/* PSI says tasks stall on memory: push the coldest host copies out. */
+static void handle_psi(struct um_pressure *pr)
+{
+	struct um_stats st = { .size = sizeof(st) };
+	uint64_t want;
+
+	pthread_mutex_lock(&pr->st_lock);
+	pr->st.events++;
+	pr->st.psi_events++;
+	pthread_mutex_unlock(&pr->st_lock);
+	if (um_stats_get(pr->ctx, &st))
+		return;
+	want = st.host_total.current / 8;
+	if (want < PSI_SHED_MIN)
+		want = PSI_SHED_MIN;
+	post_event(pr->ctx, UM_TIER_HOST_ANY, UM_TIER_NONE, want,
+		   UMM_LEVEL_MEDIUM);
+	shed(pr, UM_TIER_HOST_ANY, want,
+	     pr->ctx->spill ? UM_TIER_DISK : UM_TIER_NONE);
+	pr->last_psi_ns = now_ns();
+}
+
+/* ---- the loop ----------------------------------------------------------- */
+
+static void arm_read(struct um_pressure *pr, int fd, void *buf, unsigned len,
+		     uint64_t tag)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&pr->ring);
+
+	if (!sqe)
+		return;
+	io_uring_prep_read(sqe, fd, buf, len, 0);
+	io_uring_sqe_set_data64(sqe, tag);
+}
+
+static void arm_psi(struct um_pressure *pr)
+{
+	struct io_uring_sqe *sqe;
+
+	if (pr->psi_fd < 0)
+		return;
+	sqe = io_uring_get_sqe(&pr->ring);
+	if (!sqe)
+		return;
+	io_uring_prep_poll_add(sqe, pr->psi_fd, POLLPRI);
+	io_uring_sqe_set_data64(sqe, TAG_PSI);
+}
+
+static void arm_umm(struct um_pressure *pr)
+{
+	if (pr->umm_fd < 0 || pr->umm_read_armed)
+		return;
+	arm_read(pr, pr->umm_fd, pr->evbuf, sizeof(pr->evbuf), TAG_UMM);
+	pr->umm_read_armed = true;
+}
+
+static void on_umm(struct um_pressure *pr, int res)
+{
+	unsigned int i, n;
+
+	pr->umm_read_armed = false;
+	if (res == -EAGAIN || res == -EINTR)
+		goto rearm;
+	if (res <= 0) {
+		char what[96];
+
+		snprintf(what, sizeof(what), "umm.ko went away (%s)",
+			 res ? strerror(-res) : "end of file");
+		umm_close(pr);
+		fall_back(pr, what);
+		return;
+	}
+	n = (unsigned int)res / sizeof(struct umm_event);
+	for (i = 0; i < n; i++) {
+		/* a copy: handling may take long, the buffer is re-armed */
+		struct umm_event ev = pr->evbuf[i];
+
+		if (ev.size != sizeof(ev))
+			continue;
+		handle_event(pr, &ev);
+		if (ev.type == UMM_EVENT_SHUTDOWN) {
+			umm_close(pr);
+			fall_back(pr, "umm.ko is shutting down");
+			return;
+		}
+	}
+rearm:
+	arm_umm(pr);
+}
+
+static void on_psi(struct um_pressure *pr, int res)
+{
+	if (res < 0 || (res & (POLLERR | POLLNVAL))) {
+		um__log(pr->ctx, UM_LOG_WARN,
+			"pressure: PSI trigger failed; budgets only");
+		psi_close(pr);
+		publish_sources(pr);
+		return;
+	}
+	if (res & POLLPRI)
+		handle_psi(pr);
+	arm_psi(pr);
+}
+
+static void *loop(void *arg)
+{
+	struct um_pressure *pr = arg;
+	struct io_uring_cqe *cqe;
+	struct __kernel_timespec ts;
+	uint64_t tag;
+	int ret, res;
+
+	arm_umm(pr);
+	arm_psi(pr);
+	arm_read(pr, pr->wake_fd, &pr->wake_buf, sizeof(pr->wake_buf),
+		 TAG_WAKE);
+	maybe_report(pr, true);
+	while (!atomic_load(&pr->stop)) {
+		ts.tv_sec = (long long)(pr->report_ns / 1000000000ull);
+		ts.tv_nsec = (long long)(pr->report_ns % 1000000000ull);
+		io_uring_submit(&pr->ring);
+		ret = io_uring_wait_cqe_timeout(&pr->ring, &cqe, &ts);
+		if (ret == -ETIME || ret == -EINTR) {
+			if (atomic_load(&pr->dirty) || pr->umm_fd >= 0)
+				maybe_report(pr, false);
+			continue;
+		}
+		if (ret)
+			break;
+		tag = io_uring_cqe_get_data64(cqe);
+		res = cqe->res;
+		io_uring_cqe_seen(&pr->ring, cqe);
+		switch (tag) {
+		case TAG_UMM:
+			on_umm(pr, res);
+			break;
+		case TAG_PSI:
+			on_psi(pr, res);
+			break;
+		case TAG_WAKE:
+			if (atomic_load(&pr->stop))
+				goto out;
+			arm_read(pr, pr->wake_fd, &pr->wake_buf,
+				 sizeof(pr->wake_buf), TAG_WAKE);
+			break;
+		}
+		if (atomic_load(&pr->dirty))
+			maybe_report(pr, false);
+	}
+out:
+	return NULL;
+}
+
+/* ---- start / stop ------------------------------------------------------- */
+
+static bool env_off(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && (!strcmp(v, "0") || !strcasecmp(v, "off") ||
+		     !strcasecmp(v, "no") || !strcasecmp(v, "false"));
+}
+
+static uint64_t env_ms(const char *name, uint64_t def)
+{
+	const char *v = getenv(name);
+	char *end;
+	unsigned long ms;
+
+	if (!v || !*v)
+		return def;
+	ms = strtoul(v, &end, 10);
+	if (*end || !ms || ms > 60000)
+		return def;
+	return ms;
+}
+
+static void pr_free(struct um_pressure *pr)
+{
+	umm_close(pr);
+	psi_close(pr);
+	if (pr->wake_fd >= 0)
+		close(pr->wake_fd);
+	pthread_mutex_destroy(&pr->st_lock);
+	free(pr);
+}
 
 int um__pressure_start(struct um_context *ctx)
 {
-	(void)ctx;
+	char why_umm[192] = "", why_psi[192] = "", src[96];
+	struct um_pressure *pr;
+	const char *v;
+	int ret;
+
+	if (!ctx || ctx->pressure)
+		return -EINVAL;
+	if (env_off("LIBUM_PRESSURE")) {
+		um__log(ctx, UM_LOG_INFO,
+			"pressure: LIBUM_PRESSURE=0; sources: own budgets");
+		return 0;
+	}
+	pr = calloc(1, sizeof(*pr));
+	if (!pr)
+		return -ENOMEM;
+	pr->ctx = ctx;
+	pr->umm_fd = pr->psi_fd = pr->wake_fd = -1;
+	pthread_mutex_init(&pr->st_lock, NULL);
+	pr->report_ns = env_ms("LIBUM_PRESSURE_REPORT_MS", DEF_REPORT_MS) *
+			1000000ull;
+	pr->psi_path = getenv("LIBUM_PSI_PATH");
+	if (!pr->psi_path)
+		pr->psi_path = "/proc/pressure/memory";
+	v = getenv("LIBUM_PRIORITY");
+	pr->umm_prio = v ? atoi(v) : 0;
+	default_name(pr->umm_name);
+
+	pr->wake_fd = eventfd(0, EFD_CLOEXEC);
+	if (pr->wake_fd < 0) {
+		ret = -errno;
+		goto err;
+	}
+	ret = io_uring_queue_init(8, &pr->ring, 0);
+	if (ret)
+		goto err;
+	if (umm_open(pr, why_umm, sizeof(why_umm)) || !pr->umm_enabled)
+		psi_open(pr, why_psi, sizeof(why_psi));
+	if (pr->umm_fd >= 0 && !pr->umm_enabled)
+		snprintf(why_umm, sizeof(why_umm),
+			 "umm.ko is loaded but disabled (enabled=0)");
+	publish_sources(pr);
+	sources_text(pr, src, sizeof(src));
+	um__log(ctx, UM_LOG_INFO, "pressure: sources: %s%s%s%s%s", src,
+		why_umm[0] ? "; " : "", why_umm, why_psi[0] ? "; PSI: " : "",
+		why_psi);
+	ctx->pressure = pr;
+	ret = pthread_create(&pr->thread, NULL, loop, pr);
+	if (ret) {
+		ctx->pressure = NULL;
+		io_uring_queue_exit(&pr->ring);
+		ret = -ret;
+		goto err;
+	}
+	pr->started = true;
 	return 0;
+err:
+	pr_free(pr);
+	return ret;
+}
+
+static void wake(struct um_pressure *pr)
+{
+	uint64_t one = 1;
+	ssize_t n = write(pr->wake_fd, &one, sizeof(one));
+
+	(void)n;
 }
 
 void um__pressure_stop(struct um_context *ctx)
 {
-	(void)ctx;
+	struct um_pressure *pr = pr_of(ctx);
+
+	if (!pr)
+		return;
+	atomic_store(&pr->stop, true);
+	wake(pr);
+	if (pr->started)
+		pthread_join(pr->thread, NULL);
+	io_uring_queue_exit(&pr->ring);
+	ctx->pressure = NULL;
+	pr_free(pr);
 }
 
 void um__pressure_notify(struct um_context *ctx)
 {
-	(void)ctx;
+	struct um_pressure *pr = pr_of(ctx);
+
+	if (!pr)
+		return;
+	if (!atomic_exchange(&pr->dirty, true))
+		wake(pr);
 }
 
 unsigned int um__pressure_sources(struct um_context *ctx)
 {
-	(void)ctx;
-	return UM_PSRC_BUDGET;
+	struct um_pressure *pr = pr_of(ctx);
+
+	return pr ? atomic_load(&pr->sources) : UM_PSRC_BUDGET;
 }
 
 int um__pressure_stats(struct um_context *ctx, struct um_pressure_stats *st)
 {
-	(void)ctx;
+	struct um_pressure *pr = pr_of(ctx);
+
+	if (!st)
+		return -EINVAL;
 	memset(st, 0, sizeof(*st));
-	st->sources = UM_PSRC_BUDGET;
+	if (!pr) {
+		st->sources = UM_PSRC_BUDGET;
+		return 0;
+	}
+	pthread_mutex_lock(&pr->st_lock);
+	*st = pr->st;
+	pthread_mutex_unlock(&pr->st_lock);
 	return 0;
 }
