@@ -223,8 +223,13 @@ int umc_host_alloc(struct um_backend *be, size_t len, int node, void **out)
 
 	if (!out || !len)
 		return -EINVAL;
-	if (node >= 0 && node != UM_TIER_ANY_NODE && c->numa_ok)
-		return umc_host_alloc_node(be, len, node, out);
+	if (node >= 0 && node != UM_TIER_ANY_NODE) {
+		if (c->numa_ok)
+			return umc_host_alloc_node(be, len, node, out);
+		/* Without NUMA there is one node, 0, and no placement. */
+		if (node != 0)
+			return -EINVAL;
+	}
 	ret = umc_rt_check(be, cudaHostAlloc(&p, len, cudaHostAllocPortable),
 			   "cudaHostAlloc");
 	if (ret)

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gpu_util.h - what the GPU tests need from the device beyond libum: a
+ * kernel that writes a pattern, one that counts where it is not, and the
+ * driver's and runtime's view of free device memory. C interface over
+ * gpu_util.cu (built with nvcc).
+ *
+ * The pattern is a function of (byte offset, salt): 32-bit words at 4-byte
+ * aligned offsets, single bytes in the unaligned tail, so any size works and
+ * a region's content after n rewrites is known from its salt alone.
+ */
+#ifndef UM_TESTS_GPU_UTIL_H
+#define UM_TESTS_GPU_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Devices usable (> 0), or 0 with *why set (no driver, no device). */
+int gu_device_count(const char **why);
+
+/* Streams are cudaStream_t, passed as void * to stay out of CUDA headers. */
+int gu_stream_create(void **stream);
+void gu_stream_destroy(void *stream);
+int gu_stream_sync(void *stream);
+
+/* Enqueue: write the pattern of salt over [p, p + bytes) on stream. */
+int gu_fill(void *p, size_t bytes, uint32_t salt, void *stream);
+/*
+ * Count the 32-bit words and tail bytes of [p, p + bytes) that differ from
+ * salt's pattern, on stream, and wait: >= 0 mismatches, < 0 -errno.
+ */
+int64_t gu_check(void *p, size_t bytes, uint32_t salt, void *stream);
+
+/* Load kernels, make the check counter: call before memory baselines. */
+int gu_warmup(void);
+
+/* The same pattern and check on the CPU (for host-readable memory). */
+void gu_host_fill(void *p, size_t bytes, uint32_t salt);
+int64_t gu_host_check(const void *p, size_t bytes, uint32_t salt,
+		      size_t stride);
+
+/* Free/total device memory: runtime (cudaMemGetInfo) and driver view. */
+int gu_mem_info(uint64_t *free_b, uint64_t *total_b);
+int gu_drv_mem_info(uint64_t *free_b, uint64_t *total_b);
+
+/* Device memory outside libum (a foreign pointer for um_lookup). */
+int gu_malloc(void **p, size_t bytes);
+void gu_free(void *p);
+
+/* Last CUDA error string (for messages). */
+const char *gu_last_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* UM_TESTS_GPU_UTIL_H */
