@@ -1,0 +1,108 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Description: umtrain learns, is deterministic (same seed, any thread count,
+# any budget: same bits), really evicts under a small budget, and refuses bad
+# options with exit status 2 and a message.
+# Usage: check.sh UMTRAIN UT-JSONCHECK
+set -u
+UMTRAIN=$1
+JC=$2
+. "$(dirname "$0")/../../tools/common/tap.sh"
+
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+SMALL=(--hidden 256 --layers 4 --batch 16 --shard 64K)
+
+# jnum FILE KEY [N]: the Nth (default first) numeric value of "KEY".
+jnum() {
+	grep -o "\"$2\": [-0-9.e+][-0-9.e+]*" "$1" | sed -n "${3:-1}p" | sed 's/.*: //'
+}
+jstr() {
+	grep -o "\"$2\": \"[^\"]*\"" "$1" | sed -n "${3:-1}p" | sed 's/.*: "//; s/"$//'
+}
+
+compare_ok() {
+	"$UMTRAIN" "${SMALL[@]}" --steps 8 --budget auto --compare --json \
+		>"$TMP/cmp.json" 2>"$TMP/cmp.err" || { cat "$TMP/cmp.err"; return 1; }
+	"$JC" "$TMP/cmp.json" checksums_equal:bool config.hidden:number \
+		model.optimizer_state_bytes:number model.working_set_bytes:number \
+		'runs.*.loss_first:number' 'runs.*.loss_last:number' \
+		'runs.*.device_peak_bytes:number' 'runs.*.host_peak_bytes:number' \
+		'runs.*.spill_peak_bytes:number' 'runs.*.migrations:number' \
+		'runs.*.migration_gbps' 'runs.*.evictions:number' \
+		'runs.*.weights_checksum:string' 'runs.*.state_checksum:string' &&
+	grep -q '"checksums_equal": true' "$TMP/cmp.json"
+}
+
+evicts_under_budget() {
+	local ev peak budget state
+	ev=$(jnum "$TMP/cmp.json" evictions 2)
+	peak=$(jnum "$TMP/cmp.json" device_peak_bytes 2)
+	budget=$(jnum "$TMP/cmp.json" budget_bytes 1)
+	state=$(jnum "$TMP/cmp.json" optimizer_state_bytes)
+	echo "evictions=$ev peak=$peak budget=$budget state=$state"
+	[ "${ev:-0}" -gt 0 ] && [ "$peak" -le "$budget" ] &&
+		[ "$budget" -lt "$state" ]
+}
+
+unlimited_never_evicts() {
+	[ "$(jnum "$TMP/cmp.json" evictions 1)" = 0 ]
+}
+
+learns() {
+	"$UMTRAIN" "${SMALL[@]}" --steps 80 --lr 1e-3 --budget unlimited \
+		--json >"$TMP/learn.json" || return 1
+	awk -v a="$(jnum "$TMP/learn.json" loss_first)" \
+	    -v b="$(jnum "$TMP/learn.json" loss_last)" \
+	    'BEGIN { print "loss " a " -> " b; exit !(b < a / 2) }'
+}
+
+threads_do_not_matter() {
+	local a b
+	a=$("$UMTRAIN" "${SMALL[@]}" --steps 3 --threads 1 -q --budget unlimited) &&
+	b=$("$UMTRAIN" "${SMALL[@]}" --steps 3 --threads 3 -q --budget unlimited) &&
+	echo "$a / $b" && [ "$a" = "$b" ]
+}
+
+seed_matters() {
+	local a b
+	a=$("$UMTRAIN" "${SMALL[@]}" --steps 2 --seed 1 -q) &&
+	b=$("$UMTRAIN" "${SMALL[@]}" --steps 2 --seed 2 -q) &&
+	echo "$a / $b" && [ "$a" != "$b" ]
+}
+
+# usage_error MESSAGE-REGEX ARGS...: exit status 2 and the message on stderr.
+usage_error() {
+	local re=$1 rc
+	shift
+	"$UMTRAIN" "$@" >"$TMP/out" 2>"$TMP/err"
+	rc=$?
+	cat "$TMP/err"
+	[ $rc -eq 2 ] && grep -Eq "$re" "$TMP/err" && [ ! -s "$TMP/out" ]
+}
+
+help_ok() {
+	"$UMTRAIN" --help | grep -q -- '--budget' && "$UMTRAIN" --version
+}
+
+tap_begin 17
+tap_check "compare run: valid JSON with every key, checksums equal" compare_ok
+tap_check "budget run evicts and stays within its budget" evicts_under_budget
+tap_check "unlimited run never evicts" unlimited_never_evicts
+tap_check "loss at least halves in 80 steps" learns
+tap_check "thread count does not change the bits" threads_do_not_matter
+tap_check "the seed changes the result" seed_matters
+tap_check "--help and --version" help_ok
+tap_check "bad --hidden" usage_error "invalid --hidden" --hidden 0
+tap_check "bad --layers" usage_error "invalid --layers" --layers 1
+tap_check "bad --batch" usage_error "invalid --batch" --batch x
+tap_check "bad --budget" usage_error "invalid --budget" --budget 12Q
+tap_check "budget below the working set" usage_error "below one step" \
+	--budget 4K
+tap_check "bad --lr" usage_error "invalid --lr" --lr -1
+tap_check "bad --backend" usage_error "invalid --backend" --backend gpu
+tap_check "unknown option" usage_error "unrecognized option" --bogus
+tap_check "stray argument" usage_error "unexpected argument" extra
+tap_check "--compare needs a budget" usage_error "needs a limited" \
+	--compare --budget unlimited
+tap_end

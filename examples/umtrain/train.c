@@ -1,0 +1,774 @@
+// SPDX-License-Identifier: MIT
+/*
+ * train.c - umtrain's training loop on libum.
+ *
+ * The model is an MLP (ReLU between layers) regressing onto a fixed random
+ * teacher network (tanh hidden layer) from inputs drawn from the seed. Each
+ * linear layer owns four kinds of regions: its parameters (PARAM), their
+ * gradient (GRAD), and Adam's first and second moments (OPTIMIZER_STATE),
+ * split in shards so the policy has many victims to choose among. One
+ * ACTIVATION region holds the batch, every layer's output and the deltas.
+ *
+ * A step acquires on the device only what the next piece of math touches and
+ * releases it right after: forward acquires a layer's parameters, backward
+ * its parameters and gradient, the optimizer step its parameters and
+ * gradient and then each shard's moments in turn. Under a small budget libum
+ * evicts whatever is released (optimizer state first) to make room, so the
+ * device never holds more than one layer's working set, and the result must
+ * not change by a single bit. The math runs on the CPU on the pointers libum
+ * hands out (on the sim backend device memory is host memory).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <xxhash.h>
+
+#include "kernels.h"
+#include "ut.h"
+#include "train.h"
+#include "workers.h"
+
+#define ALIGN_ELEMS	16	/* thread slices: whole 64-byte lines */
+#define BETA1		0.9f
+#define BETA2		0.999f
+#define EPSILON		1e-8f
+
+/* Random streams, so every use of the seed draws independent numbers. */
+enum { STREAM_DATA = 1, STREAM_TEACHER = 2, STREAM_INIT = 16 };
+
+struct layer {
+	size_t in, out, n;	/* n = (in + 1) * out parameters */
+	um_region_t w, g;
+	float *wp, *gp;
+	unsigned int nshards;
+	size_t shard;		/* elements per moment shard */
+	um_region_t *m, *v;
+	float **mp, **vp;
+};
+
+struct net {
+	const struct train_cfg *cfg;
+	struct um_context *ctx;
+	struct workers *team;
+	unsigned int nl;
+	struct layer *ly;
+	um_region_t act;
+	float **a;		/* a[0] the batch, a[l + 1] layer l's output */
+	float *y, *d[2];	/* targets; deltas, ping-pong */
+	float *teacher;		/* [in + 1][T] then [T + 1][out], plain memory */
+	char *err;
+	size_t errlen;
+	um_log_fn log_fn;
+	void *log_arg;
+	char last_log[256];
+};
+
+/* ---- errors and libum's log ------------------------------------------- */
+
+static void on_log(void *arg, int level, const char *msg)
+{
+	struct net *n = arg;
+
+	snprintf(n->last_log, sizeof(n->last_log), "%s", msg);
+	if (n->log_fn && level <= UM_LOG_WARN)
+		n->log_fn(n->log_arg, level, msg);
+}
+
+static int fail(struct net *n, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int fail(struct net *n, int rc, const char *fmt, ...)
+{
+	size_t len;
+	va_list ap;
+
+	if (!n->err || !n->errlen || n->err[0])
+		return rc;	/* keep the first error */
+	va_start(ap, fmt);
+	vsnprintf(n->err, n->errlen, fmt, ap);
+	va_end(ap);
+	len = strlen(n->err);
+	snprintf(n->err + len, n->errlen - len, ": %s%s%s", strerror(-rc),
+		 n->last_log[0] ? " (libum: " : "", n->last_log);
+	len = strlen(n->err);
+	if (n->last_log[0] && len + 1 < n->errlen)
+		strcat(n->err, ")");
+	return rc;
+}
+
+static const char *rname(struct net *n, um_region_t r, char *buf,
+			 size_t len)
+{
+	struct um_region_info info = { .size = sizeof(info) };
+
+	if (um_region_info(n->ctx, r, &info))
+		snprintf(buf, len, "region %#llx", (unsigned long long)r);
+	else
+		snprintf(buf, len, "region '%s'", info.name);
+	return buf;
+}
+
+/* Make r resident on the device and wait for its bytes. */
+static int get(struct net *n, um_region_t r)
+{
+	char name[96];
+	int rc;
+
+	rc = um_acquire(n->ctx, r, UM_TIER_GPU(0), NULL);
+	if (!rc)
+		rc = um_wait(n->ctx, r);
+	if (rc)
+		return fail(n, rc, "acquiring %s on the device",
+			    rname(n, r, name, sizeof(name)));
+	return 0;
+}
+
+static int put(struct net *n, um_region_t r)
+{
+	char name[96];
+	int rc = um_release(n->ctx, r);
+
+	if (rc)
+		return fail(n, rc, "releasing %s",
+			    rname(n, r, name, sizeof(name)));
+	return 0;
+}
+
+/* ---- sizes -------------------------------------------------------------- */
+
+static size_t layer_in(const struct train_cfg *c, unsigned int l)
+{
+	return l == 0 ? TRAIN_IN_DIM : c->hidden;
+}
+
+static size_t layer_out(const struct train_cfg *c, unsigned int l)
+{
+	return l + 1 == c->layers ? TRAIN_OUT_DIM : c->hidden;
+}
+
+static size_t shard_elems(const struct train_cfg *c)
+{
+	size_t e = c->shard_bytes / sizeof(float) / ALIGN_ELEMS * ALIGN_ELEMS;
+
+	return e ? e : ALIGN_ELEMS;
+}
+
+static size_t max_width(const struct train_cfg *c)
+{
+	size_t w = c->hidden;
+
+	if (w < TRAIN_IN_DIM)
+		w = TRAIN_IN_DIM;
+	return w < TRAIN_OUT_DIM ? TRAIN_OUT_DIM : w;
+}
+
+/* Floats in the activation region: batch, outputs, targets, 2 deltas. */
+static size_t act_elems(const struct train_cfg *c)
+{
+	size_t e = TRAIN_IN_DIM;
+	unsigned int l;
+
+	for (l = 0; l < c->layers; l++)
+		e += layer_out(c, l);
+	e += TRAIN_OUT_DIM + 2 * max_width(c);
+	return e * c->batch;
+}
+
+void train_sizes(const struct train_cfg *c, struct train_sizes *sz)
+{
+	size_t se = shard_elems(c);
+	unsigned int l;
+
+	memset(sz, 0, sizeof(*sz));
+	sz->act_bytes = act_elems(c) * sizeof(float);
+	sz->regions = 1;
+	for (l = 0; l < c->layers; l++) {
+		size_t n = (layer_in(c, l) + 1) * layer_out(c, l);
+		size_t shards = (n + se - 1) / se;
+		uint64_t ws = 2 * n * sizeof(float) +
+			      2 * (n < se ? n : se) * sizeof(float);
+
+		sz->params += n;
+		sz->regions += 2 + 2 * shards;
+		sz->state_regions += 2 * shards;
+		if (ws > sz->working_set)
+			sz->working_set = ws;
+	}
+	sz->param_bytes = sz->params * sizeof(float);
+	sz->grad_bytes = sz->param_bytes;
+	sz->state_bytes = 2 * sz->param_bytes;
+	sz->working_set += sz->act_bytes;
+}
+
+/* ---- regions ------------------------------------------------------------ */
+
+static int region(struct net *n, int kind, size_t bytes, const char *name,
+		  um_region_t *r, float **p)
+{
+	struct um_region_desc d = {
+		.size = sizeof(d),
+		.kind = (uint32_t)kind,
+		.bytes = bytes,
+		.name = name,
+	};
+	void *ptr;
+	int rc;
+
+	rc = um_alloc(n->ctx, &d, r);
+	if (rc)
+		return fail(n, rc, "allocating region '%s' (%zu bytes)", name,
+			    bytes);
+	rc = um_ptr(n->ctx, *r, &ptr);
+	if (rc)
+		return fail(n, rc, "um_ptr of region '%s'", name);
+	*p = ptr;
+	return 0;
+}
+
+static int layer_regions(struct net *n, unsigned int l)
+{
+	struct layer *ly = &n->ly[l];
+	char name[64];
+	unsigned int k;
+	int rc;
+
+	ly->in = layer_in(n->cfg, l);
+	ly->out = layer_out(n->cfg, l);
+	ly->n = (ly->in + 1) * ly->out;
+	ly->shard = shard_elems(n->cfg);
+	ly->nshards = (unsigned int)((ly->n + ly->shard - 1) / ly->shard);
+	ly->m = calloc(ly->nshards, sizeof(*ly->m));
+	ly->v = calloc(ly->nshards, sizeof(*ly->v));
+	ly->mp = calloc(ly->nshards, sizeof(*ly->mp));
+	ly->vp = calloc(ly->nshards, sizeof(*ly->vp));
+	if (!ly->m || !ly->v || !ly->mp || !ly->vp)
+		return fail(n, -ENOMEM, "layer %u", l);
+	snprintf(name, sizeof(name), "L%u.param", l);
+	rc = region(n, UM_KIND_PARAM, ly->n * sizeof(float), name, &ly->w,
+		    &ly->wp);
+	if (rc)
+		return rc;
+	snprintf(name, sizeof(name), "L%u.grad", l);
+	rc = region(n, UM_KIND_GRAD, ly->n * sizeof(float), name, &ly->g,
+		    &ly->gp);
+	for (k = 0; !rc && k < ly->nshards; k++) {
+		size_t e = ly->n - k * ly->shard;
+		size_t bytes = (e < ly->shard ? e : ly->shard) * sizeof(float);
+
+		snprintf(name, sizeof(name), "L%u.adam_m.%u", l, k);
+		rc = region(n, UM_KIND_OPTIMIZER_STATE, bytes, name, &ly->m[k],
+			    &ly->mp[k]);
+		if (rc)
+			break;
+		snprintf(name, sizeof(name), "L%u.adam_v.%u", l, k);
+		rc = region(n, UM_KIND_OPTIMIZER_STATE, bytes, name, &ly->v[k],
+			    &ly->vp[k]);
+	}
+	return rc;
+}
+
+static void free_regions(struct net *n)
+{
+	unsigned int l, k;
+
+	for (l = 0; n->ly && l < n->nl; l++) {
+		struct layer *ly = &n->ly[l];
+
+		for (k = 0; k < ly->nshards; k++) {
+			if (ly->m && ly->m[k])
+				um_free(n->ctx, ly->m[k]);
+			if (ly->v && ly->v[k])
+				um_free(n->ctx, ly->v[k]);
+		}
+		if (ly->w)
+			um_free(n->ctx, ly->w);
+		if (ly->g)
+			um_free(n->ctx, ly->g);
+		free(ly->m);
+		free(ly->v);
+		free(ly->mp);
+		free(ly->vp);
+	}
+	if (n->act)
+		um_free(n->ctx, n->act);
+	free(n->ly);
+	free(n->a);
+	n->ly = NULL;
+	n->a = NULL;
+	n->act = 0;
+}
+
+static int make_regions(struct net *n)
+{
+	const struct train_cfg *c = n->cfg;
+	float *p;
+	unsigned int l;
+	int rc;
+
+	n->nl = c->layers;
+	n->ly = calloc(n->nl, sizeof(*n->ly));
+	n->a = calloc(n->nl + 1, sizeof(*n->a));
+	if (!n->ly || !n->a)
+		return fail(n, -ENOMEM, "model");
+	for (l = 0; l < n->nl; l++) {
+		rc = layer_regions(n, l);
+		if (rc)
+			return rc;
+	}
+	rc = region(n, UM_KIND_ACTIVATION, act_elems(c) * sizeof(float),
+		    "activations", &n->act, &p);
+	if (rc)
+		return rc;
+	n->a[0] = p;
+	p += (size_t)c->batch * TRAIN_IN_DIM;
+	for (l = 0; l < n->nl; l++) {
+		n->a[l + 1] = p;
+		p += (size_t)c->batch * n->ly[l].out;
+	}
+	n->y = p;
+	p += (size_t)c->batch * TRAIN_OUT_DIM;
+	n->d[0] = p;
+	n->d[1] = p + (size_t)c->batch * max_width(c);
+	return 0;
+}
+
+/* ---- initial values ----------------------------------------------------- */
+
+/* He-uniform weights (variance 2/in) before a ReLU, 1/in for the output. */
+static int init_layer(struct net *n, unsigned int l)
+{
+	struct layer *ly = &n->ly[l];
+	float scale = sqrtf((l + 1 < n->nl ? 6.0f : 3.0f) / (float)ly->in);
+	size_t i, wn = ly->in * ly->out;
+	unsigned int k;
+	int rc;
+
+	rc = get(n, ly->w);
+	if (rc)
+		return rc;
+	for (i = 0; i < wn; i++)
+		ly->wp[i] = scale * k_uniform(n->cfg->seed, STREAM_INIT + l, i);
+	memset(ly->wp + wn, 0, ly->out * sizeof(float));
+	rc = put(n, ly->w);
+	if (!rc)
+		rc = get(n, ly->g);
+	if (rc)
+		return rc;
+	memset(ly->gp, 0, ly->n * sizeof(float));
+	rc = put(n, ly->g);
+	for (k = 0; !rc && k < ly->nshards; k++) {
+		size_t e = ly->n - k * ly->shard;
+		size_t bytes = (e < ly->shard ? e : ly->shard) * sizeof(float);
+
+		rc = get(n, ly->m[k]);
+		if (rc)
+			break;
+		memset(ly->mp[k], 0, bytes);
+		rc = put(n, ly->m[k]);
+		if (!rc)
+			rc = get(n, ly->v[k]);
+		if (rc)
+			break;
+		memset(ly->vp[k], 0, bytes);
+		rc = put(n, ly->v[k]);
+	}
+	return rc;
+}
+
+static int make_teacher(struct net *n)
+{
+	size_t a = (TRAIN_IN_DIM + 1) * TRAIN_TEACHER;
+	size_t b = (TRAIN_TEACHER + 1) * TRAIN_OUT_DIM, i;
+
+	n->teacher = malloc((a + b) * sizeof(float));
+	if (!n->teacher)
+		return fail(n, -ENOMEM, "teacher network");
+	/* Hidden pre-activations of variance ~1, outputs of variance ~1. */
+	for (i = 0; i < a; i++)
+		n->teacher[i] = 0.375f * k_uniform(n->cfg->seed,
+						   STREAM_TEACHER, i);
+	for (i = 0; i < b; i++)
+		n->teacher[a + i] = 0.34f * k_uniform(n->cfg->seed,
+						      STREAM_TEACHER, a + i);
+	return 0;
+}
+
+/* The batch of step s and its targets, into the activation region. */
+static void make_batch(struct net *n, unsigned int s)
+{
+	const float *ta = n->teacher;
+	const float *tb = ta + (TRAIN_IN_DIM + 1) * TRAIN_TEACHER;
+	size_t bsz = n->cfg->batch, b, i, j;
+	float h[TRAIN_TEACHER];
+
+	for (b = 0; b < bsz; b++) {
+		float *x = n->a[0] + b * TRAIN_IN_DIM, *y = n->y + b *
+			TRAIN_OUT_DIM;
+
+		for (i = 0; i < TRAIN_IN_DIM; i++)
+			x[i] = k_uniform(n->cfg->seed, STREAM_DATA,
+					 ((uint64_t)s * bsz + b) *
+					 TRAIN_IN_DIM + i);
+		for (j = 0; j < TRAIN_TEACHER; j++) {
+			float z = ta[TRAIN_IN_DIM * TRAIN_TEACHER + j];
+
+			for (i = 0; i < TRAIN_IN_DIM; i++)
+				z += x[i] * ta[i * TRAIN_TEACHER + j];
+			h[j] = tanhf(z);
+		}
+		for (j = 0; j < TRAIN_OUT_DIM; j++) {
+			float z = tb[TRAIN_TEACHER * TRAIN_OUT_DIM + j];
+
+			for (i = 0; i < TRAIN_TEACHER; i++)
+				z += h[i] * tb[i * TRAIN_OUT_DIM + j];
+			y[j] = z;
+		}
+	}
+}
+
+/* ---- parallel jobs ------------------------------------------------------ */
+
+enum job_type { JOB_FORWARD, JOB_GRAD_W, JOB_GRAD_X, JOB_ADAM };
+
+struct job {
+	enum job_type type;
+	const struct layer *ly;
+	size_t batch;
+	const float *x, *dy;
+	float *y, *dx;
+	int relu;
+	/* Adam */
+	size_t count;
+	float *w, *g, *m, *v;
+	const struct adam_hp *hp;
+};
+
+static void run_job(void *arg, unsigned int id, unsigned int nt)
+{
+	const struct job *j = arg;
+	const struct layer *ly = j->ly;
+	size_t lo, hi;
+
+	switch (j->type) {
+	case JOB_FORWARD:
+		slice(ly->out, ALIGN_ELEMS, id, nt, &lo, &hi);
+		k_forward(j->x, ly->wp, j->y, j->batch, ly->in, ly->out,
+			  j->relu, lo, hi);
+		break;
+	case JOB_GRAD_W:
+		slice(ly->in + 1, 1, id, nt, &lo, &hi);
+		k_grad_w(j->x, j->dy, ly->gp, j->batch, ly->in, ly->out, lo,
+			 hi);
+		break;
+	case JOB_GRAD_X:
+		slice(ly->in, ALIGN_ELEMS, id, nt, &lo, &hi);
+		k_grad_x(j->dy, ly->wp, j->x, j->dx, j->batch, ly->in, ly->out,
+			 lo, hi);
+		break;
+	case JOB_ADAM:
+		slice(j->count, ALIGN_ELEMS, id, nt, &lo, &hi);
+		k_adam(j->w, j->g, j->m, j->v, j->hp, lo, hi);
+		break;
+	}
+}
+
+/* ---- one step ----------------------------------------------------------- */
+
+static int forward(struct net *n)
+{
+	struct job j = { .type = JOB_FORWARD, .batch = n->cfg->batch };
+	unsigned int l;
+	int rc;
+
+	for (l = 0; l < n->nl; l++) {
+		rc = get(n, n->ly[l].w);
+		if (rc)
+			return rc;
+		j.ly = &n->ly[l];
+		j.x = n->a[l];
+		j.y = n->a[l + 1];
+		j.relu = l + 1 < n->nl;
+		workers_run(n->team, run_job, &j);
+		rc = put(n, n->ly[l].w);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* Mean squared error; its gradient goes to d[0]. Summed in a fixed order. */
+static double loss_and_delta(struct net *n)
+{
+	size_t cnt = (size_t)n->cfg->batch * TRAIN_OUT_DIM, i;
+	const float *out = n->a[n->nl];
+	float scale = 2.0f / (float)cnt;
+	double sum = 0.0;
+
+	for (i = 0; i < cnt; i++) {
+		float diff = out[i] - n->y[i];
+
+		sum += (double)diff * diff;
+		n->d[0][i] = scale * diff;
+	}
+	return sum / (double)cnt;
+}
+
+static int backward(struct net *n)
+{
+	struct job j = { .batch = n->cfg->batch };
+	unsigned int l = n->nl, cur = 0;
+	int rc;
+
+	while (l--) {
+		struct layer *ly = &n->ly[l];
+
+		rc = get(n, ly->w);
+		if (!rc)
+			rc = get(n, ly->g);
+		if (rc)
+			return rc;
+		j.ly = ly;
+		j.x = n->a[l];
+		j.dy = n->d[cur];
+		j.type = JOB_GRAD_W;
+		workers_run(n->team, run_job, &j);
+		if (l) {
+			j.type = JOB_GRAD_X;
+			j.dx = n->d[cur ^ 1];
+			workers_run(n->team, run_job, &j);
+			cur ^= 1;
+		}
+		rc = put(n, ly->g);
+		if (!rc)
+			rc = put(n, ly->w);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static int adam_step(struct net *n, unsigned int t)
+{
+	struct adam_hp hp = {
+		.lr = n->cfg->lr, .beta1 = BETA1, .beta2 = BETA2,
+		.eps = EPSILON,
+		.bc1 = (float)(1.0 - pow(BETA1, t)),
+		.bc2 = (float)(1.0 - pow(BETA2, t)),
+	};
+	struct job j = { .type = JOB_ADAM, .hp = &hp };
+	unsigned int l, k;
+	int rc;
+
+	for (l = 0; l < n->nl; l++) {
+		struct layer *ly = &n->ly[l];
+
+		rc = get(n, ly->w);
+		if (!rc)
+			rc = get(n, ly->g);
+		for (k = 0; !rc && k < ly->nshards; k++) {
+			size_t off = k * ly->shard, e = ly->n - off;
+
+			rc = get(n, ly->m[k]);
+			if (!rc)
+				rc = get(n, ly->v[k]);
+			if (rc)
+				break;
+			j.count = e < ly->shard ? e : ly->shard;
+			j.w = ly->wp + off;
+			j.g = ly->gp + off;
+			j.m = ly->mp[k];
+			j.v = ly->vp[k];
+			workers_run(n->team, run_job, &j);
+			rc = put(n, ly->v[k]);
+			if (!rc)
+				rc = put(n, ly->m[k]);
+		}
+		if (!rc)
+			rc = put(n, ly->g);
+		if (!rc)
+			rc = put(n, ly->w);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static int step(struct net *n, unsigned int s, double *loss)
+{
+	int rc = get(n, n->act);
+
+	if (rc)
+		return rc;
+	make_batch(n, s);
+	rc = forward(n);
+	if (!rc) {
+		*loss = loss_and_delta(n);
+		rc = backward(n);
+	}
+	if (!rc)
+		rc = adam_step(n, s + 1);
+	if (!rc)
+		rc = put(n, n->act);
+	return rc;
+}
+
+/* ---- checksums and the run ---------------------------------------------- */
+
+static int hash_region(struct net *n, XXH3_state_t *h, um_region_t r,
+		       const void *p, size_t bytes)
+{
+	int rc = get(n, r);
+
+	if (rc)
+		return rc;
+	XXH3_64bits_update(h, p, bytes);
+	return put(n, r);
+}
+
+static int checksums(struct net *n, struct train_result *res)
+{
+	XXH3_state_t *hw = XXH3_createState(), *hs = XXH3_createState();
+	unsigned int l, k;
+	int rc = 0;
+
+	if (!hw || !hs) {
+		rc = fail(n, -ENOMEM, "checksum state");
+		goto out;
+	}
+	XXH3_64bits_reset(hw);
+	XXH3_64bits_reset(hs);
+	for (l = 0; !rc && l < n->nl; l++) {
+		struct layer *ly = &n->ly[l];
+
+		rc = hash_region(n, hw, ly->w, ly->wp, ly->n * sizeof(float));
+		for (k = 0; !rc && k < ly->nshards; k++) {
+			size_t e = ly->n - k * ly->shard;
+			size_t b = (e < ly->shard ? e : ly->shard) *
+				   sizeof(float);
+
+			rc = hash_region(n, hs, ly->m[k], ly->mp[k], b);
+			if (!rc)
+				rc = hash_region(n, hs, ly->v[k], ly->vp[k], b);
+		}
+	}
+	res->checksum = XXH3_64bits_digest(hw);
+	res->state_checksum = XXH3_64bits_digest(hs);
+out:
+	XXH3_freeState(hw);
+	XXH3_freeState(hs);
+	return rc;
+}
+
+/* Device bytes that hold every region at once, with room to spare. */
+static uint64_t everything(const struct train_cfg *c)
+{
+	struct train_sizes sz;
+
+	train_sizes(c, &sz);
+	/* 2 MiB of rounding per region covers any allocation granularity. */
+	return sz.param_bytes + sz.grad_bytes + sz.state_bytes +
+	       sz.act_bytes + sz.regions * (2ull << 20) + (64ull << 20);
+}
+
+static int open_context(struct net *n, struct train_result *res)
+{
+	const struct train_cfg *c = n->cfg;
+	uint64_t all = everything(c);
+	struct um_config uc;
+	int rc;
+
+	um_config_init(&uc);
+	uc.backend = (uint32_t)c->backend;
+	uc.device_budget = c->unlimited ? all : c->budget;
+	/* The simulated card is big enough for everything: the budget, not
+	 * the card, is what makes libum evict. */
+	uc.sim_capacity = all > c->budget ? all : c->budget;
+	uc.log = on_log;
+	uc.log_arg = n;
+	uc.log_level = UM_LOG_WARN;
+	rc = um_context_create(&uc, &n->ctx);
+	if (rc)
+		return fail(n, rc, "creating the libum context");
+	res->backend = um_context_backend(n->ctx);
+	res->budget = uc.device_budget;
+	return 0;
+}
+
+static int train_loop(struct net *n, struct train_result *res,
+		      train_step_fn step_fn, void *step_arg)
+{
+	struct um_stats st = { .size = sizeof(st) };
+	unsigned int s, l;
+	uint64_t t0;
+	double loss = 0.0;
+	int rc;
+
+	rc = make_teacher(n);
+	if (!rc)
+		rc = make_regions(n);
+	for (l = 0; !rc && l < n->nl; l++)
+		rc = init_layer(n, l);
+	if (rc)
+		return rc;
+	t0 = ut_now_ns();
+	for (s = 0; s < n->cfg->steps; s++) {
+		rc = step(n, s, &loss);
+		if (rc)
+			return rc;
+		if (s == 0)
+			res->loss_first = loss;
+		res->loss_last = loss;
+		if (step_fn) {
+			rc = um_stats_get(n->ctx, &st);
+			if (rc)
+				return fail(n, rc, "um_stats_get");
+			step_fn(step_arg, s + 1, loss, &st);
+		}
+	}
+	res->seconds = (double)(ut_now_ns() - t0) * 1e-9;
+	rc = um_wait_all(n->ctx);
+	if (rc)
+		return fail(n, rc, "um_wait_all");
+	rc = checksums(n, res);
+	if (rc)
+		return rc;
+	res->st.size = sizeof(res->st);
+	rc = um_stats_get(n->ctx, &res->st);
+	return rc ? fail(n, rc, "um_stats_get") : 0;
+}
+
+int train_run(const struct train_cfg *cfg, struct train_result *res,
+	      train_step_fn step_fn, void *step_arg, um_log_fn log_fn,
+	      void *log_arg, char *err, size_t errlen)
+{
+	struct net n = {
+		.cfg = cfg, .err = err, .errlen = errlen,
+		.log_fn = log_fn, .log_arg = log_arg,
+	};
+	int rc, leaks;
+
+	if (err && errlen)
+		err[0] = '\0';
+	memset(res, 0, sizeof(*res));
+	if (cfg->layers < 2 || !cfg->hidden || !cfg->batch || !cfg->threads)
+		return fail(&n, -EINVAL, "model shape");
+	rc = workers_start(&n.team, cfg->threads);
+	if (rc)
+		return fail(&n, rc, "starting %u threads", cfg->threads);
+	rc = open_context(&n, res);
+	if (!rc) {
+		rc = train_loop(&n, res, step_fn, step_arg);
+		free_regions(&n);
+		leaks = um_context_destroy(n.ctx);
+		if (!rc && leaks)
+			rc = fail(&n, leaks < 0 ? leaks : -EBUSY,
+				  "libum reported %d leaked regions", leaks);
+	}
+	workers_stop(n.team);
+	free(n.teacher);
+	return rc;
+}

@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * train.h - one umtrain run: an MLP learning a fixed random teacher network
+ * with Adam, every tensor in a libum region.
+ */
+#ifndef UMTRAIN_TRAIN_H
+#define UMTRAIN_TRAIN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "um.h"
+
+#define TRAIN_IN_DIM	64	/* inputs of the task */
+#define TRAIN_OUT_DIM	16	/* outputs of the task */
+#define TRAIN_TEACHER	64	/* the teacher's hidden width */
+
+struct train_cfg {
+	unsigned int hidden;	/* width of the hidden layers */
+	unsigned int layers;	/* linear layers, >= 2 */
+	unsigned int batch;
+	unsigned int steps;
+	unsigned int threads;
+	uint64_t seed;
+	float lr;
+	bool unlimited;		/* budget below is ignored */
+	uint64_t budget;	/* device bytes */
+	uint64_t shard_bytes;	/* optimizer state per region, at most */
+	int backend;		/* enum um_backend_id */
+};
+
+/* Bytes the model needs, by kind, as regions are made (unrounded). */
+struct train_sizes {
+	uint64_t params;		/* parameter count */
+	uint64_t param_bytes, grad_bytes, state_bytes, act_bytes;
+	uint64_t regions;
+	uint64_t state_regions;
+	uint64_t working_set;		/* device bytes one step needs at once */
+};
+
+struct train_result {
+	int backend;			/* enum um_backend_id in use */
+	uint64_t budget;		/* the device budget set */
+	double loss_first, loss_last;
+	uint64_t checksum;		/* XXH3-64 of every final weight */
+	uint64_t state_checksum;	/* XXH3-64 of every final m and v */
+	double seconds;
+	struct um_stats st;
+};
+
+/* Called after every step with the step's loss and libum's stats. */
+typedef void (*train_step_fn)(void *arg, unsigned int step, double loss,
+			      const struct um_stats *st);
+
+void train_sizes(const struct train_cfg *cfg, struct train_sizes *sz);
+/*
+ * 0 or -errno; on failure err says what failed (libum's last message
+ * included). Messages libum logs at warning level or worse go to log_fn.
+ */
+int train_run(const struct train_cfg *cfg, struct train_result *res,
+	      train_step_fn step_fn, void *step_arg, um_log_fn log_fn,
+	      void *log_arg, char *err, size_t errlen);
+
+#endif /* UMTRAIN_TRAIN_H */

@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: MIT
+/*
+ * opt.c - option value parsers and usage messages for um's tools.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ut.h"
+
+const char *ut_progname = "um";
+
+void ut_set_progname(const char *argv0)
+{
+	const char *slash;
+
+	if (!argv0 || !*argv0)
+		return;
+	slash = strrchr(argv0, '/');
+	ut_progname = slash ? slash + 1 : argv0;
+}
+
+void ut_warn(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", ut_progname);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+void ut_die_usage(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", ut_progname);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry '%s --help' for more information.\n",
+		ut_progname);
+	exit(2);
+}
+
+/* Digits only: strtoull alone would take "-1", " 5" and "0x10". */
+static int all_digits(const char *s)
+{
+	if (!*s)
+		return 0;
+	for (; *s; s++)
+		if (*s < '0' || *s > '9')
+			return 0;
+	return 1;
+}
+
+int ut_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	unsigned long long v;
+
+	if (!s || !all_digits(s))
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, NULL, 10);
+	if (errno == ERANGE || v < min || v > max)
+		return -ERANGE;
+	*out = v;
+	return 0;
+}
+
+int ut_parse_double(const char *s, double min, double max, double *out)
+{
+	char *end;
+	double v;
+
+	if (!s || !*s)
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (*end || end == s || isnan(v))
+		return -EINVAL;
+	if (errno == ERANGE || isinf(v) || v < min || v > max)
+		return -ERANGE;
+	*out = v;
+	return 0;
+}
+
+static int suffix_shift(const char *s, unsigned int *shift)
+{
+	static const char units[] = "KMGTPE";
+	const char *u;
+
+	while (*s == ' ')
+		s++;
+	if (!*s || !strcmp(s, "B")) {
+		*shift = 0;
+		return 0;
+	}
+	u = strchr(units, *s >= 'a' ? *s - 'a' + 'A' : *s);
+	if (!u)
+		return -EINVAL;
+	s++;
+	if (*s && strcmp(s, "B") && strcmp(s, "iB"))
+		return -EINVAL;
+	*shift = 10 * (unsigned int)(u - units + 1);
+	return 0;
+}
+
+int ut_parse_size(const char *s, uint64_t *out)
+{
+	uint64_t whole = 0, frac = 0, frac_div = 1, v;
+	unsigned int shift;
+	const char *p = s;
+
+	if (!s || *p < '0' || *p > '9')
+		return -EINVAL;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		if (whole > (UINT64_MAX - 9) / 10)
+			return -ERANGE;
+		whole = whole * 10 + (uint64_t)(*p - '0');
+	}
+	if (*p == '.') {
+		p++;
+		if (*p < '0' || *p > '9')
+			return -EINVAL;
+		for (; *p >= '0' && *p <= '9'; p++) {
+			if (frac_div >= 1000000000ull)
+				continue;	/* finer than a byte */
+			frac = frac * 10 + (uint64_t)(*p - '0');
+			frac_div *= 10;
+		}
+	}
+	if (suffix_shift(p, &shift))
+		return -EINVAL;
+	if (shift >= 64 || (shift && whole > (UINT64_MAX >> shift)))
+		return -ERANGE;
+	v = whole << shift;
+	if (frac) {
+		/* frac/frac_div of one unit, without overflowing. */
+		uint64_t unit = 1ull << shift;
+		uint64_t add = unit / frac_div * frac +
+			       unit % frac_div * frac / frac_div;
+
+		if (v > UINT64_MAX - add)
+			return -ERANGE;
+		v += add;
+	}
+	*out = v;
+	return 0;
+}

@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: MIT
+/*
+ * table.c - libsmartcols tables with the look of util-linux's tools.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+#include <libsmartcols/libsmartcols.h>
+
+#include "ut.h"
+
+struct libscols_table *ut_table_new(const char *const *cols, int ncols,
+				    unsigned int right_mask)
+{
+	struct libscols_table *tb = scols_new_table();
+	int i;
+
+	if (!tb)
+		return NULL;
+	for (i = 0; i < ncols; i++) {
+		int fl = (i < 32 && (right_mask & (1u << i))) ? SCOLS_FL_RIGHT
+							       : 0;
+
+		if (!scols_table_new_column(tb, cols[i], 0, fl)) {
+			scols_unref_table(tb);
+			return NULL;
+		}
+	}
+	return tb;
+}
+
+int ut_table_row(struct libscols_table *tb, const char *const *cells)
+{
+	struct libscols_line *ln = scols_table_new_line(tb, NULL);
+	size_t i, n = scols_table_get_ncols(tb);
+
+	if (!ln)
+		return -ENOMEM;
+	for (i = 0; i < n; i++)
+		if (cells[i] && scols_line_set_data(ln, i, cells[i]))
+			return -ENOMEM;
+	return 0;
+}
+
+int ut_table_rowf(struct libscols_table *tb, int ncols, ...)
+{
+	const char *cells[32];
+	va_list ap;
+	int i;
+
+	if (ncols > 32 || (size_t)ncols != scols_table_get_ncols(tb))
+		return -EINVAL;
+	va_start(ap, ncols);
+	for (i = 0; i < ncols; i++)
+		cells[i] = va_arg(ap, const char *);
+	va_end(ap);
+	return ut_table_row(tb, cells);
+}
+
+int ut_table_print(struct libscols_table *tb)
+{
+	int rc = scols_print_table(tb);
+
+	fflush(stdout);
+	scols_unref_table(tb);
+	return rc ? -EIO : 0;
+}

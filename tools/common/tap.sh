@@ -1,0 +1,45 @@
+# SPDX-License-Identifier: MIT
+# tap.sh - TAP 13 output for shell checks, in the look of kselftest.
+# Source it, call tap_begin N, then tap_ok/tap_fail/tap_skip or
+# tap_check "description" command..., and finally tap_end (prints the
+# "# Totals:" line that scripts/check.sh sums, and returns 1 on failure).
+
+_tap_n=0 _tap_pass=0 _tap_fail=0 _tap_skip=0
+
+tap_begin() {
+	echo "TAP version 13"
+	echo "1..$1"
+}
+
+tap_ok() {
+	_tap_n=$((_tap_n + 1)) _tap_pass=$((_tap_pass + 1))
+	echo "ok $_tap_n $1"
+}
+
+tap_fail() {
+	_tap_n=$((_tap_n + 1)) _tap_fail=$((_tap_fail + 1))
+	echo "not ok $_tap_n $1"
+}
+
+tap_skip() {
+	_tap_n=$((_tap_n + 1)) _tap_skip=$((_tap_skip + 1))
+	echo "ok $_tap_n $1 # SKIP $2"
+}
+
+# tap_check DESC CMD...: runs CMD, its output as "# " comments on failure.
+tap_check() {
+	_desc=$1
+	shift
+	if _out=$("$@" 2>&1); then
+		tap_ok "$_desc"
+	else
+		printf '%s\n' "$_out" | sed 's/^/# /'
+		tap_fail "$_desc"
+	fi
+}
+
+tap_end() {
+	echo "# Totals: pass:$_tap_pass fail:$_tap_fail xfail:0 xpass:0" \
+		"skip:$_tap_skip error:0"
+	[ "$_tap_fail" -eq 0 ]
+}

@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Description: tools/common parsers, size formatting, medians and the JSON
+ * writer give the documented results and refuse bad input.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "ut.h"
+
+TEST(size_plain_and_suffixes)
+{
+	uint64_t v;
+
+	ASSERT_EQ(0, ut_parse_size("4096", &v));
+	ASSERT_EQ(4096, v);
+	ASSERT_EQ(0, ut_parse_size("64K", &v));
+	ASSERT_EQ(65536, v);
+	ASSERT_EQ(0, ut_parse_size("64k", &v));
+	ASSERT_EQ(65536, v);
+	ASSERT_EQ(0, ut_parse_size("16MiB", &v));
+	ASSERT_EQ(16ull << 20, v);
+	ASSERT_EQ(0, ut_parse_size("2 GB", &v));
+	ASSERT_EQ(2ull << 30, v);
+	ASSERT_EQ(0, ut_parse_size("1.5G", &v));
+	ASSERT_EQ(3ull << 29, v);
+	ASSERT_EQ(0, ut_parse_size("0", &v));
+	ASSERT_EQ(0, v);
+	ASSERT_EQ(0, ut_parse_size("12B", &v));
+	ASSERT_EQ(12, v);
+}
+
+TEST(size_rejects_junk)
+{
+	uint64_t v = 7;
+
+	ASSERT_EQ(-EINVAL, ut_parse_size("", &v));
+	ASSERT_EQ(-EINVAL, ut_parse_size("-1", &v));
+	ASSERT_EQ(-EINVAL, ut_parse_size("K", &v));
+	ASSERT_EQ(-EINVAL, ut_parse_size("12Q", &v));
+	ASSERT_EQ(-EINVAL, ut_parse_size("12KX", &v));
+	ASSERT_EQ(-EINVAL, ut_parse_size("1.", &v));
+	ASSERT_EQ(-EINVAL, ut_parse_size(" 1", &v));
+	ASSERT_EQ(-EINVAL, ut_parse_size(NULL, &v));
+	ASSERT_EQ(-ERANGE, ut_parse_size("16E", &v));
+	ASSERT_EQ(-ERANGE, ut_parse_size("99999999999999999999", &v));
+	ASSERT_EQ(7, v);	/* untouched on error */
+}
+
+TEST(u64_and_double_bounds)
+{
+	uint64_t u;
+	double d;
+
+	ASSERT_EQ(0, ut_parse_u64("42", 1, 100, &u));
+	ASSERT_EQ(42, u);
+	ASSERT_EQ(-ERANGE, ut_parse_u64("0", 1, 100, &u));
+	ASSERT_EQ(-ERANGE, ut_parse_u64("101", 1, 100, &u));
+	ASSERT_EQ(-EINVAL, ut_parse_u64("-3", 0, 100, &u));
+	ASSERT_EQ(-EINVAL, ut_parse_u64("0x10", 0, 100, &u));
+	ASSERT_EQ(-EINVAL, ut_parse_u64("4k", 0, 100, &u));
+	ASSERT_EQ(0, ut_parse_double("1e-3", 0, 1, &d));
+	ASSERT_TRUE(d == 1e-3);
+	ASSERT_EQ(-ERANGE, ut_parse_double("2", 0, 1, &d));
+	ASSERT_EQ(-EINVAL, ut_parse_double("nan", 0, 1, &d));
+	ASSERT_EQ(-EINVAL, ut_parse_double("0.1x", 0, 1, &d));
+	ASSERT_EQ(-ERANGE, ut_parse_double("inf", 0, 1, &d));
+}
+
+TEST(size_strings)
+{
+	char b[UT_SIZE_STR];
+
+	ASSERT_STREQ("256 B", ut_size_str(256, b));
+	ASSERT_STREQ("4 KiB", ut_size_str(4096, b));
+	ASSERT_STREQ("1.5 MiB", ut_size_str(3ull << 19, b));
+	ASSERT_STREQ("64 MiB", ut_size_str(64ull << 20, b));
+	ASSERT_STREQ("16 EiB", ut_size_str(UINT64_MAX, b));
+}
+
+TEST(median_odd_even)
+{
+	double a[] = { 5, 1, 3 }, b[] = { 4, 1, 3, 2 };
+
+	ASSERT_TRUE(ut_median(a, 3) == 3.0);
+	ASSERT_TRUE(ut_median(b, 4) == 2.5);
+	ASSERT_TRUE(ut_median(NULL, 0) == 0.0);
+}
+
+TEST(json_writer_shape)
+{
+	const char *want = "{\n  \"a\": 1,\n  \"s\": \"q\\\"\\n\",\n"
+			   "  \"l\": [\n    true,\n    null\n  ],\n"
+			   "  \"e\": {},\n  \"x\": null\n}\n";
+	struct ut_json j;
+	char buf[512];
+	size_t n;
+	FILE *f = tmpfile();
+
+	ASSERT_NONNULL(f);
+	ut_json_init(&j, f);
+	ut_json_obj_begin(&j, NULL);
+	ut_json_u64(&j, "a", 1);
+	ut_json_str(&j, "s", "q\"\n");
+	ut_json_arr_begin(&j, "l");
+	ut_json_bool(&j, NULL, true);
+	ut_json_null(&j, NULL);
+	ut_json_arr_end(&j);
+	ut_json_obj_begin(&j, "e");
+	ut_json_obj_end(&j);
+	ut_json_dbl(&j, "x", 1.0 / 0.0);
+	ut_json_obj_end(&j);
+	ut_json_finish(&j);
+	rewind(f);
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	ASSERT_STREQ(want, buf);
+}
+
+TEST_HARNESS_MAIN
