@@ -11,15 +11,25 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <numa.h>
 #include <numaif.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include "numa.h"
+
+/*
+ * libnuma's own <numa.h> has the same name as ours, and whichever comes
+ * first on the include path wins (tests add libum/src to it), so the few
+ * discovery calls used here are declared by hand; their ABI has not changed
+ * since libnuma 2.0. move_pages and mbind come from <numaif.h>.
+ */
+int numa_available(void);
+int numa_max_node(void);
+long long numa_node_size64(int node, long long *freep);
 
 #define NODE_BITS	1024
 #define NODE_WORDS	(NODE_BITS / (8 * sizeof(unsigned long)))
@@ -278,19 +288,52 @@ static int move_batch(char *base, size_t npages, const int *nodes, int *status,
 
 	for (i = 0; i < npages; i++)
 		pages[i] = base + i * (size_t)page_size();
-	ret = numa_move_pages(0, npages, pages, nodes, status, flags);
+	ret = move_pages(0, npages, pages, nodes, status, flags);
 	if (ret < 0)
 		return -errno;
 	return 0;
 }
 
+/*
+ * Retry the pages of one batch that came back -EBUSY (a page caught in a
+ * per-CPU LRU cache, or under I/O, is busy for a moment; a pinned page stays
+ * busy). Returns the number still busy.
+ */
+static size_t retry_busy(char *base, size_t n, int node, int *status)
+{
+	void *pages[MOVE_BATCH];
+	int nodes[MOVE_BATCH], st[MOVE_BATCH], idx[MOVE_BATCH];
+	size_t busy, i;
+
+	for (int round = 0; round < 4; round++) {
+		busy = 0;
+		for (i = 0; i < n; i++) {
+			if (status[i] != -EBUSY && status[i] != -EAGAIN)
+				continue;
+			pages[busy] = base + i * (size_t)page_size();
+			nodes[busy] = node;
+			idx[busy++] = (int)i;
+		}
+		if (!busy)
+			return 0;
+		sched_yield();
+		if (move_pages(0, busy, pages, nodes, st, MPOL_MF_MOVE) < 0)
+			return busy;
+		for (i = 0; i < busy; i++)
+			status[idx[i]] = st[i];
+	}
+	for (busy = 0, i = 0; i < n; i++)
+		busy += status[i] == -EBUSY || status[i] == -EAGAIN;
+	return busy;
+}
+
 int um__numa_move(void *p, size_t len, int node, uint64_t *moved)
 {
-	int status[MOVE_BATCH];
-	size_t npages, done, i, n;
+	int status[MOVE_BATCH], batch_nodes[MOVE_BATCH];
+	size_t npages, done, i, n, busy = 0;
 	uint64_t on_node = 0;
-	int ret, busy = 0;
 	char *base = p;
+	int ret;
 
 	ret = check_range(p, len);
 	if (ret)
@@ -303,22 +346,19 @@ int um__numa_move(void *p, size_t len, int node, uint64_t *moved)
 			*moved = (uint64_t)npages * (uint64_t)page_size();
 		return 0;
 	}
+	for (i = 0; i < MOVE_BATCH; i++)
+		batch_nodes[i] = node;
 	for (done = 0; done < npages; done += n) {
-		int batch_nodes[MOVE_BATCH];
+		char *b = base + done * (size_t)page_size();
 
 		n = npages - done < MOVE_BATCH ? npages - done : MOVE_BATCH;
-		for (i = 0; i < n; i++)
-			batch_nodes[i] = node;
-		ret = move_batch(base + done * (size_t)page_size(), n,
-				 batch_nodes, status, MPOL_MF_MOVE);
+		ret = move_batch(b, n, batch_nodes, status, MPOL_MF_MOVE);
 		if (ret)
 			return ret;
-		for (i = 0; i < n; i++) {
+		busy += retry_busy(b, n, node, status);
+		for (i = 0; i < n; i++)
 			if (status[i] == node)
 				on_node += (uint64_t)page_size();
-			else if (status[i] == -EBUSY)
-				busy = 1;
-		}
 	}
 	/* Later faults (pages not yet touched) land on node too. */
 	ret = um__numa_bind(p, npages * (size_t)page_size(), node);
