@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bench.h - umbench's sections (pool, migrate) and what they share.
+ *
+ * A section measures, then reports through the same call for text and JSON:
+ * text goes through libsmartcols tables, JSON through the ut_json writer
+ * (one document for the whole run, each section an object in it).
+ */
+#ifndef UMBENCH_BENCH_H
+#define UMBENCH_BENCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ut.h"
+
+#define BENCH_MAX_SIZES 16
+
+/* Targets of issue 2. */
+#define TARGET_POOL_OVER_MALLOC	3.0	/* pool at most 3x malloc+free */
+#define TARGET_RAW_OVER_POOL	1000.0	/* raw at least 1000x the pool */
+#define TARGET_RAW_FROM_BYTES	(1ull << 20)
+#define TARGET_MIGRATE_RATIO	0.8	/* migration at least 0.8x memcpy */
+
+struct bench_opts {
+	bool json, quick, quiet;
+	int backend;			/* enum um_backend_id */
+	unsigned int rounds;
+	size_t nsizes;
+	uint64_t sizes[BENCH_MAX_SIZES];
+	uint64_t region_bytes;		/* migrate: bytes per region */
+	unsigned int regions;		/* migrate: regions */
+	struct ut_json *j;		/* non-NULL with --json */
+};
+
+/* Each returns 0 all targets met, 1 a target missed, -errno on failure
+ * (after saying why on stderr). */
+int bench_pool(const struct bench_opts *o);
+int bench_migrate(const struct bench_opts *o);
+
+/* Raw pinned host memory as the backend would obtain it, without the pool:
+ * sim mmap+mlock (mmap+MAP_POPULATE where mlock is refused), cuda
+ * cudaHostAlloc. */
+struct raw_pinned {
+	const char *method;		/* e.g. "mmap+mlock+munmap" */
+	int backend;
+	bool populate;			/* mlock refused: populate instead */
+};
+
+int raw_init(struct raw_pinned *rp, int backend);
+int raw_alloc(struct raw_pinned *rp, size_t len, void **p);
+void raw_free(struct raw_pinned *rp, void *p, size_t len);
+
+/* "45 ns", "3.1 us", "12.4 ms". */
+char *bench_time_str(double ns, char buf[UT_SIZE_STR]);
+const char *bench_backend_name(int id);
+/* libum's messages at warning level or worse, on stderr. */
+void bench_log(void *arg, int level, const char *msg);
+
+#endif /* UMBENCH_BENCH_H */

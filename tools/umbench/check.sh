@@ -1,0 +1,103 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Description: umbench --quick --json runs every section and prints one valid
+# JSON document with every expected key and type (speed is not asserted: a
+# missed target exits 1, which is allowed here; a failed run is not); bad
+# usage exits 2 with a message.
+# Usage: check.sh UMBENCH UT-JSONCHECK
+set -u
+UMBENCH=$1
+JC=$2
+. "$(dirname "$0")/../common/tap.sh"
+
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+"$UMBENCH" --quick --json >"$TMP/out.json" 2>"$TMP/err"
+RC=$?
+
+runs() {
+	cat "$TMP/err"
+	[ $RC -eq 0 ] || [ $RC -eq 1 ]
+}
+
+keys() {
+	"$JC" "$TMP/out.json" tool:string quick:bool pass:bool \
+		pool:object pool.backend:string pool.raw_method:string \
+		pool.rounds:number 'pool.sizes.*.bytes:number' \
+		'pool.sizes.*.pool_ns:number' 'pool.sizes.*.malloc_ns:number' \
+		'pool.sizes.*.raw_ns:number' 'pool.sizes.*.pool_over_malloc:number' \
+		'pool.sizes.*.raw_over_pool:number' 'pool.sizes.*.pass_malloc:bool' \
+		'pool.sizes.*.pass_raw' pool.sizes.5.bytes:number pool.pass:bool \
+		migrate:object migrate.backend:string migrate.region_bytes:number \
+		migrate.evict_gbps:number migrate.restore_gbps:number \
+		migrate.migrate_gbps:number migrate.migrate_wall_gbps:number \
+		migrate.memcpy_gbps:number migrate.ratio:number \
+		migrate.wall_ratio:number migrate.pass:bool
+}
+
+data_intact() {
+	grep -q '"data_ok": true' "$TMP/out.json"
+}
+
+status_matches_pass() {
+	# exit 0 exactly when the document says every target passed
+	if grep -q '^  "pass": true' "$TMP/out.json"; then
+		[ $RC -eq 0 ]
+	else
+		[ $RC -eq 1 ]
+	fi
+}
+
+one_section() {
+	"$UMBENCH" pool --quick --json --sizes 4K,1M >"$TMP/pool.json"
+	[ $? -le 1 ] && "$JC" "$TMP/pool.json" pool.sizes.1.bytes:number &&
+		! "$JC" "$TMP/pool.json" migrate 2>/dev/null &&
+		! "$JC" "$TMP/pool.json" pool.sizes.2 2>/dev/null
+}
+
+text_table() {
+	"$UMBENCH" migrate --quick --region-bytes 1M >"$TMP/text"
+	[ $? -le 1 ] && grep -q 'memcpy' "$TMP/text" &&
+		grep -q 'GB/s' "$TMP/text"
+}
+
+usage_error() {
+	local re=$1 rc
+	shift
+	"$UMBENCH" "$@" >"$TMP/uout" 2>"$TMP/uerr"
+	rc=$?
+	cat "$TMP/uerr"
+	[ $rc -eq 2 ] && grep -Eq "$re" "$TMP/uerr" && [ ! -s "$TMP/uout" ]
+}
+
+gpu_flag() {
+	local rc
+	"$UMBENCH" --gpu --help >"$TMP/gout" 2>"$TMP/gerr"
+	rc=$?
+	cat "$TMP/gerr"
+	# without the GPU objects: exit 2 with a message; with them the GPU
+	# part answers --help itself.
+	if grep -q 'built without' "$TMP/gerr"; then
+		[ $rc -eq 2 ]
+	else
+		[ $rc -eq 0 ] || [ $rc -eq 4 ]
+	fi
+}
+
+tap_begin 13
+tap_check "umbench --quick --json runs (exit 0 or 1)" runs
+tap_check "JSON valid with every key" keys
+tap_check "migrated data intact" data_intact
+tap_check "exit status matches \"pass\"" status_matches_pass
+tap_check "one section, chosen sizes" one_section
+tap_check "text output has a table" text_table
+tap_check "unknown section" usage_error "unknown section" frob
+tap_check "bad --sizes" usage_error "invalid size" --sizes 4K,x
+tap_check "bad --rounds" usage_error "invalid --rounds" --rounds 0
+tap_check "bad --backend" usage_error "invalid --backend" --backend tpu
+tap_check "bad --region-bytes" usage_error "invalid --region-bytes" \
+	--region-bytes 12
+tap_check "unknown option" usage_error "unrecognized option" --frob
+tap_check "--gpu answers or refuses clearly" gpu_flag
+tap_end
