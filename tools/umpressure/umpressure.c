@@ -1,0 +1,606 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * umpressure - create real memory pressure on a NUMA node.
+ *
+ * Allocates anonymous memory bound to a node (mbind MPOL_BIND), touching
+ * every page so the kernel really has to find it, at a chosen rate, until a
+ * target size or a umm.ko level is reached; holds it; then gives it back.
+ * A floor of free memory on the node (--min-free) stops it first, unless
+ * --force; SIGINT/SIGTERM end it early and still release everything.
+ *
+ * Exit status: 0 goal reached (or, without a goal, the floor), 1 error,
+ * 2 usage, 3 stopped by the floor before the goal, 130 stopped by a signal.
+ * See umpressure(1).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <numaif.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ut.h"
+
+#define MiB		(1024ull * 1024)
+#define DEF_STEP	(16 * MiB)
+#define DEF_FLOOR_BP	200		/* 2 % of the node */
+#define MAX_CHUNKS	65536
+#define SAMPLE_NS	50000000ull	/* level/free sampling while holding */
+
+enum level { LV_NONE, LV_NORMAL, LV_LOW, LV_MEDIUM, LV_CRITICAL, LV_COUNT };
+static const char *const level_names[LV_COUNT] = {
+	"none", "normal", "low", "medium", "critical",
+};
+
+enum stop { ST_TARGET, ST_LEVEL, ST_FLOOR, ST_SIGNAL, ST_NOMEM, ST_COUNT };
+static const char *const stop_names[ST_COUNT] = {
+	"target", "level", "floor", "signal", "nomem",
+};
+
+struct opts {
+	int node;			/* -1: no binding */
+	double rate;			/* MiB/s, 0 = as fast as possible */
+	uint64_t target;		/* 0: none */
+	int until;			/* LV_NONE: none */
+	double hold;			/* seconds */
+	uint64_t min_free;
+	bool min_free_set;
+	bool force;
+	uint64_t step;
+	bool json;
+	bool quiet;
+	const char *sysroot;
+	int oom_adj;
+	bool oom_adj_set;
+};
+
+struct chunk {
+	void *p;
+	size_t len;
+};
+
+struct run {
+	struct chunk *chunks;
+	size_t nchunks;
+	uint64_t allocated, peak;
+	uint64_t total, free_start, free_min, free_end, floor;
+	enum stop stop;
+	int level_max;
+	int64_t level_ms[LV_COUNT];	/* first seen, ms from start; -1 never */
+	uint64_t t0, t_alloc_end, t_hold_end, t_release_end;
+};
+
+static volatile sig_atomic_t stop_sig;
+
+static void on_signal(int sig)
+{
+	stop_sig = sig;
+}
+
+/* ---- the node, as the kernel sees it ------------------------------------ */
+
+static int read_file(const char *root, const char *path, char *buf, size_t len)
+{
+	char full[4096];
+	ssize_t n;
+	int fd;
+
+	snprintf(full, sizeof(full), "%s%s", root ? root : "", path);
+	fd = open(full, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	return 0;
+}
+
+/* MemTotal/MemFree of node (or of the machine for node -1), in bytes. */
+static int node_mem(const struct opts *o, uint64_t *free_b, uint64_t *total_b)
+{
+	char path[128], buf[8192], *line;
+	unsigned long long kb;
+	bool got_free = false, got_total = false;
+
+	if (o->node >= 0)
+		snprintf(path, sizeof(path),
+			 "/sys/devices/system/node/node%d/meminfo", o->node);
+	else
+		snprintf(path, sizeof(path), "/proc/meminfo");
+	if (read_file(o->sysroot, path, buf, sizeof(buf)))
+		return -ENOENT;
+	for (line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
+		char *k = strstr(line, "MemTotal:"), *f = strstr(line, "MemFree:");
+
+		if (k && sscanf(k, "MemTotal: %llu kB", &kb) == 1) {
+			*total_b = kb * 1024;
+			got_total = true;
+		} else if (f && sscanf(f, "MemFree: %llu kB", &kb) == 1) {
+			*free_b = kb * 1024;
+			got_free = true;
+		}
+	}
+	return got_free && got_total ? 0 : -EIO;
+}
+
+static int parse_level(const char *s)
+{
+	char word[32];
+	size_t n = 0;
+
+	while (*s == ' ' || *s == '\t')
+		s++;
+	while (s[n] && s[n] != '\n' && s[n] != ' ' && n < sizeof(word) - 1) {
+		word[n] = s[n];
+		n++;
+	}
+	word[n] = '\0';
+	for (int i = LV_NORMAL; i < LV_COUNT; i++)
+		if (!strcmp(word, level_names[i]))
+			return i;
+	return -EINVAL;
+}
+
+/* umm.ko's level of the node, LV_NONE when the module is not there. */
+static int node_level(const struct opts *o)
+{
+	char path[128], buf[64];
+	int lv;
+
+	snprintf(path, sizeof(path), "/sys/kernel/mm/umm/nodes/node%d/level",
+		 o->node < 0 ? 0 : o->node);
+	if (read_file(o->sysroot, path, buf, sizeof(buf)))
+		return LV_NONE;
+	lv = parse_level(buf);
+
+	return lv < 0 ? LV_NONE : lv;
+}
+
+static int64_t ms_since(uint64_t t0)
+{
+	return (int64_t)((ut_now_ns() - t0) / 1000000ull);
+}
+
+/* Sample level and free memory; record the first time each level is seen. */
+static int sample(const struct opts *o, struct run *r)
+{
+	uint64_t free_b = 0, total_b = 0;
+	int lv = node_level(o);
+
+	if (lv > r->level_max)
+		r->level_max = lv;
+	for (int i = LV_LOW; i <= lv; i++)
+		if (r->level_ms[i] < 0)
+			r->level_ms[i] = ms_since(r->t0);
+	if (!node_mem(o, &free_b, &total_b) && free_b < r->free_min)
+		r->free_min = free_b;
+	return lv;
+}
+
+/* ---- allocation ----------------------------------------------------------- */
+
+static int grab(const struct opts *o, struct run *r, size_t len)
+{
+	unsigned long mask[16] = { 0 };
+	long ps = sysconf(_SC_PAGESIZE);
+	char *p;
+
+	if (r->nchunks == MAX_CHUNKS)
+		return -E2BIG;
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
+		return -ENOMEM;
+	if (o->node >= 0) {
+		mask[o->node / 64] = 1ul << (o->node % 64);
+		if (mbind(p, len, MPOL_BIND, mask, 1024 + 1, 0)) {
+			int err = -errno;
+
+			munmap(p, len);
+			return err;
+		}
+	}
+	/*
+	 * Fault every page in for writing: memory the kernel must really
+	 * find. MADV_POPULATE_WRITE does it in one call where the kernel has
+	 * it (5.14+); then a write per page still makes the pages non-zero.
+	 */
+	madvise(p, len, 23 /* MADV_POPULATE_WRITE */);
+	for (size_t off = 0; off < len; off += (size_t)ps)
+		p[off] = (char)(off >> 12 | 1);
+	r->chunks[r->nchunks++] = (struct chunk){ p, len };
+	r->allocated += len;
+	if (r->allocated > r->peak)
+		r->peak = r->allocated;
+	return 0;
+}
+
+static void release(struct run *r)
+{
+	for (size_t i = 0; i < r->nchunks; i++)
+		munmap(r->chunks[i].p, r->chunks[i].len);
+	r->nchunks = 0;
+	r->allocated = 0;
+}
+
+static void sleep_ns(uint64_t ns)
+{
+	struct timespec ts = {
+		.tv_sec = (time_t)(ns / 1000000000ull),
+		.tv_nsec = (long)(ns % 1000000000ull),
+	};
+
+	nanosleep(&ts, NULL);	/* a signal cuts it short: fine */
+}
+
+static bool goal_met(const struct opts *o, const struct run *r, int lv)
+{
+	if (o->target && r->allocated >= o->target)
+		return true;
+	return o->until != LV_NONE && lv >= o->until;
+}
+
+static void fill(const struct opts *o, struct run *r)
+{
+	struct ut_progress pg;
+	uint64_t free_b, total_b, goal = o->target;
+	char s1[UT_SIZE_STR], s2[UT_SIZE_STR];
+	int lv;
+
+	ut_progress_init(&pg, goal ? goal : r->total, !o->quiet && !o->json);
+	for (;;) {
+		size_t len = (size_t)o->step;
+		int ret;
+
+		lv = sample(o, r);
+		if (stop_sig) {
+			r->stop = ST_SIGNAL;
+			break;
+		}
+		if (goal_met(o, r, lv)) {
+			r->stop = o->target && r->allocated >= o->target ?
+					  ST_TARGET : ST_LEVEL;
+			break;
+		}
+		if (o->target && o->target - r->allocated < len)
+			len = (size_t)(o->target - r->allocated);
+		if (node_mem(o, &free_b, &total_b))
+			free_b = UINT64_MAX;
+		if (!o->force && (free_b < r->floor + len)) {
+			r->stop = ST_FLOOR;
+			break;
+		}
+		ret = grab(o, r, len);
+		if (ret) {
+			r->stop = ST_NOMEM;
+			break;
+		}
+		ut_progress_update(&pg, r->allocated, "%s held, node free %s%s%s",
+				   ut_size_str(r->allocated, s1),
+				   ut_size_str(free_b, s2),
+				   lv != LV_NONE ? ", level " : "",
+				   lv != LV_NONE ? level_names[lv] : "");
+		if (o->rate > 0) {
+			uint64_t due = (uint64_t)((double)r->allocated /
+						  (o->rate * MiB) * 1e9);
+			uint64_t el = ut_now_ns() - r->t0;
+
+			if (due > el)
+				sleep_ns(due - el);
+		}
+	}
+	ut_progress_end(&pg);
+}
+
+static void hold(const struct opts *o, struct run *r)
+{
+	uint64_t end = ut_now_ns() + (uint64_t)(o->hold * 1e9);
+
+	while (!stop_sig && ut_now_ns() < end) {
+		uint64_t left = end - ut_now_ns();
+
+		sample(o, r);
+		sleep_ns(left < SAMPLE_NS ? left : SAMPLE_NS);
+	}
+	if (stop_sig && r->stop != ST_SIGNAL)
+		r->stop = ST_SIGNAL;
+}
+
+/* ---- reporting ------------------------------------------------------------ */
+
+static double secs(uint64_t a, uint64_t b)
+{
+	return b > a ? (double)(b - a) / 1e9 : 0;
+}
+
+static void report_json(const struct opts *o, const struct run *r)
+{
+	struct ut_json j;
+	double alloc_s = secs(r->t0, r->t_alloc_end);
+
+	ut_json_init(&j, stdout);
+	ut_json_obj_begin(&j, NULL);
+	ut_json_str(&j, "tool", "umpressure");
+	ut_json_i64(&j, "node", o->node);
+	ut_json_dbl(&j, "rate_mib_s", o->rate);
+	ut_json_u64(&j, "target_bytes", o->target);
+	ut_json_str(&j, "until_level", level_names[o->until]);
+	ut_json_u64(&j, "step_bytes", o->step);
+	ut_json_bool(&j, "force", o->force);
+	ut_json_u64(&j, "floor_bytes", r->floor);
+	ut_json_u64(&j, "node_total_bytes", r->total);
+	ut_json_u64(&j, "node_free_start_bytes", r->free_start);
+	ut_json_u64(&j, "node_free_min_bytes", r->free_min);
+	ut_json_u64(&j, "node_free_end_bytes", r->free_end);
+	ut_json_u64(&j, "peak_bytes", r->peak);
+	ut_json_str(&j, "stop_reason", stop_names[r->stop]);
+	ut_json_bool(&j, "goal_reached",
+		     r->stop == ST_TARGET || r->stop == ST_LEVEL);
+	ut_json_dbl(&j, "alloc_s", alloc_s);
+	ut_json_dbl(&j, "achieved_mib_s",
+		    alloc_s > 0 ? (double)r->peak / MiB / alloc_s : 0);
+	ut_json_dbl(&j, "hold_s", secs(r->t_alloc_end, r->t_hold_end));
+	ut_json_dbl(&j, "release_s", secs(r->t_hold_end, r->t_release_end));
+	ut_json_str(&j, "level_max", level_names[r->level_max]);
+	ut_json_obj_begin(&j, "level_first_ms");
+	for (int i = LV_LOW; i < LV_COUNT; i++) {
+		if (r->level_ms[i] < 0)
+			ut_json_null(&j, level_names[i]);
+		else
+			ut_json_i64(&j, level_names[i], r->level_ms[i]);
+	}
+	ut_json_obj_end(&j);
+	ut_json_obj_end(&j);
+	ut_json_finish(&j);
+}
+
+static void report_text(const struct opts *o, const struct run *r)
+{
+	char a[UT_SIZE_STR], b[UT_SIZE_STR], c[UT_SIZE_STR];
+
+	if (o->quiet)
+		return;
+	printf("umpressure: node %d: held %s (stop: %s), node free %s -> min %s, floor %s\n",
+	       o->node, ut_size_str(r->peak, a), stop_names[r->stop],
+	       ut_size_str(r->free_start, b), ut_size_str(r->free_min, c),
+	       ut_size_str(r->floor, a));
+	if (r->level_max != LV_NONE) {
+		printf("umpressure: level reached %s", level_names[r->level_max]);
+		for (int i = LV_LOW; i < LV_COUNT; i++)
+			if (r->level_ms[i] >= 0)
+				printf(", %s at %lld ms", level_names[i],
+				       (long long)r->level_ms[i]);
+		printf("\n");
+	}
+}
+
+/* ---- options -------------------------------------------------------------- */
+
+static void usage(void)
+{
+	printf("Usage: %s [options]\n"
+	       "Allocate and touch memory on a NUMA node to create real pressure.\n\n"
+	       "  -n, --node N          node to fill (default: no binding, the machine)\n"
+	       "  -r, --rate MIB        MiB per second (default: as fast as possible)\n"
+	       "  -t, --target SIZE     stop at SIZE bytes held (K/M/G suffixes)\n"
+	       "  -u, --until-level L   stop when umm.ko says node level L\n"
+	       "                        (low, medium, critical)\n"
+	       "  -H, --hold SECS       hold the memory that long (default 0)\n"
+	       "  -m, --min-free SIZE   never take the node below SIZE free, or\n"
+	       "                        a percentage (\"5%%\"; default 2%% of the node)\n"
+	       "  -f, --force           ignore the floor\n"
+	       "  -s, --step SIZE       allocation step (default 16M)\n"
+	       "      --oom-score-adj N write N to /proc/self/oom_score_adj\n"
+	       "      --sysroot DIR     read /sys and /proc under DIR (tests)\n"
+	       "  -J, --json            print a JSON summary\n"
+	       "  -q, --quiet           no text output\n"
+	       "  -h, --help            this text\n\n"
+	       "Exit: 0 goal reached, 1 error, 2 usage, 3 floor reached first,\n"
+	       "130 interrupted. Memory is always released before exit.\n",
+	       ut_progname);
+}
+
+static void parse_min_free(struct opts *o, const char *arg, double *pct)
+{
+	size_t n = strlen(arg);
+	uint64_t v;
+
+	if (n && arg[n - 1] == '%') {
+		char num[32];
+
+		if (n - 1 >= sizeof(num))
+			ut_die_usage("bad --min-free '%s'", arg);
+		memcpy(num, arg, n - 1);
+		num[n - 1] = '\0';
+		if (ut_parse_double(num, 0, 100, pct))
+			ut_die_usage("bad --min-free '%s' (0..100%%)", arg);
+		return;
+	}
+	if (ut_parse_size(arg, &v))
+		ut_die_usage("bad --min-free '%s'", arg);
+	o->min_free = v;
+	o->min_free_set = true;
+}
+
+static void parse(int argc, char **argv, struct opts *o, double *pct)
+{
+	static const struct option lo[] = {
+		{ "node", required_argument, NULL, 'n' },
+		{ "rate", required_argument, NULL, 'r' },
+		{ "target", required_argument, NULL, 't' },
+		{ "until-level", required_argument, NULL, 'u' },
+		{ "hold", required_argument, NULL, 'H' },
+		{ "min-free", required_argument, NULL, 'm' },
+		{ "force", no_argument, NULL, 'f' },
+		{ "step", required_argument, NULL, 's' },
+		{ "oom-score-adj", required_argument, NULL, 'O' },
+		{ "sysroot", required_argument, NULL, 'S' },
+		{ "json", no_argument, NULL, 'J' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	uint64_t v;
+	double d;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "n:r:t:u:H:m:fs:Jqh", lo, NULL)) != -1) {
+		switch (c) {
+		case 'n':
+			if (ut_parse_u64(optarg, 0, 1023, &v))
+				ut_die_usage("bad --node '%s' (0..1023)", optarg);
+			o->node = (int)v;
+			break;
+		case 'r':
+			if (ut_parse_double(optarg, 0.001, 1e6, &o->rate))
+				ut_die_usage("bad --rate '%s' (MiB/s > 0)", optarg);
+			break;
+		case 't':
+			if (ut_parse_size(optarg, &o->target) || !o->target)
+				ut_die_usage("bad --target '%s'", optarg);
+			break;
+		case 'u':
+			o->until = parse_level(optarg);
+			if (o->until < LV_LOW)
+				ut_die_usage("bad --until-level '%s' (low, medium, critical)",
+					     optarg);
+			break;
+		case 'H':
+			if (ut_parse_double(optarg, 0, 86400, &d))
+				ut_die_usage("bad --hold '%s' (seconds)", optarg);
+			o->hold = d;
+			break;
+		case 'm':
+			parse_min_free(o, optarg, pct);
+			break;
+		case 'f':
+			o->force = true;
+			break;
+		case 's':
+			if (ut_parse_size(optarg, &o->step) || o->step < 4096 ||
+			    o->step > (1ull << 34))
+				ut_die_usage("bad --step '%s' (4K..16G)", optarg);
+			break;
+		case 'O':
+			if (ut_parse_u64(optarg[0] == '-' ? optarg + 1 : optarg,
+					 0, 1000, &v))
+				ut_die_usage("bad --oom-score-adj '%s' (-1000..1000)",
+					     optarg);
+			o->oom_adj = optarg[0] == '-' ? -(int)v : (int)v;
+			o->oom_adj_set = true;
+			break;
+		case 'S':
+			o->sysroot = optarg;
+			break;
+		case 'J':
+			o->json = true;
+			break;
+		case 'q':
+			o->quiet = true;
+			break;
+		case 'h':
+			usage();
+			exit(0);
+		default:
+			ut_die_usage("unknown option");
+		}
+	}
+	if (optind < argc)
+		ut_die_usage("unexpected argument '%s'", argv[optind]);
+}
+
+static int set_oom_adj(int v)
+{
+	char buf[16];
+	int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+	int n = snprintf(buf, sizeof(buf), "%d\n", v);
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, buf, (size_t)n) != n) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	close(fd);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o = { .node = -1, .step = DEF_STEP, .until = LV_NONE };
+	struct sigaction sa = { .sa_handler = on_signal };
+	struct run r = { .free_min = UINT64_MAX };
+	double pct = DEF_FLOOR_BP / 100.0;
+	int ret;
+
+	ut_set_progname(argv[0]);
+	parse(argc, argv, &o, &pct);
+	ret = node_mem(&o, &r.free_start, &r.total);
+	if (ret) {
+		ut_warn("cannot read the memory of node %d%s%s", o.node,
+			o.sysroot ? " under " : "", o.sysroot ? o.sysroot : "");
+		return o.node >= 0 ? 2 : 1;
+	}
+	if (o.until != LV_NONE && node_level(&o) == LV_NONE) {
+		ut_warn("--until-level needs umm.ko's /sys/kernel/mm/umm/nodes/node%d/level",
+			o.node < 0 ? 0 : o.node);
+		return 2;
+	}
+	if (o.oom_adj_set && (ret = set_oom_adj(o.oom_adj))) {
+		ut_warn("cannot set oom_score_adj: %s", strerror(-ret));
+		return 1;
+	}
+	r.floor = o.force ? 0 : o.min_free_set ? o.min_free :
+		  (uint64_t)((double)r.total * pct / 100.0);
+	r.chunks = calloc(MAX_CHUNKS, sizeof(*r.chunks));
+	if (!r.chunks) {
+		ut_warn("out of memory");
+		return 1;
+	}
+	for (int i = 0; i < LV_COUNT; i++)
+		r.level_ms[i] = -1;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+
+	r.t0 = ut_now_ns();
+	fill(&o, &r);
+	r.t_alloc_end = ut_now_ns();
+	if (r.stop != ST_SIGNAL && r.stop != ST_NOMEM)
+		hold(&o, &r);
+	r.t_hold_end = ut_now_ns();
+	release(&r);
+	r.t_release_end = ut_now_ns();
+	if (node_mem(&o, &r.free_end, &r.total))
+		r.free_end = 0;
+	if (r.free_min == UINT64_MAX)
+		r.free_min = r.free_start;
+	if (o.json)
+		report_json(&o, &r);
+	else
+		report_text(&o, &r);
+	free(r.chunks);
+	switch (r.stop) {
+	case ST_TARGET:
+	case ST_LEVEL:
+		return 0;
+	case ST_FLOOR:
+		return o.target || o.until != LV_NONE ? 3 : 0;
+	case ST_SIGNAL:
+		return 130;
+	default:
+		ut_warn("allocation failed after %llu bytes",
+			(unsigned long long)r.peak);
+		return 1;
+	}
+}
