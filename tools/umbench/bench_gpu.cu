@@ -108,14 +108,15 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 "usage: umbench --gpu [--gpu-bytes SIZE] [--adam-params COUNT] [--reps N]\n"
-"                     [--pieces K] [--threads N] [--json]\n"
+"                     [--pieces K] [--threads N] [--json] [--json-file PATH]\n"
 "  --gpu-bytes SIZE     bytes per transfer test (default 4G, 64M..1T)\n"
 "  --adam-params COUNT  fp32 parameters of the Adam step (default 512M;\n"
 "                       K/M/G multiply by 1024; 0 skips the Adam table)\n"
 "  --reps N             timed repetitions after one warm-up, best kept (3)\n"
 "  --pieces K           pieces of the pipelined TIERED Adam step (16)\n"
 "  --threads N          CPU Adam threads (default: online CPUs)\n"
-"  --json               one JSON object on stdout instead of tables\n");
+"  --json               one JSON object on stdout instead of tables\n"
+"  --json-file PATH     also write that JSON object to PATH\n");
 }
 
 static int parse_int(const char *s, int lo, int hi, int *out)
@@ -142,6 +143,7 @@ static int parse_opts(int argc, char **argv, struct bg_opts *o)
 	o->pieces = 16;
 	o->threads = ncpu > 0 ? (int)(ncpu < 256 ? ncpu : 256) : 1;
 	o->json = 0;
+	o->json_file = NULL;
 	o->progress = isatty(2);
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -177,6 +179,8 @@ static int parse_opts(int argc, char **argv, struct bg_opts *o)
 			bad = parse_int(v, 2, 1024, &o->pieces);
 		else if (!strcmp(a, "--threads"))
 			bad = parse_int(v, 1, 256, &o->threads);
+		else if (!strcmp(a, "--json-file"))
+			o->json_file = v;
 		else {
 			fprintf(stderr, "umbench --gpu: unknown option %s\n", a);
 			usage(stderr);
@@ -588,6 +592,8 @@ static void print_text(const struct bg_opts *o, const struct bg_results *r,
 	else
 		printf("pinned allocation of 256 MiB: cudaHostAlloc %.1f ms, touch + cudaHostRegister %.1f ms\n\n",
 		       r->pin_alloc_ms, r->pin_register_ms);
+	if (r->ctx_err[0])
+		printf("libum: error: %s (no libum rows)\n\n", r->ctx_err);
 	printf("%-34s %9s\n", "ceiling (pinned cudaMemcpyAsync)", "GB/s");
 	if (r->ceil_err[0])
 		printf("error: %s\n", r->ceil_err);
@@ -664,28 +670,36 @@ static void print_text(const struct bg_opts *o, const struct bg_results *r,
 								   "FAIL");
 }
 
+/* Where the JSON goes: stdout, or the --json-file. */
+static FILE *jf;
+
+static void fputc_jf(int c)
+{
+	fputc(c, jf);
+}
+
 static void json_str(const char *s)
 {
-	putchar('"');
+	fputc_jf('"');
 	for (; s && *s; s++) {
 		unsigned char c = (unsigned char)*s;
 
 		if (c == '"' || c == '\\')
-			printf("\\%c", c);
+			fprintf(jf, "\\%c", c);
 		else if (c < 0x20)
-			printf("\\u%04x", c);
+			fprintf(jf, "\\u%04x", c);
 		else
-			putchar(c);
+			fputc_jf(c);
 	}
-	putchar('"');
+	fputc_jf('"');
 }
 
 static void json_num(double v)
 {
 	if (isfinite(v))
-		printf("%.4f", v);
+		fprintf(jf, "%.4f", v);
 	else
-		printf("null");
+		fprintf(jf, "null");
 }
 
 static void json_err(const char *err)
@@ -693,12 +707,12 @@ static void json_err(const char *err)
 	if (err[0])
 		json_str(err);
 	else
-		printf("null");
+		fprintf(jf, "null");
 }
 
 static void json_tri(int v)
 {
-	printf("%s", v > 0 ? "true" : v == 0 ? "false" : "null");
+	fprintf(jf, "%s", v > 0 ? "true" : v == 0 ? "false" : "null");
 }
 
 static void print_json(const struct bg_opts *o, const struct bg_results *r,
@@ -706,128 +720,131 @@ static void print_json(const struct bg_opts *o, const struct bg_results *r,
 {
 	int i;
 
-	printf("{\"tool\":\"umbench\",\"mode\":\"gpu\",\"device\":");
+	fprintf(jf, "{\"tool\":\"umbench\",\"mode\":\"gpu\",\"device\":");
 	json_str(r->device);
-	printf(",\"device_total_bytes\":%llu,\"driver_version\":%d,\"runtime_version\":%d",
+	fprintf(jf, ",\"device_total_bytes\":%llu,\"driver_version\":%d,\"runtime_version\":%d",
 	       (unsigned long long)r->dev_total, r->driver_version,
 	       r->runtime_version);
-	printf(",\"bytes\":%llu,\"reps\":%d", (unsigned long long)o->bytes,
+	fprintf(jf, ",\"bytes\":%llu,\"reps\":%d", (unsigned long long)o->bytes,
 	       o->reps);
-	printf(",\"pinned_alloc\":{\"bytes\":%llu,\"cudaHostAlloc_ms\":",
+	fprintf(jf, ",\"pinned_alloc\":{\"bytes\":%llu,\"cudaHostAlloc_ms\":",
 	       256ull << 20);
 	json_num(r->pin_alloc_ms);
-	printf(",\"touch_register_ms\":");
+	fprintf(jf, ",\"touch_register_ms\":");
 	json_num(r->pin_register_ms);
-	printf(",\"error\":");
+	fprintf(jf, ",\"error\":");
 	json_err(r->pin_err);
-	printf("},\"ceilings\":{\"h2d_gbps\":");
+	fprintf(jf, "},\"ceilings\":{\"h2d_gbps\":");
 	json_num(r->h2d);
-	printf(",\"d2h_gbps\":");
+	fprintf(jf, ",\"d2h_gbps\":");
 	json_num(r->d2h);
-	printf(",\"both_gbps\":");
+	fprintf(jf, ",\"both_gbps\":");
 	json_num(r->both);
-	printf(",\"error\":");
+	fprintf(jf, ",\"error\":");
 	json_err(r->ceil_err);
-	printf("},\"migrations\":[");
+	fprintf(jf, "},\"libum_error\":");
+	json_err(r->ctx_err);
+	fprintf(jf, ",\"migrations\":[");
 	for (i = 0; i < r->nmig; i++) {
 		const struct bg_mig *m = &r->mig[i];
 
-		printf("%s{\"id\":", i ? "," : "");
+		fprintf(jf, "%s{\"id\":", i ? "," : "");
 		json_str(m->id);
-		printf(",\"name\":");
+		fprintf(jf, ",\"name\":");
 		json_str(m->name);
-		printf(",\"evict_gbps\":");
+		fprintf(jf, ",\"evict_gbps\":");
 		json_num(m->evict_gbps);
-		printf(",\"evict_ratio\":");
+		fprintf(jf, ",\"evict_ratio\":");
 		json_num(ratio(m->evict_gbps, r->d2h));
-		printf(",\"restore_gbps\":");
+		fprintf(jf, ",\"restore_gbps\":");
 		json_num(m->restore_gbps);
-		printf(",\"restore_ratio\":");
+		fprintf(jf, ",\"restore_ratio\":");
 		json_num(ratio(m->restore_gbps, r->h2d));
-		printf(",\"device_timed_evict_gbps\":");
+		fprintf(jf, ",\"device_timed_evict_gbps\":");
 		json_num(m->dev_evict_gbps);
-		printf(",\"device_timed_restore_gbps\":");
+		fprintf(jf, ",\"device_timed_restore_gbps\":");
 		json_num(m->dev_restore_gbps);
-		printf(",\"gpu_freed_gib\":");
+		fprintf(jf, ",\"gpu_freed_gib\":");
 		if (m->freed_known)
 			json_num(m->freed_gib);
 		else
-			printf("null");
-		printf(",\"intact\":");
+			fprintf(jf, "null");
+		fprintf(jf, ",\"intact\":");
 		json_tri(m->intact);
-		printf(",\"error\":");
+		fprintf(jf, ",\"error\":");
 		json_err(m->err);
-		printf("}");
+		fprintf(jf, "}");
 	}
-	printf("],\"overlap\":{\"gbps\":");
+	fprintf(jf, "],\"overlap\":{\"gbps\":");
 	json_num(r->ovl_gbps);
-	printf(",\"ratio\":");
+	fprintf(jf, ",\"ratio\":");
 	json_num(ratio(r->ovl_gbps, r->both));
-	printf(",\"intact\":");
+	fprintf(jf, ",\"intact\":");
 	json_tri(r->ovl_intact);
-	printf(",\"error\":");
+	fprintf(jf, ",\"error\":");
 	json_err(r->ovl_err);
-	printf("},\"adam\":{\"params\":%llu,\"state_bytes\":%llu,\"pieces\":%d,\"piece_budget_bytes\":%llu,\"floor_ms\":",
+	fprintf(jf, "},\"adam\":{\"params\":%llu,\"state_bytes\":%llu,\"pieces\":%d,\"piece_budget_bytes\":%llu,\"floor_ms\":",
 	       (unsigned long long)r->adam_params,
 	       (unsigned long long)r->state_bytes, r->pieces,
 	       (unsigned long long)r->piece_budget);
 	json_num(r->floor_ms);
-	printf(",\"floor_overlap_ms\":");
+	fprintf(jf, ",\"floor_overlap_ms\":");
 	json_num(r->floor_ovl_ms);
-	printf(",\"rows\":[");
+	fprintf(jf, ",\"rows\":[");
 	for (i = 0; i < r->nadam; i++) {
 		const struct bg_adam *a = &r->adam[i];
 
-		printf("%s{\"id\":", i ? "," : "");
+		fprintf(jf, "%s{\"id\":", i ? "," : "");
 		json_str(a->id);
-		printf(",\"name\":");
+		fprintf(jf, ",\"name\":");
 		json_str(a->name);
-		printf(",\"in_ms\":");
-		a->parts ? json_num(a->in_ms) : (void)printf("null");
-		printf(",\"step_ms\":");
+		fprintf(jf, ",\"in_ms\":");
+		a->parts ? json_num(a->in_ms) : (void)fprintf(jf, "null");
+		fprintf(jf, ",\"step_ms\":");
 		a->parts || a->step_ms > 0 ? json_num(a->step_ms) :
-					     (void)printf("null");
-		printf(",\"out_ms\":");
-		a->parts ? json_num(a->out_ms) : (void)printf("null");
-		printf(",\"total_ms\":");
+					     (void)fprintf(jf, "null");
+		fprintf(jf, ",\"out_ms\":");
+		a->parts ? json_num(a->out_ms) : (void)fprintf(jf, "null");
+		fprintf(jf, ",\"total_ms\":");
 		json_num(a->total_ms);
-		printf(",\"floor_ratio\":");
+		fprintf(jf, ",\"floor_ratio\":");
 		json_num(ratio(a->total_ms, r->floor_ms));
-		printf(",\"identical\":");
+		fprintf(jf, ",\"identical\":");
 		json_tri(a->identical);
-		printf(",\"params_differing\":%llu,\"max_abs_diff\":",
+		fprintf(jf, ",\"params_differing\":%llu,\"max_abs_diff\":",
 		       (unsigned long long)a->ndiff);
 		json_num(a->max_diff);
-		printf(",\"gpu_freed_gib\":");
+		fprintf(jf, ",\"gpu_freed_gib\":");
 		if (a->freed_known)
 			json_num(a->freed_gib);
 		else
-			printf("null");
-		printf(",\"note\":");
+			fprintf(jf, "null");
+		fprintf(jf, ",\"note\":");
 		json_err(a->note);
-		printf(",\"error\":");
+		fprintf(jf, ",\"error\":");
 		json_err(a->err);
-		printf("}");
+		fprintf(jf, "}");
 	}
-	printf("]},\"targets\":[");
+	fprintf(jf, "]},\"targets\":[");
 	for (i = 0; i < nt; i++) {
-		printf("%s{\"name\":", i ? "," : "");
+		fprintf(jf, "%s{\"name\":", i ? "," : "");
 		json_str(t[i].name);
-		printf(",\"value\":");
+		fprintf(jf, ",\"value\":");
 		json_num(t[i].value);
-		printf(",\"op\":\"%s\",\"target\":", t[i].le ? "<=" : ">=");
+		fprintf(jf, ",\"op\":\"%s\",\"target\":", t[i].le ? "<=" : ">=");
 		json_num(t[i].target);
-		printf(",\"pass\":");
+		fprintf(jf, ",\"pass\":");
 		json_tri(t[i].known ? target_pass(&t[i]) : -1);
-		printf("}");
+		fprintf(jf, "}");
 	}
-	printf("],\"pass\":%s}\n", ok ? "true" : "false");
+	fprintf(jf, "],\"pass\":%s}\n", ok ? "true" : "false");
 }
 
 static int all_ok(const struct bg_results *r, const struct bg_target *t,
 		  int nt)
 {
-	int i, ok = !r->ceil_err[0] && !r->ovl_err[0] && r->ovl_intact == 1;
+	int i, ok = !r->ceil_err[0] && !r->ctx_err[0] && !r->ovl_err[0] &&
+		    r->ovl_intact == 1;
 
 	for (i = 0; i < r->nmig; i++)
 		ok &= !r->mig[i].err[0] && r->mig[i].intact == 1;
@@ -875,12 +892,22 @@ extern "C" int umbench_gpu_main(int argc, char **argv)
 						     "no CUDA device";
 
 		if (o.json) {
+			jf = stdout;
 			printf("{\"tool\":\"umbench\",\"mode\":\"gpu\",\"skipped\":true,\"reason\":");
 			json_str(why);
 			printf("}\n");
 		} else {
 			printf("umbench --gpu: skipped: no usable GPU (%s)\n",
 			       why);
+		}
+		if (o.json_file) {
+			jf = fopen(o.json_file, "w");
+			if (jf) {
+				fprintf(jf, "{\"tool\":\"umbench\",\"mode\":\"gpu\",\"skipped\":true,\"reason\":");
+				json_str(why);
+				fprintf(jf, "}\n");
+				fclose(jf);
+			}
 		}
 		return 4;
 	}
@@ -920,10 +947,10 @@ extern "C" int umbench_gpu_main(int argc, char **argv)
 	bg_progress(&o, "libum context (pins the pool first)");
 	ret = make_ctx(&o, &ctx);
 	if (ret) {
-		snprintf(r->ovl_err, BG_ERR_LEN,
+		snprintf(r->ctx_err, BG_ERR_LEN,
 			 "um_context_create: %s", strerror(-ret));
 	} else if (um_context_backend(ctx) != UM_BACKEND_CUDA) {
-		snprintf(r->ovl_err, BG_ERR_LEN,
+		snprintf(r->ctx_err, BG_ERR_LEN,
 			 "libum did not pick the cuda backend");
 	} else {
 		bench_libum(&o, r, ctx, s1, "libum_managed_prefetch",
@@ -939,11 +966,26 @@ extern "C" int umbench_gpu_main(int argc, char **argv)
 	}
 	nt = collect_targets(r, targets);
 	ok = all_ok(r, targets, nt);
-	if (o.json)
+	if (o.json) {
+		jf = stdout;
 		print_json(&o, r, targets, nt, ok);
-	else
+	} else {
 		print_text(&o, r, targets, nt);
+	}
 	fflush(stdout);
+	if (o.json_file) {
+		jf = fopen(o.json_file, "w");
+		if (jf) {
+			print_json(&o, r, targets, nt, ok);
+			if (fclose(jf))
+				jf = NULL;
+		}
+		if (!jf) {
+			fprintf(stderr, "umbench --gpu: %s: %s\n", o.json_file,
+				strerror(errno));
+			ok = 0;
+		}
+	}
 	if (ctx)
 		um_context_destroy(ctx);
 	cudaStreamDestroy(s1);

@@ -26,6 +26,7 @@ struct bg_opts {
 	int pieces;		/* (g) pipeline pieces */
 	int threads;		/* CPU Adam threads */
 	int json;
+	const char *json_file;	/* also write the JSON object there */
 	int progress;		/* stderr is a TTY */
 };
 
@@ -64,6 +65,7 @@ struct bg_results {
 	char pin_err[BG_ERR_LEN];
 	double h2d, d2h, both;			/* ceilings, GB/s */
 	char ceil_err[BG_ERR_LEN];
+	char ctx_err[BG_ERR_LEN];		/* libum context */
 	struct bg_mig mig[BG_MAX_MIG];
 	int nmig;
 	double ovl_gbps;
