@@ -1,0 +1,660 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * client.c - /dev/umm: one open file is one client with its own ring of
+ * fixed-size event records, its books (what it holds per tier) and the
+ * events it still owes an ACK for.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/ctype.h>
+#include <linux/fs.h>
+#include <linux/ktime.h>
+#include <linux/miscdevice.h>
+#include <linux/mm.h>
+#include <linux/module.h>
+#include <linux/pid.h>
+#include <linux/poll.h>
+#include <linux/sched.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <linux/uaccess.h>
+#include <linux/uio.h>
+
+#include "umm_internal.h"
+
+static ushort dev_mode = 0660;
+module_param(dev_mode, ushort, 0444);
+MODULE_PARM_DESC(dev_mode, "Mode of /dev/umm (default 0660)");
+
+/* ---- ring ------------------------------------------------------------- */
+
+static u32 umm_ring_slot(struct umm_client *c, u32 i)
+{
+	return (c->head + i) % (c->queue_len + 1);
+}
+
+static void umm_pending_add(struct umm_client *c, const struct umm_event *ev)
+{
+	u32 i;
+
+	if (c->pending_nr == UMM_ACK_PENDING) {
+		/* forget the oldest: an ACK for it now gets -ENOENT */
+		c->pending_head = (c->pending_head + 1) % UMM_ACK_PENDING;
+		c->pending_nr--;
+	}
+	i = (c->pending_head + c->pending_nr) % UMM_ACK_PENDING;
+	c->pending[i].seq = ev->seq;
+	c->pending[i].ts_ns = ev->ts_ns;
+	c->pending_nr++;
+}
+
+/*
+ * Append @ev, or account for it in an OVERFLOW record. Events may only fill
+ * queue_len slots; the last slot is kept so that an OVERFLOW record always
+ * fits. The OVERFLOW record carries the seq of the last record dropped, so
+ * seq numbers stay contiguous across it: records seq - lost + 1 .. seq are
+ * the lost ones. It is not coalesced into while a reader copies it out.
+ */
+static void umm_ring_push(struct umm_client *c, struct umm_event *ev)
+{
+	struct umm_event *last, *o;
+
+	lockdep_assert_held(&c->ring_lock);
+	ev->seq = ++c->seq;
+	if (c->used < c->queue_len) {
+		c->ring[umm_ring_slot(c, c->used)] = *ev;
+		c->used++;
+		c->events++;
+		atomic64_inc(&umm.stats.events_sent);
+		if (ev->flags & UMM_EVENT_F_ACK)
+			umm_pending_add(c, ev);
+		return;
+	}
+
+	c->drops++;
+	atomic64_inc(&umm.stats.events_dropped);
+	last = &c->ring[umm_ring_slot(c, c->used - 1)];
+	if (last->type == UMM_EVENT_OVERFLOW && !(c->reading && c->used == 1)) {
+		last->lost++;
+		last->seq = ev->seq;
+		last->ts_ns = ev->ts_ns;
+		return;
+	}
+	o = &c->ring[umm_ring_slot(c, c->used)];
+	umm_event_init(o, UMM_EVENT_OVERFLOW, UMM_TIER_NONE, 0);
+	o->seq = ev->seq;
+	o->ts_ns = ev->ts_ns;
+	o->lost = 1;
+	c->used++;
+	atomic64_inc(&umm.stats.overflows);
+}
+
+/**
+ * umm_client_queue() - queue one event record for a client and wake it.
+ * @c:	the client.
+ * @ev:	the record; its seq is filled in.
+ *
+ * Context: any process context, including reclaim and the OOM notifier;
+ * never sleeps. Callers hold umm.lock.
+ */
+void umm_client_queue(struct umm_client *c, struct umm_event *ev)
+{
+	spin_lock(&c->ring_lock);
+	umm_ring_push(c, ev);
+	spin_unlock(&c->ring_lock);
+	wake_up_interruptible_poll(&c->wq, EPOLLIN | EPOLLRDNORM);
+}
+
+/**
+ * umm_client_depth() - records waiting in a client's ring.
+ * @c:	the client.
+ *
+ * Return: the number of records queued and not read yet.
+ */
+u32 umm_client_depth(struct umm_client *c)
+{
+	u32 n;
+
+	spin_lock(&c->ring_lock);
+	n = c->used;
+	spin_unlock(&c->ring_lock);
+	return n;
+}
+
+static bool umm_ring_peek(struct umm_client *c, struct umm_event *ev)
+{
+	bool found = false;
+
+	spin_lock(&c->ring_lock);
+	if (c->used) {
+		*ev = c->ring[c->head];
+		c->reading = true;
+		found = true;
+	}
+	spin_unlock(&c->ring_lock);
+	return found;
+}
+
+static void umm_ring_done(struct umm_client *c, bool consumed)
+{
+	spin_lock(&c->ring_lock);
+	if (consumed) {
+		c->head = umm_ring_slot(c, 1);
+		c->used--;
+	}
+	c->reading = false;
+	spin_unlock(&c->ring_lock);
+}
+
+/* ---- file operations ------------------------------------------------- */
+
+static int umm_open(struct inode *inode, struct file *file)
+{
+	char comm[TASK_COMM_LEN];
+	struct umm_client *c;
+	int ret;
+
+	c = kzalloc(sizeof(*c), GFP_KERNEL);
+	if (!c)
+		return -ENOMEM;
+	c->nodes = kcalloc(nr_node_ids, sizeof(*c->nodes), GFP_KERNEL);
+	if (!c->nodes) {
+		ret = -ENOMEM;
+		goto free_client;
+	}
+	c->queue_len = READ_ONCE(umm.queue_len);
+	c->ring = kvcalloc(c->queue_len + 1, sizeof(*c->ring), GFP_KERNEL);
+	if (!c->ring) {
+		ret = -ENOMEM;
+		goto free_nodes;
+	}
+
+	INIT_LIST_HEAD(&c->list);
+	spin_lock_init(&c->ring_lock);
+	init_waitqueue_head(&c->wq);
+	mutex_init(&c->read_mutex);
+	c->pid = get_pid(task_tgid(current));
+	get_task_comm(comm, current);
+	strscpy(c->name, comm, sizeof(c->name));
+
+	mutex_lock(&umm.mutex);
+	spin_lock(&umm.lock);
+	list_add_tail(&c->list, &umm.clients);
+	spin_unlock(&umm.lock);
+	mutex_unlock(&umm.mutex);
+	atomic_inc(&umm.stats.clients);
+
+	stream_open(inode, file);
+	/* lets io_uring try reads inline and arm poll on -EAGAIN */
+	file->f_mode |= FMODE_NOWAIT;
+	file->private_data = c;
+	return 0;
+
+free_nodes:
+	kfree(c->nodes);
+free_client:
+	kfree(c);
+	return ret;
+}
+
+/* Add (@sign > 0) or take away a client's books from the sums. */
+static void umm_books_account(struct umm_client *c, int sign)
+{
+	struct umm_node *n;
+	int nid, i;
+
+	lockdep_assert_held(&umm.lock);
+	for_each_umm_node(n, nid) {
+		if (sign > 0) {
+			n->src.resident += c->nodes[nid].resident;
+			n->src.reclaimable += c->nodes[nid].reclaimable;
+		} else {
+			n->src.resident -= c->nodes[nid].resident;
+			n->src.reclaimable -= c->nodes[nid].reclaimable;
+		}
+	}
+	for (i = 0; i < UMM_MAX_GPUS; i++) {
+		struct umm_source *s = &umm.gpus[i]->src;
+
+		if (sign > 0) {
+			s->resident += c->gpus[i].resident;
+			s->reclaimable += c->gpus[i].reclaimable;
+		} else {
+			s->resident -= c->gpus[i].resident;
+			s->reclaimable -= c->gpus[i].reclaimable;
+		}
+	}
+}
+
+static void umm_recheck_gpus(void)
+{
+	int i;
+
+	lockdep_assert_held(&umm.mutex);
+	for (i = 0; i < UMM_MAX_GPUS; i++)
+		umm_gpu_check(umm.gpus[i], false);
+}
+
+static int umm_release(struct inode *inode, struct file *file)
+{
+	struct umm_client *c = file->private_data;
+
+	mutex_lock(&umm.mutex);
+	spin_lock(&umm.lock);
+	list_del(&c->list);
+	if (c->ready)
+		umm_books_account(c, -1);
+	spin_unlock(&umm.lock);
+	/* what it held is gone: a GPU may be within budget again */
+	if (c->ready)
+		umm_recheck_gpus();
+	mutex_unlock(&umm.mutex);
+
+	put_pid(c->pid);
+	kvfree(c->ring);
+	kfree(c->nodes);
+	kfree(c);
+	atomic_dec(&umm.stats.clients);
+	return 0;
+}
+
+static bool umm_readable(struct umm_client *c)
+{
+	return READ_ONCE(c->used) != 0;
+}
+
+static ssize_t umm_read_iter(struct kiocb *iocb, struct iov_iter *to)
+{
+	struct umm_client *c = iocb->ki_filp->private_data;
+	bool nowait = (iocb->ki_flags & IOCB_NOWAIT) ||
+		      (iocb->ki_filp->f_flags & O_NONBLOCK);
+	struct umm_event ev;
+	ssize_t done = 0;
+	int ret;
+
+	if (!smp_load_acquire(&c->ready))
+		return -EBADFD;
+	if (iov_iter_count(to) < sizeof(ev))
+		return -EINVAL;
+
+	for (;;) {
+		if (nowait) {
+			if (!mutex_trylock(&c->read_mutex))
+				return -EAGAIN;
+		} else if (mutex_lock_interruptible(&c->read_mutex)) {
+			return -ERESTARTSYS;
+		}
+		while (iov_iter_count(to) >= sizeof(ev) &&
+		       umm_ring_peek(c, &ev)) {
+			if (copy_to_iter(&ev, sizeof(ev), to) != sizeof(ev)) {
+				umm_ring_done(c, false);
+				mutex_unlock(&c->read_mutex);
+				return done ? done : -EFAULT;
+			}
+			umm_ring_done(c, true);
+			done += sizeof(ev);
+		}
+		mutex_unlock(&c->read_mutex);
+		if (done)
+			return done;
+		if (nowait)
+			return -EAGAIN;
+		ret = wait_event_interruptible(c->wq, umm_readable(c));
+		if (ret)
+			return ret;
+	}
+}
+
+static __poll_t umm_poll(struct file *file, poll_table *wait)
+{
+	struct umm_client *c = file->private_data;
+
+	poll_wait(file, &c->wq, wait);
+	if (!smp_load_acquire(&c->ready))
+		return EPOLLERR;
+	return umm_readable(c) ? EPOLLIN | EPOLLRDNORM : 0;
+}
+
+/* ---- ioctls ---------------------------------------------------------- */
+
+static bool umm_name_ok(const char *name)
+{
+	size_t i, len = strnlen(name, UMM_NAME_LEN);
+
+	if (!len || len == UMM_NAME_LEN)
+		return false;
+	for (i = 0; i < len; i++)
+		if (!isprint(name[i]))
+			return false;
+	return true;
+}
+
+/* Keep ready clients ordered by priority, oldest first among equals. */
+static void umm_client_place(struct umm_client *c)
+{
+	struct umm_client *pos;
+
+	lockdep_assert_held(&umm.lock);
+	list_del(&c->list);
+	list_for_each_entry(pos, &umm.clients, list) {
+		if (pos->ready && pos->priority > c->priority) {
+			list_add_tail(&c->list, &pos->list);
+			return;
+		}
+	}
+	list_add_tail(&c->list, &umm.clients);
+}
+
+static long umm_ioc_api(struct umm_client *c, struct umm_api __user *uarg)
+{
+	struct umm_api a;
+	long ret = 0;
+
+	if (copy_from_user(&a, uarg, sizeof(a)))
+		return -EFAULT;
+	if (a.size != sizeof(a))
+		return -EINVAL;
+	if (a.api != UMM_API_VERSION)
+		return -EPROTO;
+	if ((a.features & ~UMM_API_FEATURES) || a.flags ||
+	    !umm_name_ok(a.name))
+		return -EINVAL;
+
+	mutex_lock(&umm.mutex);
+	if (c->ready) {
+		ret = -EBUSY;
+		goto unlock;
+	}
+	/* answer first: a handshake the caller never saw must not count */
+	if (put_user((u64)UMM_API_FEATURES, &uarg->features) ||
+	    put_user((u64)(BIT(_IOC_NR(UMM_IOC_API)) |
+			   BIT(_IOC_NR(UMM_IOC_REPORT)) |
+			   BIT(_IOC_NR(UMM_IOC_ACK)) |
+			   BIT(_IOC_NR(UMM_IOC_QUERY))), &uarg->ioctls) ||
+	    put_user((u32)sizeof(struct umm_event), &uarg->event_size) ||
+	    put_user(c->queue_len, &uarg->queue_len) ||
+	    put_user((u32)UMM_MAX_GPUS, &uarg->max_gpus) ||
+	    put_user((u32)nr_node_ids, &uarg->nr_node_ids)) {
+		ret = -EFAULT;
+		goto unlock;
+	}
+	spin_lock(&umm.lock);
+	memcpy(c->name, a.name, sizeof(c->name));
+	c->priority = a.priority;
+	c->features = a.features;
+	umm_client_place(c);
+	smp_store_release(&c->ready, true);
+	spin_unlock(&umm.lock);
+unlock:
+	mutex_unlock(&umm.mutex);
+	return ret;
+}
+
+static int umm_report_check(const struct umm_tier_report *t, u32 count)
+{
+	u32 i, j;
+
+	for (i = 0; i < count; i++) {
+		if (t[i].reclaimable_bytes > t[i].resident_bytes)
+			return -EINVAL;
+		switch (t[i].tier_type) {
+		case UMM_TIER_HOST_NODE:
+			if (t[i].tier_id >= nr_node_ids ||
+			    !umm.nodes[t[i].tier_id])
+				return -EINVAL;
+			break;
+		case UMM_TIER_GPU:
+			if (t[i].tier_id >= UMM_MAX_GPUS)
+				return -EINVAL;
+			break;
+		default:
+			return -EINVAL;
+		}
+		for (j = 0; j < i; j++)
+			if (t[j].tier_type == t[i].tier_type &&
+			    t[j].tier_id == t[i].tier_id)
+				return -EINVAL;
+	}
+	return 0;
+}
+
+static long umm_ioc_report(struct umm_client *c, void __user *uarg)
+{
+	struct umm_tier_report *t = NULL;
+	struct umm_report r;
+	struct umm_book *b;
+	u32 i;
+	int ret;
+
+	if (copy_from_user(&r, uarg, sizeof(r)))
+		return -EFAULT;
+	if (r.size != sizeof(r) || (r.flags & ~UMM_REPORT_F_UPDATE) ||
+	    r.reserved)
+		return -EINVAL;
+	if (r.count > UMM_REPORT_MAX)
+		return -E2BIG;
+	if (r.count) {
+		t = memdup_user(u64_to_user_ptr(r.tiers),
+				array_size(r.count, sizeof(*t)));
+		if (IS_ERR(t))
+			return PTR_ERR(t);
+	}
+	ret = umm_report_check(t, r.count);
+	if (ret)
+		goto free_tiers;
+
+	mutex_lock(&umm.mutex);
+	spin_lock(&umm.lock);
+	umm_books_account(c, -1);
+	if (!(r.flags & UMM_REPORT_F_UPDATE)) {
+		memset(c->nodes, 0, nr_node_ids * sizeof(*c->nodes));
+		memset(c->gpus, 0, sizeof(c->gpus));
+	}
+	for (i = 0; i < r.count; i++) {
+		if (t[i].tier_type == UMM_TIER_HOST_NODE)
+			b = &c->nodes[t[i].tier_id];
+		else
+			b = &c->gpus[t[i].tier_id];
+		b->resident = t[i].resident_bytes;
+		b->reclaimable = t[i].reclaimable_bytes;
+	}
+	umm_books_account(c, 1);
+	spin_unlock(&umm.lock);
+	umm_recheck_gpus();
+	mutex_unlock(&umm.mutex);
+
+free_tiers:
+	kfree(t);
+	return ret;
+}
+
+static void umm_latency_record(u64 ns)
+{
+	s64 old = atomic64_read(&umm.stats.ack_latency_max_ns);
+
+	atomic64_add(ns, &umm.stats.ack_latency_sum_ns);
+	atomic64_inc(&umm.stats.ack_latency_count);
+	while ((s64)ns > old) {
+		s64 prev = atomic64_cmpxchg(&umm.stats.ack_latency_max_ns,
+					    old, ns);
+		if (prev == old)
+			break;
+		old = prev;
+	}
+}
+
+static long umm_ioc_ack(struct umm_client *c, struct umm_ack __user *uarg)
+{
+	u64 now = ktime_get_ns(), lat = 0;
+	struct umm_ack a;
+	u32 n = 0;
+
+	if (copy_from_user(&a, uarg, sizeof(a)))
+		return -EFAULT;
+	if (a.size != sizeof(a) || a.flags)
+		return -EINVAL;
+
+	spin_lock(&c->ring_lock);
+	if (!a.seq || a.seq > c->seq) {
+		spin_unlock(&c->ring_lock);
+		return -EINVAL;
+	}
+	while (c->pending_nr && c->pending[c->pending_head].seq <= a.seq) {
+		lat = now - c->pending[c->pending_head].ts_ns;
+		umm_latency_record(lat);
+		c->pending_head = (c->pending_head + 1) % UMM_ACK_PENDING;
+		c->pending_nr--;
+		n++;
+	}
+	if (n) {
+		c->acks++;
+		c->bytes_freed += a.bytes_freed;
+	}
+	spin_unlock(&c->ring_lock);
+	if (!n)
+		return -ENOENT;
+
+	atomic64_inc(&umm.stats.acks);
+	atomic64_add(a.bytes_freed, &umm.stats.bytes_freed);
+	return put_user(lat, &uarg->latency_ns) ? -EFAULT : 0;
+}
+
+static void umm_level_fill(struct umm_level_info *li, u32 type, u32 id,
+			   struct umm_source *s)
+{
+	li->tier_type = type;
+	li->tier_id = id;
+	li->level = s->level;
+	li->used_bytes = s->resident;
+	li->reclaimable_bytes = s->reclaimable;
+	li->eta_ms = UMM_ETA_UNKNOWN;
+	if (s->injected)
+		li->flags |= UMM_LEVEL_F_INJECTED;
+}
+
+static long umm_ioc_query(struct umm_client *c, struct umm_query __user *uarg)
+{
+	struct umm_level_info *li;
+	struct umm_query q;
+	struct umm_node *n;
+	u32 total = 0, i;
+	long ret = 0;
+	int nid;
+
+	if (copy_from_user(&q, uarg, sizeof(q)))
+		return -EFAULT;
+	if (q.size != sizeof(q) || q.flags)
+		return -EINVAL;
+
+	li = kcalloc(nr_node_ids + UMM_MAX_GPUS, sizeof(*li), GFP_KERNEL);
+	if (!li)
+		return -ENOMEM;
+
+	mutex_lock(&umm.mutex);
+	spin_lock(&umm.lock);
+	for_each_umm_node(n, nid) {
+		umm_level_fill(&li[total], UMM_TIER_HOST_NODE, nid, &n->src);
+		li[total].free_bytes = n->free_bytes;
+		li[total].total_bytes = n->total_bytes;
+		li[total].eta_ms = n->eta_ms;
+		total++;
+	}
+	for (i = 0; i < UMM_MAX_GPUS; i++) {
+		struct umm_gpu *g = umm.gpus[i];
+
+		if (!g->budget_bytes && !g->src.resident && !g->src.injected)
+			continue;
+		umm_level_fill(&li[total], UMM_TIER_GPU, i, &g->src);
+		li[total].total_bytes = g->budget_bytes;
+		if (g->budget_bytes) {
+			li[total].flags |= UMM_LEVEL_F_BUDGET;
+			if (g->budget_bytes > g->src.resident)
+				li[total].free_bytes = g->budget_bytes -
+						       g->src.resident;
+		}
+		total++;
+	}
+	spin_unlock(&umm.lock);
+	q.enabled = READ_ONCE(umm.enabled);
+	mutex_unlock(&umm.mutex);
+
+	spin_lock(&c->ring_lock);
+	q.last_seq = c->seq;
+	spin_unlock(&c->ring_lock);
+
+	if (q.count &&
+	    copy_to_user(u64_to_user_ptr(q.levels), li,
+			 array_size(min(q.count, total), sizeof(*li)))) {
+		ret = -EFAULT;
+		goto free_levels;
+	}
+	q.count = total;
+	if (copy_to_user(uarg, &q, sizeof(q)))
+		ret = -EFAULT;
+free_levels:
+	kfree(li);
+	return ret;
+}
+
+static long umm_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+{
+	struct umm_client *c = file->private_data;
+	void __user *uarg = (void __user *)arg;
+
+	if (cmd == UMM_IOC_API)
+		return umm_ioc_api(c, uarg);
+	if (!smp_load_acquire(&c->ready))
+		return -EBADFD;
+	switch (cmd) {
+	case UMM_IOC_REPORT:
+		return umm_ioc_report(c, uarg);
+	case UMM_IOC_ACK:
+		return umm_ioc_ack(c, uarg);
+	case UMM_IOC_QUERY:
+		return umm_ioc_query(c, uarg);
+	default:
+		return -ENOTTY;
+	}
+}
+
+static const struct file_operations umm_fops = {
+	.owner		= THIS_MODULE,
+	.open		= umm_open,
+	.release	= umm_release,
+	.read_iter	= umm_read_iter,
+	.poll		= umm_poll,
+	.unlocked_ioctl	= umm_ioctl,
+	.compat_ioctl	= compat_ptr_ioctl,
+};
+
+static struct miscdevice umm_misc = {
+	.minor	= MISC_DYNAMIC_MINOR,
+	.name	= "umm",
+	.fops	= &umm_fops,
+};
+
+/**
+ * umm_dev_init() - register /dev/umm.
+ *
+ * Open files hold a reference on the module (fops.owner), so the module
+ * cannot be removed while a client exists.
+ *
+ * Return: 0, or -EINVAL for a bad dev_mode, or misc_register()'s error.
+ */
+int umm_dev_init(void)
+{
+	if (dev_mode & ~0777) {
+		pr_err("dev_mode %#o is not a permission mode\n", dev_mode);
+		return -EINVAL;
+	}
+	umm_misc.mode = dev_mode;
+	return misc_register(&umm_misc);
+}
+
+/**
+ * umm_dev_exit() - remove /dev/umm. No client can exist by then.
+ */
+void umm_dev_exit(void)
+{
+	misc_deregister(&umm_misc);
+}

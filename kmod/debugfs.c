@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * debugfs.c - <debugfs>/umm/clients: one line per open file of /dev/umm,
+ * for root only (debugfs itself is root-only; the file is 0400).
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/debugfs.h>
+#include <linux/pid.h>
+#include <linux/seq_file.h>
+
+#include "umm_internal.h"
+
+static struct dentry *umm_debugfs_dir;
+
+static void umm_show_books(struct seq_file *m, struct umm_client *c)
+{
+	struct umm_node *n;
+	bool any = false;
+	int nid, i;
+
+	for_each_umm_node(n, nid) {
+		if (!c->nodes[nid].resident)
+			continue;
+		seq_printf(m, "%snode%d:%llu/%llu", any ? "," : " ", nid,
+			   c->nodes[nid].resident, c->nodes[nid].reclaimable);
+		any = true;
+	}
+	for (i = 0; i < UMM_MAX_GPUS; i++) {
+		if (!c->gpus[i].resident)
+			continue;
+		seq_printf(m, "%sgpu%d:%llu/%llu", any ? "," : " ", i,
+			   c->gpus[i].resident, c->gpus[i].reclaimable);
+		any = true;
+	}
+	if (!any)
+		seq_puts(m, " -");
+}
+
+static int clients_show(struct seq_file *m, void *unused)
+{
+	struct umm_client *c;
+
+	seq_puts(m, "pid name priority ready queue_len queued events drops acks bytes_freed tiers(resident/reclaimable)\n");
+	mutex_lock(&umm.mutex);
+	list_for_each_entry(c, &umm.clients, list) {
+		u64 events, drops, acks, freed;
+		u32 queued;
+
+		spin_lock(&c->ring_lock);
+		queued = c->used;
+		events = c->events;
+		drops = c->drops;
+		acks = c->acks;
+		freed = c->bytes_freed;
+		spin_unlock(&c->ring_lock);
+		seq_printf(m, "%d %s %d %d %u %u %llu %llu %llu %llu",
+			   pid_nr(c->pid), c->name, c->priority, c->ready,
+			   c->queue_len, queued, events, drops, acks, freed);
+		umm_show_books(m, c);
+		seq_putc(m, '\n');
+	}
+	mutex_unlock(&umm.mutex);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(clients);
+
+/**
+ * umm_debugfs_init() - create <debugfs>/umm/clients. Failure is not fatal
+ * (debugfs may be absent); nothing depends on it.
+ */
+void umm_debugfs_init(void)
+{
+	umm_debugfs_dir = debugfs_create_dir("umm", NULL);
+	debugfs_create_file("clients", 0400, umm_debugfs_dir, NULL,
+			    &clients_fops);
+}
+
+/**
+ * umm_debugfs_exit() - remove <debugfs>/umm.
+ */
+void umm_debugfs_exit(void)
+{
+	debugfs_remove_recursive(umm_debugfs_dir);
+}

@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * events.c - who is told what. One policy for every source: the bytes a
+ * source needs back are asked of the clients holding bytes there, lowest
+ * priority first, first from what they declared reclaimable, then (for
+ * watermarks and budgets, not for reclaim) from the rest of what they hold.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/ktime.h>
+#include <linux/minmax.h>
+#include <linux/string.h>
+
+#include "umm_internal.h"
+
+/**
+ * umm_event_init() - fill an event record with its header and defaults.
+ * @ev:		record to fill.
+ * @type:	enum umm_event_type.
+ * @tier_type:	enum umm_tier_type of the source.
+ * @tier_id:	node or GPU id (0 for UMM_TIER_NONE).
+ *
+ * The timestamp is taken now; level is NORMAL, no destination, ETA unknown.
+ */
+void umm_event_init(struct umm_event *ev, u32 type, u32 tier_type,
+		    u32 tier_id)
+{
+	memset(ev, 0, sizeof(*ev));
+	ev->type = type;
+	ev->size = sizeof(*ev);
+	ev->tier_type = tier_type;
+	ev->tier_id = tier_id;
+	ev->ts_ns = ktime_get_ns();
+	ev->level = UMM_LEVEL_NORMAL;
+	ev->dest_node = UMM_NODE_NONE;
+	ev->eta_ms = UMM_ETA_UNKNOWN;
+}
+
+static struct umm_book *umm_client_book(struct umm_client *c, u32 tier_type,
+					u32 id)
+{
+	if (tier_type == UMM_TIER_HOST_NODE && id < nr_node_ids)
+		return &c->nodes[id];
+	if (tier_type == UMM_TIER_GPU && id < UMM_MAX_GPUS)
+		return &c->gpus[id];
+	return NULL;
+}
+
+/**
+ * umm_client_reclaimable() - bytes a client declared reclaimable on a tier.
+ * @c:		the client.
+ * @tier_type:	enum umm_tier_type.
+ * @id:		node or GPU id.
+ *
+ * Context: umm.lock held.
+ * Return: bytes, 0 for an unknown tier.
+ */
+u64 umm_client_reclaimable(struct umm_client *c, u32 tier_type, u32 id)
+{
+	struct umm_book *b = umm_client_book(c, tier_type, id);
+
+	return b ? b->reclaimable : 0;
+}
+
+/**
+ * umm_client_resident() - bytes a client declared resident on a tier.
+ * @c:		the client.
+ * @tier_type:	enum umm_tier_type.
+ * @id:		node or GPU id.
+ *
+ * Context: umm.lock held.
+ * Return: bytes, 0 for an unknown tier.
+ */
+u64 umm_client_resident(struct umm_client *c, u32 tier_type, u32 id)
+{
+	struct umm_book *b = umm_client_book(c, tier_type, id);
+
+	return b ? b->resident : 0;
+}
+
+/**
+ * umm_ask() - ask clients to free bytes of the tier an event is about.
+ * @tmpl:	the event; bytes_to_free and flags are set per client.
+ * @bytes:	bytes wanted back in all.
+ * @how:	UMM_ASK_RESIDENT: when what clients declared reclaimable is
+ *		not enough, ask for the rest of what they hold too;
+ *		UMM_ASK_INFO: also tell clients with UMM_FEATURE_ALL_PRESSURE
+ *		that were not asked for anything (bytes_to_free 0).
+ *
+ * Clients are walked in priority order (the list is kept sorted), so the
+ * lowest priority is asked first and higher ones only for what is left.
+ *
+ * Context: any process context, never sleeps; takes umm.lock.
+ * Return: the number of clients an event was queued for.
+ */
+int umm_ask(struct umm_event *tmpl, u64 bytes, unsigned int how)
+{
+	u32 type = tmpl->tier_type, id = tmpl->tier_id;
+	struct umm_event ev;
+	struct umm_client *c;
+	u64 left = bytes;
+	int sent = 0;
+
+	spin_lock(&umm.lock);
+	list_for_each_entry(c, &umm.clients, list) {
+		c->ask = 0;
+		if (!c->ready || !left)
+			continue;
+		c->ask = min(left, umm_client_reclaimable(c, type, id));
+		left -= c->ask;
+	}
+	if (how & UMM_ASK_RESIDENT) {
+		list_for_each_entry(c, &umm.clients, list) {
+			u64 more;
+
+			if (!c->ready || !left)
+				continue;
+			more = umm_client_resident(c, type, id) -
+			       umm_client_reclaimable(c, type, id);
+			more = min(left, more);
+			c->ask += more;
+			left -= more;
+		}
+	}
+	list_for_each_entry(c, &umm.clients, list) {
+		if (!c->ready)
+			continue;
+		if (!c->ask && !((how & UMM_ASK_INFO) &&
+				 (c->features & UMM_FEATURE_ALL_PRESSURE)))
+			continue;
+		ev = *tmpl;
+		ev.bytes_to_free = c->ask;
+		if (c->ask)
+			ev.flags |= UMM_EVENT_F_ACK;
+		umm_client_queue(c, &ev);
+		sent++;
+	}
+	spin_unlock(&umm.lock);
+	return sent;
+}
+
+/**
+ * umm_broadcast() - queue an event for every client (that wants it).
+ * @ev:		the event.
+ * @feature:	UMM_FEATURE_* a client must have asked for, or 0 for all.
+ *
+ * Context: any process context, never sleeps; takes umm.lock.
+ * Return: the number of clients an event was queued for.
+ */
+int umm_broadcast(struct umm_event *ev, u64 feature)
+{
+	struct umm_event copy;
+	struct umm_client *c;
+	int sent = 0;
+
+	spin_lock(&umm.lock);
+	list_for_each_entry(c, &umm.clients, list) {
+		if (!c->ready || (feature && !(c->features & feature)))
+			continue;
+		copy = *ev;
+		umm_client_queue(c, &copy);
+		sent++;
+	}
+	spin_unlock(&umm.lock);
+	return sent;
+}
+
+/**
+ * umm_rate_ok() - may a source raise an event now?
+ * @last_ns:	when the source last raised one (0: never); updated when
+ *		the answer is yes.
+ * @now:	ktime_get_ns() now.
+ * @force:	yes regardless (the inject file).
+ *
+ * At most one event per source per event_min_interval_ms.
+ * Context: the caller serialises access to @last_ns.
+ * Return: true if the event may go out.
+ */
+bool umm_rate_ok(u64 *last_ns, u64 now, bool force)
+{
+	u64 gap = (u64)READ_ONCE(umm.min_interval_ms) * NSEC_PER_MSEC;
+
+	if (!force && *last_ns && now - *last_ns < gap)
+		return false;
+	*last_ns = now;
+	return true;
+}

@@ -1,0 +1,509 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * monitor.c - levels of the sources: free memory of every node against its
+ * watermarks, sampled by a delayed work, and clients' GPU usage against the
+ * GPU budgets; the enabled switch; the inject file.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/kernel.h>
+#include <linux/ktime.h>
+#include <linux/math64.h>
+#include <linux/minmax.h>
+#include <linux/mm.h>
+#include <linux/mmzone.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <linux/vmstat.h>
+
+#include "umm_internal.h"
+
+static const char * const umm_level_names[] = {
+	[UMM_LEVEL_INVALID]	= "invalid",
+	[UMM_LEVEL_NORMAL]	= "normal",
+	[UMM_LEVEL_LOW]		= "low",
+	[UMM_LEVEL_MEDIUM]	= "medium",
+	[UMM_LEVEL_CRITICAL]	= "critical",
+};
+
+/**
+ * umm_level_name() - the word for a level, as sysfs shows it.
+ * @level:	enum umm_level.
+ *
+ * Return: a static string.
+ */
+const char *umm_level_name(u32 level)
+{
+	if (level >= ARRAY_SIZE(umm_level_names))
+		level = UMM_LEVEL_INVALID;
+	return umm_level_names[level];
+}
+
+static u64 umm_bp_of(u64 total, u32 bp)
+{
+	return div64_u64(total * bp, UMM_BP_MAX);
+}
+
+static u32 umm_node_wm(struct umm_node *n, u32 level)
+{
+	switch (level) {
+	case UMM_LEVEL_LOW:
+		return n->low_bp;
+	case UMM_LEVEL_MEDIUM:
+		return n->medium_bp;
+	case UMM_LEVEL_CRITICAL:
+		return n->critical_bp;
+	default:
+		return UMM_BP_MAX;
+	}
+}
+
+/* Level of a node whose free memory is @free_bp basis points. */
+static u32 umm_node_level_of(struct umm_node *n, s64 free_bp)
+{
+	if (free_bp < n->critical_bp)
+		return UMM_LEVEL_CRITICAL;
+	if (free_bp < n->medium_bp)
+		return UMM_LEVEL_MEDIUM;
+	if (free_bp < n->low_bp)
+		return UMM_LEVEL_LOW;
+	return UMM_LEVEL_NORMAL;
+}
+
+/*
+ * Rise at once; fall only once free memory is hysteresis_bp above the
+ * watermark of the level left, so a node hovering at a watermark does not
+ * flap.
+ */
+static u32 umm_node_level(struct umm_node *n)
+{
+	s64 free_bp;
+	u32 raw, cur = n->src.level;
+
+	if (!n->total_bytes)
+		return UMM_LEVEL_NORMAL;
+	free_bp = div64_u64(n->free_bytes * UMM_BP_MAX, n->total_bytes);
+	raw = umm_node_level_of(n, free_bp);
+	if (raw >= cur)
+		return raw;
+	return min(cur, umm_node_level_of(n, free_bp - umm.hysteresis_bp));
+}
+
+static void umm_node_sample(struct umm_node *n, u64 now)
+{
+	unsigned long free = 0, managed = 0;
+	pg_data_t *pgdat = NODE_DATA(n->nid);
+	u64 free_bytes, crit;
+	s64 rate;
+	int z;
+
+	for (z = 0; z < MAX_NR_ZONES; z++) {
+		struct zone *zone = &pgdat->node_zones[z];
+
+		free += zone_page_state(zone, NR_FREE_PAGES);
+		managed += zone_managed_pages(zone);
+	}
+	free_bytes = (u64)free << PAGE_SHIFT;
+
+	if (n->sample_ns && now > n->sample_ns) {
+		u64 dt = now - n->sample_ns;
+
+		if (n->free_bytes >= free_bytes)
+			rate = mul_u64_u64_div_u64(n->free_bytes - free_bytes,
+						   NSEC_PER_SEC, dt);
+		else
+			rate = -(s64)mul_u64_u64_div_u64(free_bytes -
+							 n->free_bytes,
+							 NSEC_PER_SEC, dt);
+		/* EWMA, weight 1/4: follows a fill within a few samples */
+		n->decline_bps += (rate - n->decline_bps) / 4;
+	}
+	WRITE_ONCE(n->free_bytes, free_bytes);
+	WRITE_ONCE(n->total_bytes, (u64)managed << PAGE_SHIFT);
+	n->sample_ns = now;
+
+	crit = umm_bp_of(n->total_bytes, n->critical_bp);
+	if (free_bytes <= crit)
+		WRITE_ONCE(n->eta_ms, 0);
+	else if (n->decline_bps <= 0)
+		WRITE_ONCE(n->eta_ms, UMM_ETA_UNKNOWN);
+	else
+		WRITE_ONCE(n->eta_ms,
+			   min_t(u64, div64_u64((free_bytes - crit) * MSEC_PER_SEC,
+						n->decline_bps),
+				 UMM_ETA_UNKNOWN - 1));
+}
+
+/**
+ * umm_dest_node() - the node with most free memory above its low watermark.
+ * @exclude:	node not to name (the one under pressure), or -1.
+ *
+ * Context: any; reads the last samples without locks.
+ * Return: a node id, or UMM_NODE_NONE when no node has headroom.
+ */
+int umm_dest_node(int exclude)
+{
+	s32 best = UMM_NODE_NONE;
+	struct umm_node *n;
+	u64 most = 0;
+	int nid;
+
+	for_each_umm_node(n, nid) {
+		u64 free = READ_ONCE(n->free_bytes);
+		u64 low = umm_bp_of(READ_ONCE(n->total_bytes),
+				    READ_ONCE(n->low_bp));
+
+		if (nid == exclude || free <= low || free - low <= most)
+			continue;
+		most = free - low;
+		best = nid;
+	}
+	return best;
+}
+
+static bool umm_repeat_due(struct umm_source *s, u64 now)
+{
+	u64 every = (u64)READ_ONCE(umm.repeat_ms) * NSEC_PER_MSEC;
+
+	return every && now - s->last_event_ns >= every;
+}
+
+/*
+ * Decide whether a source's level warrants an event: a rise, a drop, or a
+ * reminder while it stays elevated. Returns the type, or 0 for none.
+ */
+static u32 umm_source_event(struct umm_source *s, u32 rise_type, u64 now,
+			    bool injected)
+{
+	u32 type;
+
+	if (!READ_ONCE(umm.enabled))
+		return 0;
+	if (s->level > s->announced ||
+	    (s->level == s->announced && s->level >= UMM_LEVEL_LOW &&
+	     (injected || umm_repeat_due(s, now))))
+		type = rise_type;
+	else if (s->level < s->announced)
+		type = UMM_EVENT_RELIEF;
+	else
+		return 0;
+	/* a suppressed change stays pending and is retried next sample */
+	if (!umm_rate_ok(&s->last_event_ns, now, injected))
+		return 0;
+	s->announced = s->level;
+	atomic64_inc(&s->events);
+	return type;
+}
+
+static void umm_node_announce(struct umm_node *n, u64 now, bool injected)
+{
+	u64 free = n->free_bytes, target;
+	struct umm_event ev;
+	u32 type;
+
+	type = umm_source_event(&n->src, UMM_EVENT_PRESSURE, now, injected);
+	if (!type)
+		return;
+	/* an injected level acts as if free memory sat at its watermark */
+	if (n->src.injected && n->src.injected != UMM_LEVEL_NORMAL)
+		free = min(free, umm_bp_of(n->total_bytes,
+					   umm_node_wm(n, n->src.injected)));
+
+	umm_event_init(&ev, type, UMM_TIER_HOST_NODE, n->nid);
+	ev.level = n->src.level;
+	ev.bytes_free = free;
+	ev.dest_node = umm_dest_node(n->nid);
+	ev.eta_ms = n->src.injected ? UMM_ETA_UNKNOWN : n->eta_ms;
+	if (n->src.injected)
+		ev.flags |= UMM_EVENT_F_INJECTED;
+	if (type == UMM_EVENT_RELIEF) {
+		umm_broadcast(&ev, UMM_FEATURE_RELIEF);
+		return;
+	}
+	target = umm_bp_of(n->total_bytes, n->low_bp + umm.hysteresis_bp);
+	umm_ask(&ev, target > free ? target - free : 0,
+		UMM_ASK_RESIDENT | UMM_ASK_INFO);
+}
+
+/* Excess asked for by an injected GPU level: 1/8, 1/4, 1/2 of the usage. */
+static u64 umm_gpu_injected_excess(u32 level, u64 used)
+{
+	switch (level) {
+	case UMM_LEVEL_LOW:
+		return used / 8;
+	case UMM_LEVEL_MEDIUM:
+		return used / 4;
+	case UMM_LEVEL_CRITICAL:
+		return used / 2;
+	default:
+		return 0;
+	}
+}
+
+/**
+ * umm_gpu_check() - compare a GPU's reported usage with its budget.
+ * @g:		the GPU.
+ * @injected:	called by the inject file: ignore the rate limit.
+ *
+ * Over budget the level is CRITICAL and the excess is asked of the clients
+ * holding bytes there, lowest priority first.
+ *
+ * Context: umm.mutex held.
+ */
+void umm_gpu_check(struct umm_gpu *g, bool injected)
+{
+	u64 now = ktime_get_ns(), used, budget, excess = 0;
+	struct umm_event ev;
+	u32 type;
+
+	lockdep_assert_held(&umm.mutex);
+	spin_lock(&umm.lock);
+	used = g->src.resident;
+	spin_unlock(&umm.lock);
+	budget = g->budget_bytes;
+	if (budget && used > budget)
+		excess = used - budget;
+
+	if (g->src.injected) {
+		g->src.level = g->src.injected;
+		excess = max(excess,
+			     umm_gpu_injected_excess(g->src.injected, used));
+	} else {
+		g->src.level = excess ? UMM_LEVEL_CRITICAL : UMM_LEVEL_NORMAL;
+	}
+
+	type = umm_source_event(&g->src, UMM_EVENT_GPU_BUDGET, now, injected);
+	if (!type)
+		return;
+	umm_event_init(&ev, type, UMM_TIER_GPU, g->id);
+	ev.level = g->src.level;
+	ev.bytes_free = budget > used ? budget - used : 0;
+	ev.dest_node = umm_dest_node(-1);
+	if (g->src.injected)
+		ev.flags |= UMM_EVENT_F_INJECTED;
+	if (type == UMM_EVENT_RELIEF)
+		umm_broadcast(&ev, UMM_FEATURE_RELIEF);
+	else
+		umm_ask(&ev, excess, UMM_ASK_RESIDENT | UMM_ASK_INFO);
+}
+
+static void umm_node_update(struct umm_node *n, u64 now)
+{
+	lockdep_assert_held(&umm.mutex);
+	umm_node_sample(n, now);
+	n->src.level = n->src.injected ? n->src.injected : umm_node_level(n);
+	umm_node_announce(n, now, false);
+}
+
+static void umm_work_fn(struct work_struct *work)
+{
+	struct umm_node *n;
+	u64 now;
+	int nid, i;
+
+	mutex_lock(&umm.mutex);
+	now = ktime_get_ns();
+	for_each_umm_node(n, nid)
+		umm_node_update(n, now);
+	for (i = 0; i < UMM_MAX_GPUS; i++)
+		umm_gpu_check(umm.gpus[i], false);
+	if (umm.running)
+		schedule_delayed_work(&umm.work,
+				      msecs_to_jiffies(umm.interval_ms));
+	mutex_unlock(&umm.mutex);
+}
+
+/**
+ * umm_node_check_wm() - are these watermarks acceptable?
+ * @low:	low watermark, basis points.
+ * @medium:	medium watermark, basis points.
+ * @crit:	critical watermark, basis points.
+ *
+ * Return: 0 if low > medium > critical and low <= 10000, else -EINVAL.
+ */
+int umm_node_check_wm(u32 low, u32 medium, u32 crit)
+{
+	if (low > UMM_BP_MAX || low <= medium || medium <= crit)
+		return -EINVAL;
+	return 0;
+}
+
+/**
+ * umm_set_enabled() - switch events on or off.
+ * @on:		the new value of the enabled knob.
+ *
+ * Clients are told (DISABLED / ENABLED). On enable every source's announced
+ * level is forgotten, so levels that are elevated now are announced again at
+ * the next sample.
+ *
+ * Context: umm.mutex held.
+ */
+void umm_set_enabled(bool on)
+{
+	struct umm_event ev;
+	struct umm_node *n;
+	int nid, i;
+
+	lockdep_assert_held(&umm.mutex);
+	if (umm.enabled == on)
+		return;
+	WRITE_ONCE(umm.enabled, on);
+	umm_event_init(&ev, on ? UMM_EVENT_ENABLED : UMM_EVENT_DISABLED,
+		       UMM_TIER_NONE, 0);
+	umm_broadcast(&ev, 0);
+	if (!on)
+		return;
+	for_each_umm_node(n, nid)
+		n->src.announced = UMM_LEVEL_NORMAL;
+	for (i = 0; i < UMM_MAX_GPUS; i++)
+		umm.gpus[i]->src.announced = UMM_LEVEL_NORMAL;
+	umm_monitor_kick();
+}
+
+/* "node <nid> <level>|clear|shrink <bytes>" */
+static int umm_inject_node(int argc, char **argv)
+{
+	struct umm_node *n;
+	unsigned int nid;
+	u64 bytes;
+	int level;
+
+	if (argc < 3 || kstrtouint(argv[1], 0, &nid) || nid >= nr_node_ids ||
+	    !umm.nodes[nid])
+		return -EINVAL;
+	n = umm.nodes[nid];
+	if (!strcmp(argv[2], "shrink")) {
+		if (argc != 4 || kstrtou64(argv[3], 0, &bytes) || !bytes)
+			return -EINVAL;
+		umm_shrink_node(nid, bytes, true);
+		return 0;
+	}
+	if (argc != 3)
+		return -EINVAL;
+	if (!strcmp(argv[2], "clear")) {
+		n->src.injected = 0;
+		n->src.level = umm_node_level(n);
+	} else {
+		level = match_string(umm_level_names,
+				     ARRAY_SIZE(umm_level_names), argv[2]);
+		if (level <= UMM_LEVEL_INVALID)
+			return -EINVAL;
+		n->src.injected = level;
+		n->src.level = level;
+	}
+	umm_node_announce(n, ktime_get_ns(), true);
+	return 0;
+}
+
+/* "gpu <id> <level>|clear" */
+static int umm_inject_gpu(int argc, char **argv)
+{
+	unsigned int id;
+	int level = 0;
+
+	if (argc != 3 || kstrtouint(argv[1], 0, &id) || id >= UMM_MAX_GPUS)
+		return -EINVAL;
+	if (strcmp(argv[2], "clear")) {
+		level = match_string(umm_level_names,
+				     ARRAY_SIZE(umm_level_names), argv[2]);
+		if (level <= UMM_LEVEL_INVALID)
+			return -EINVAL;
+	}
+	umm.gpus[id]->src.injected = level;
+	umm_gpu_check(umm.gpus[id], true);
+	return 0;
+}
+
+/**
+ * umm_inject() - carry out one line written to the inject file.
+ * @cmd:	the line (NUL-terminated, a trailing newline is fine).
+ *
+ * Grammar (words separated by blanks; numbers decimal or 0x-hex)::
+ *
+ *	node <nid> normal|low|medium|critical	hold the node at a level
+ *	node <nid> clear			back to the measured level
+ *	node <nid> shrink <bytes>		as if reclaim asked for bytes
+ *	gpu <id> normal|low|medium|critical	hold the GPU at a level
+ *	gpu <id> clear				back to budget vs usage
+ *	oom					as if the OOM killer ran
+ *
+ * Injected events carry UMM_EVENT_F_INJECTED and ignore the rate limit;
+ * while the enabled knob is 0 they are not sent (the levels still change).
+ *
+ * Context: process context; takes umm.mutex.
+ * Return: 0, -EINVAL for anything else, -ENOMEM.
+ */
+int umm_inject(const char *cmd)
+{
+	char **argv;
+	int argc, ret = -EINVAL;
+
+	argv = argv_split(GFP_KERNEL, cmd, &argc);
+	if (!argv)
+		return -ENOMEM;
+	mutex_lock(&umm.mutex);
+	if (argc == 1 && !strcmp(argv[0], "oom")) {
+		umm_oom(true);
+		ret = 0;
+	} else if (argc >= 1 && !strcmp(argv[0], "node")) {
+		ret = umm_inject_node(argc, argv);
+	} else if (argc >= 1 && !strcmp(argv[0], "gpu")) {
+		ret = umm_inject_gpu(argc, argv);
+	}
+	mutex_unlock(&umm.mutex);
+	argv_free(argv);
+	return ret;
+}
+
+/**
+ * umm_monitor_kick() - sample now (after a knob changed).
+ *
+ * Context: umm.mutex held.
+ */
+void umm_monitor_kick(void)
+{
+	lockdep_assert_held(&umm.mutex);
+	if (umm.running)
+		mod_delayed_work(system_wq, &umm.work, 0);
+}
+
+/**
+ * umm_monitor_init() - prepare the sampling work (it is not started).
+ */
+void umm_monitor_init(void)
+{
+	INIT_DELAYED_WORK(&umm.work, umm_work_fn);
+}
+
+/**
+ * umm_monitor_start() - take a first sample of every node, then sample
+ * every interval_ms.
+ */
+void umm_monitor_start(void)
+{
+	u64 now = ktime_get_ns();
+	struct umm_node *n;
+	int nid;
+
+	mutex_lock(&umm.mutex);
+	for_each_umm_node(n, nid) {
+		umm_node_sample(n, now);
+		n->src.level = umm_node_level(n);
+	}
+	umm.running = true;
+	schedule_delayed_work(&umm.work,
+			      msecs_to_jiffies(READ_ONCE(umm.interval_ms)));
+	mutex_unlock(&umm.mutex);
+}
+
+/**
+ * umm_monitor_stop() - stop sampling and wait for a sample in progress.
+ * Knob writes no longer start one.
+ */
+void umm_monitor_stop(void)
+{
+	mutex_lock(&umm.mutex);
+	umm.running = false;
+	mutex_unlock(&umm.mutex);
+	cancel_delayed_work_sync(&umm.work);
+}

@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * reclaim.c - the kernel's own reclaim and OOM paths as sources: a
+ * NUMA-aware shrinker whose objects are the pages clients declared
+ * reclaimable on a node, and an OOM notifier. Both only queue events: they
+ * run in reclaim context, so they take spinlocks only, never sleep and never
+ * wait for userspace (which may itself be waiting for this reclaim).
+ *
+ * The shrinker API changed in 6.7 (shrinker_alloc/shrinker_register/
+ * shrinker_free instead of an embedded struct and register_shrinker); Kbuild
+ * probes the kernel's shrinker.h and defines UMM_HAVE_SHRINKER_ALLOC.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/ktime.h>
+#include <linux/minmax.h>
+#include <linux/mm.h>
+#include <linux/notifier.h>
+#include <linux/oom.h>
+#include <linux/shrinker.h>
+
+#include "umm_internal.h"
+
+static u64 umm_oom_last_ns;	/* under umm.lock */
+
+/**
+ * umm_shrink_node() - ask clients holding reclaimable bytes on a node for
+ * some of them back.
+ * @nid:	the node.
+ * @bytes:	what reclaim asked for. Since at most one SHRINK per node goes
+ *		out per event_min_interval_ms, at least 1/16 of what the
+ *		clients declared reclaimable there is asked for.
+ * @injected:	from the inject file: mark the events, ignore the rate limit.
+ *
+ * Context: any process context including direct reclaim; never sleeps.
+ */
+void umm_shrink_node(int nid, u64 bytes, bool injected)
+{
+	struct umm_event ev;
+	struct umm_node *n;
+	bool ok;
+
+	if (nid < 0 || nid >= nr_node_ids || !umm.nodes[nid] ||
+	    !READ_ONCE(umm.enabled))
+		return;
+	n = umm.nodes[nid];
+
+	spin_lock(&umm.lock);
+	ok = umm_rate_ok(&n->last_shrink_ns, ktime_get_ns(), injected);
+	bytes = max(bytes, n->src.reclaimable / 16);
+	spin_unlock(&umm.lock);
+	if (!ok)
+		return;
+
+	umm_event_init(&ev, UMM_EVENT_SHRINK, UMM_TIER_HOST_NODE, nid);
+	ev.level = READ_ONCE(n->src.level);
+	ev.bytes_free = READ_ONCE(n->free_bytes);
+	ev.dest_node = umm_dest_node(nid);
+	ev.eta_ms = READ_ONCE(n->eta_ms);
+	if (injected)
+		ev.flags |= UMM_EVENT_F_INJECTED;
+	if (umm_ask(&ev, bytes, 0))
+		atomic64_inc(&n->src.events);
+}
+
+/**
+ * umm_oom() - tell every client with reclaimable host memory to give all of
+ * it back: the OOM killer is about to choose a victim.
+ * @injected:	from the inject file: mark the events, ignore the rate limit.
+ *
+ * Context: any process context including the OOM path; never sleeps.
+ */
+void umm_oom(bool injected)
+{
+	struct umm_event tmpl, ev;
+	struct umm_client *c;
+	struct umm_node *n;
+	int nid;
+
+	if (!READ_ONCE(umm.enabled))
+		return;
+	umm_event_init(&tmpl, UMM_EVENT_OOM, UMM_TIER_NONE, 0);
+	tmpl.level = UMM_LEVEL_CRITICAL;
+	tmpl.dest_node = umm_dest_node(-1);
+	tmpl.eta_ms = 0;
+	tmpl.flags = UMM_EVENT_F_ACK | (injected ? UMM_EVENT_F_INJECTED : 0);
+
+	spin_lock(&umm.lock);
+	if (!umm_rate_ok(&umm_oom_last_ns, tmpl.ts_ns, injected))
+		goto unlock;
+	list_for_each_entry(c, &umm.clients, list) {
+		u64 bytes = 0;
+
+		if (!c->ready)
+			continue;
+		for_each_umm_node(n, nid)
+			bytes += c->nodes[nid].reclaimable;
+		if (!bytes)
+			continue;
+		ev = tmpl;
+		ev.bytes_to_free = bytes;
+		umm_client_queue(c, &ev);
+	}
+unlock:
+	spin_unlock(&umm.lock);
+}
+
+static unsigned long umm_shrink_count(struct shrinker *s,
+				      struct shrink_control *sc)
+{
+	struct umm_node *n;
+
+	if (!READ_ONCE(umm.enabled) || sc->nid < 0 || sc->nid >= nr_node_ids)
+		return 0;
+	n = umm.nodes[sc->nid];
+	return n ? READ_ONCE(n->src.reclaimable) >> PAGE_SHIFT : 0;
+}
+
+static unsigned long umm_shrink_scan(struct shrinker *s,
+				     struct shrink_control *sc)
+{
+	atomic64_inc(&umm.stats.shrinker_calls);
+	umm_shrink_node(sc->nid, (u64)sc->nr_to_scan << PAGE_SHIFT, false);
+	/* nothing is freed here; userspace frees later, on its own time */
+	return SHRINK_STOP;
+}
+
+static int umm_oom_notify(struct notifier_block *nb, unsigned long unused,
+			  void *freed)
+{
+	atomic64_inc(&umm.stats.oom_calls);
+	umm_oom(false);
+	return NOTIFY_OK;
+}
+
+static struct notifier_block umm_oom_nb = {
+	.notifier_call = umm_oom_notify,
+};
+
+#ifdef UMM_HAVE_SHRINKER_ALLOC
+static struct shrinker *umm_shrinker;
+
+static int umm_shrinker_register(void)
+{
+	umm_shrinker = shrinker_alloc(SHRINKER_NUMA_AWARE, "umm");
+	if (!umm_shrinker)
+		return -ENOMEM;
+	umm_shrinker->count_objects = umm_shrink_count;
+	umm_shrinker->scan_objects = umm_shrink_scan;
+	umm_shrinker->seeks = DEFAULT_SEEKS;
+	shrinker_register(umm_shrinker);
+	return 0;
+}
+
+static void umm_shrinker_unregister(void)
+{
+	shrinker_free(umm_shrinker);
+}
+#else
+static struct shrinker umm_shrinker = {
+	.count_objects	= umm_shrink_count,
+	.scan_objects	= umm_shrink_scan,
+	.seeks		= DEFAULT_SEEKS,
+	.flags		= SHRINKER_NUMA_AWARE,
+};
+
+static int umm_shrinker_register(void)
+{
+	return register_shrinker(&umm_shrinker, "umm");
+}
+
+static void umm_shrinker_unregister(void)
+{
+	unregister_shrinker(&umm_shrinker);
+}
+#endif
+
+/**
+ * umm_reclaim_init() - register the shrinker and the OOM notifier.
+ *
+ * Return: 0 or a negative errno; nothing stays registered on failure.
+ */
+int umm_reclaim_init(void)
+{
+	int ret;
+
+	ret = umm_shrinker_register();
+	if (ret)
+		return ret;
+	ret = register_oom_notifier(&umm_oom_nb);
+	if (ret)
+		goto unregister_shrinker;
+	return 0;
+
+unregister_shrinker:
+	umm_shrinker_unregister();
+	return ret;
+}
+
+/**
+ * umm_reclaim_exit() - unregister both; waits for calls in progress.
+ */
+void umm_reclaim_exit(void)
+{
+	unregister_oom_notifier(&umm_oom_nb);
+	umm_shrinker_unregister();
+}

@@ -1,0 +1,277 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * umm_internal.h - state shared by the files of umm.ko.
+ *
+ * Locking (outermost first; see Documentation/design/umm.rst):
+ *
+ *  umm.mutex	  serialises everything that may sleep and changes the books
+ *		  or the policy: handshakes, REPORTs, client release, knob
+ *		  writes, inject, the sampling work. Never taken from reclaim
+ *		  or OOM context, so holding it across GFP_KERNEL allocations
+ *		  is safe.
+ *  umm.lock	  spinlock: the client list, every client's books and
+ *		  umm_client.ask, the per-source sums and rate-limit stamps.
+ *		  This is all the shrinker and the OOM notifier take, so they
+ *		  never sleep and never wait for userspace.
+ *  client->ring_lock spinlock: one client's ring, seq and pending ACKs.
+ *		  Taken inside umm.lock when events are queued.
+ *  client->read_mutex serialises readers of one file (so a record being
+ *		  copied out is not coalesced into behind the reader's back).
+ */
+#ifndef UMM_INTERNAL_H
+#define UMM_INTERNAL_H
+
+#include <linux/atomic.h>
+#include <linux/bits.h>
+#include <linux/kobject.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/nodemask.h>
+#include <linux/spinlock.h>
+#include <linux/types.h>
+#include <linux/wait.h>
+#include <linux/workqueue.h>
+#include <linux/umm.h>
+
+#define UMM_BP_MAX		10000U
+#define UMM_ACK_PENDING		32	/* remembered events per client */
+#define UMM_QUEUE_LEN_MIN	4U
+#define UMM_QUEUE_LEN_MAX	65536U
+
+/**
+ * struct umm_source - state common to a node and a GPU.
+ * @level:	current enum umm_level (measured, or injected).
+ * @announced:	last level told to clients (events go out on changes).
+ * @injected:	level held by the inject file, 0 when none.
+ * @last_event_ns: when the source last raised an event (rate limit).
+ * @resident:	sum of the clients' reported resident bytes (umm.lock).
+ * @reclaimable: sum of the clients' reported reclaimable bytes (umm.lock).
+ * @events:	events raised by this source (records queued for it).
+ */
+struct umm_source {
+	u32 level;
+	u32 announced;
+	u32 injected;
+	u64 last_event_ns;
+	u64 resident;
+	u64 reclaimable;
+	atomic64_t events;
+};
+
+/**
+ * struct umm_node - one NUMA node with memory, nodes/node<N> in sysfs.
+ * @kobj:	sysfs directory; its release frees the struct.
+ * @nid:	node id.
+ * @low_bp:	watermarks in basis points of @total_bytes, low > medium >
+ * @medium_bp:	> critical (written under umm.mutex).
+ * @critical_bp:
+ * @free_bytes:	last sample.
+ * @total_bytes: memory the page allocator manages on the node.
+ * @sample_ns:	time of the last sample, 0 before the first.
+ * @decline_bps: EWMA of the rate free memory falls, bytes per second
+ *		(negative while it grows).
+ * @eta_ms:	estimated ms to the critical watermark, or UMM_ETA_UNKNOWN.
+ * @last_shrink_ns: rate limit of SHRINK events (umm.lock).
+ * @src:	level, books and counters.
+ */
+struct umm_node {
+	struct kobject kobj;
+	int nid;
+	u32 low_bp;
+	u32 medium_bp;
+	u32 critical_bp;
+	u64 free_bytes;
+	u64 total_bytes;
+	u64 sample_ns;
+	s64 decline_bps;
+	u32 eta_ms;
+	u64 last_shrink_ns;
+	struct umm_source src;
+};
+
+/**
+ * struct umm_gpu - one GPU id, gpus/gpu<N> in sysfs.
+ * @kobj:	sysfs directory; its release frees the struct.
+ * @id:		GPU id as the clients number them.
+ * @budget_bytes: budget knob, 0 for none.
+ * @src:	level, books (resident = used bytes) and counters.
+ */
+struct umm_gpu {
+	struct kobject kobj;
+	u32 id;
+	u64 budget_bytes;
+	struct umm_source src;
+};
+
+/**
+ * struct umm_book - what a client reported for one tier.
+ * @resident:	bytes held.
+ * @reclaimable: bytes it could give back.
+ */
+struct umm_book {
+	u64 resident;
+	u64 reclaimable;
+};
+
+/**
+ * struct umm_client - one open file of /dev/umm.
+ * @list:	on umm.clients (umm.lock), ordered by priority once ready.
+ * @pid:	thread group that opened the file.
+ * @name:	from the handshake (the opener's comm before).
+ * @priority:	from the handshake; lower is asked first.
+ * @features:	UMM_FEATURE_* granted.
+ * @ready:	handshake done (written under umm.mutex and umm.lock).
+ * @nodes:	books per node id (nr_node_ids entries).
+ * @gpus:	books per GPU id.
+ * @ask:	scratch for umm_ask(), under umm.lock.
+ * @ring_lock:	protects the ring, @seq, @pending and the counters below.
+ * @ring:	queue_len + 1 records: one slot is kept for OVERFLOW.
+ * @queue_len:	records that events may fill.
+ * @head:	index of the oldest record.
+ * @used:	records in the ring.
+ * @reading:	a reader is copying the record at @head out.
+ * @seq:	last sequence number given (queued or dropped).
+ * @pending:	events waiting for an ACK, oldest first (a small ring).
+ * @pending_head: index of the oldest in @pending.
+ * @pending_nr:	entries in @pending.
+ * @events:	records queued.
+ * @drops:	records dropped for want of room.
+ * @acks:	ACKs accepted.
+ * @bytes_freed: sum of bytes_freed in ACKs.
+ * @wq:		readers and pollers.
+ * @read_mutex:	serialises readers.
+ */
+struct umm_client {
+	struct list_head list;
+	struct pid *pid;
+	char name[UMM_NAME_LEN];
+	s32 priority;
+	u64 features;
+	bool ready;
+	struct umm_book *nodes;
+	struct umm_book gpus[UMM_MAX_GPUS];
+	u64 ask;
+
+	spinlock_t ring_lock;
+	struct umm_event *ring;
+	u32 queue_len;
+	u32 head;
+	u32 used;
+	bool reading;
+	u64 seq;
+	struct {
+		u64 seq;
+		u64 ts_ns;
+	} pending[UMM_ACK_PENDING];
+	u32 pending_head;
+	u32 pending_nr;
+	u64 events;
+	u64 drops;
+	u64 acks;
+	u64 bytes_freed;
+
+	wait_queue_head_t wq;
+	struct mutex read_mutex;
+};
+
+/* Module-wide figures, shown in sysfs (0400). */
+struct umm_stats {
+	atomic_t clients;
+	atomic64_t events_sent;
+	atomic64_t events_dropped;
+	atomic64_t overflows;
+	atomic64_t acks;
+	atomic64_t bytes_freed;
+	atomic64_t ack_latency_sum_ns;
+	atomic64_t ack_latency_max_ns;
+	atomic64_t ack_latency_count;
+	atomic64_t shrinker_calls;
+	atomic64_t oom_calls;
+};
+
+/**
+ * struct umm_state - the module.
+ * @mutex:	see the top of this file.
+ * @lock:	see the top of this file.
+ * @clients:	every open file (struct umm_client.list).
+ * @nodes:	per node id, NULL for nodes without memory at load time.
+ * @gpus:	per GPU id.
+ * @enabled:	knob; 0 stops every event (figures keep being sampled).
+ * @interval_ms: sampling period.
+ * @queue_len:	ring length given to clients opened from now on.
+ * @hysteresis_bp: how far above a watermark free memory must climb before
+ *		the level drops.
+ * @min_interval_ms: least time between two events of one source.
+ * @repeat_ms:	while a source stays at LOW or worse, ask again this often
+ *		(0: never).
+ * @work:	the sampling work.
+ * @running:	the work may be queued (umm.mutex).
+ * @stats:	figures.
+ */
+struct umm_state {
+	struct mutex mutex;
+	spinlock_t lock;
+	struct list_head clients;
+	struct umm_node **nodes;
+	struct umm_gpu *gpus[UMM_MAX_GPUS];
+	bool enabled;
+	u32 interval_ms;
+	u32 queue_len;
+	u32 hysteresis_bp;
+	u32 min_interval_ms;
+	u32 repeat_ms;
+	struct delayed_work work;
+	bool running;
+	struct umm_stats stats;
+};
+
+extern struct umm_state umm;
+
+#define for_each_umm_node(n, nid)					\
+	for ((nid) = 0; (nid) < nr_node_ids; (nid)++)			\
+		if (((n) = umm.nodes[(nid)]) != NULL)
+
+/* client.c: /dev/umm */
+int umm_dev_init(void);
+void umm_dev_exit(void);
+void umm_client_queue(struct umm_client *c, struct umm_event *ev);
+u32 umm_client_depth(struct umm_client *c);
+
+/* events.c: who is asked for what */
+void umm_event_init(struct umm_event *ev, u32 type, u32 tier_type,
+		    u32 tier_id);
+#define UMM_ASK_RESIDENT	BIT(0)	/* then ask for non-reclaimable bytes */
+#define UMM_ASK_INFO		BIT(1)	/* tell ALL_PRESSURE clients too */
+int umm_ask(struct umm_event *tmpl, u64 bytes, unsigned int how);
+int umm_broadcast(struct umm_event *ev, u64 feature);
+u64 umm_client_reclaimable(struct umm_client *c, u32 tier_type, u32 id);
+u64 umm_client_resident(struct umm_client *c, u32 tier_type, u32 id);
+bool umm_rate_ok(u64 *last_ns, u64 now, bool force);
+
+/* monitor.c: node and GPU levels */
+void umm_monitor_init(void);
+void umm_monitor_start(void);
+void umm_monitor_stop(void);
+void umm_monitor_kick(void);
+int umm_dest_node(int exclude);
+int umm_node_check_wm(u32 low, u32 medium, u32 crit);
+void umm_gpu_check(struct umm_gpu *g, bool injected);
+void umm_set_enabled(bool on);
+int umm_inject(const char *cmd);
+const char *umm_level_name(u32 level);
+
+/* reclaim.c: shrinker and OOM notifier */
+int umm_reclaim_init(void);
+void umm_reclaim_exit(void);
+void umm_shrink_node(int nid, u64 bytes, bool injected);
+void umm_oom(bool injected);
+
+/* sysfs.c */
+int umm_sysfs_init(void);
+void umm_sysfs_exit(void);
+
+/* debugfs.c */
+void umm_debugfs_init(void);
+void umm_debugfs_exit(void);
+
+#endif /* UMM_INTERNAL_H */
