@@ -96,6 +96,15 @@ struct um_backend_ops {
 	/* Later work on the caller's stream (cudaStream_t or NULL) waits. */
 	int (*stream_wait_fence)(struct um_backend *be, void *stream,
 				 struct um_fence *f);
+	/*
+	 * Record f after all work submitted so far to the caller's stream
+	 * (cudaStream_t or NULL). um_release() uses it so that an eviction
+	 * waits for the kernels that still use the region. May be NULL where
+	 * the caller's work is synchronous (sim): release is then immediate.
+	 * (Added by the core engineer: um_release takes no stream.)
+	 */
+	int (*stream_record_fence)(struct um_backend *be, void *stream,
+				   struct um_fence *f);
 };
 
 struct um_backend {

@@ -1,0 +1,517 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * context.c - context life, backend choice, logging, events, entry/exit.
+ *
+ * Every public call goes through um__enter() (validate the pointer, lock,
+ * reap finished migrations) and um__exit() (unlock, then deliver the events
+ * queued meanwhile, so callbacks run with no lock held).
+ *
+ * A context pointer is checked against a registry of live contexts before
+ * it is dereferenced, so a destroyed or foreign pointer gives -EBADF rather
+ * than undefined behaviour (destroying a context while another thread still
+ * uses it remains the caller's bug).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#if UM_HAVE_PRESSURE
+#include "pressure.h"
+#endif
+#if UM_HAVE_SPILL
+#include "spill.h"
+#endif
+
+/* ---- registry of live contexts ---------------------------------------- */
+
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct um_context **reg;
+static size_t reg_n, reg_cap;
+static uint16_t reg_serial;
+
+static bool reg_has(const struct um_context *ctx)
+{
+	bool found = false;
+
+	pthread_mutex_lock(&reg_lock);
+	for (size_t i = 0; i < reg_n; i++) {
+		if (reg[i] == ctx) {
+			found = true;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&reg_lock);
+	return found;
+}
+
+static int reg_add(struct um_context *ctx)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&reg_lock);
+	if (reg_n == reg_cap) {
+		size_t cap = reg_cap ? reg_cap * 2 : 8;
+		struct um_context **n = realloc(reg, cap * sizeof(*n));
+
+		if (!n) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		reg = n;
+		reg_cap = cap;
+	}
+	reg[reg_n++] = ctx;
+	if (++reg_serial == 0)
+		reg_serial = 1;
+	ctx->serial = reg_serial;
+out:
+	pthread_mutex_unlock(&reg_lock);
+	return ret;
+}
+
+static void reg_del(struct um_context *ctx)
+{
+	pthread_mutex_lock(&reg_lock);
+	for (size_t i = 0; i < reg_n; i++) {
+		if (reg[i] == ctx) {
+			reg[i] = reg[--reg_n];
+			break;
+		}
+	}
+	if (!reg_n) {
+		free(reg);
+		reg = NULL;
+		reg_cap = 0;
+	}
+	pthread_mutex_unlock(&reg_lock);
+}
+
+/* ---- logging ---------------------------------------------------------- */
+
+static void vlog(struct um_context *ctx, int level, const char *fmt,
+		 va_list ap)
+{
+	char buf[512];
+
+	if (!ctx->log || level > ctx->log_level)
+		return;
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	ctx->log(ctx->log_arg, level, buf);
+}
+
+void um__log(struct um_context *ctx, int level, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vlog(ctx, level, fmt, ap);
+	va_end(ap);
+}
+
+/* The backend's (and pool's) log hook: never takes the context lock. */
+static void be_log(void *arg, int level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void be_log(void *arg, int level, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vlog(arg, level, fmt, ap);
+	va_end(ap);
+}
+
+/* ---- entry / exit ----------------------------------------------------- */
+
+int um__enter_const(const struct um_context *ctx)
+{
+	if (!ctx)
+		return -EINVAL;
+	if (!reg_has(ctx) || ctx->magic != UM_CTX_MAGIC)
+		return -EBADF;
+	return 0;
+}
+
+int um__enter(struct um_context *ctx)
+{
+	int ret = um__enter_const(ctx);
+
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&ctx->lock);
+	um__reap(ctx);
+	return 0;
+}
+
+void um__exit(struct um_context *ctx)
+{
+	struct um_event *q = ctx->evq;
+	uint32_t n = ctx->evq_n;
+	um_event_fn fn = ctx->ev_fn;
+	void *arg = ctx->ev_arg;
+
+	ctx->evq = NULL;
+	ctx->evq_n = 0;
+	ctx->evq_cap = 0;
+	pthread_mutex_unlock(&ctx->lock);
+	for (uint32_t i = 0; fn && i < n; i++)
+		fn(arg, &q[i]);
+	free(q);
+}
+
+void um__event(struct um_context *ctx, int type, struct um_region *r,
+	       um_tier_t from, um_tier_t to, uint64_t bytes, int error,
+	       uint64_t ns)
+{
+	struct um_event *ev;
+
+	ctx->books.events[type]++;
+	if (!ctx->ev_fn)
+		return;
+	if (ctx->evq_n == ctx->evq_cap) {
+		uint32_t cap = ctx->evq_cap ? ctx->evq_cap * 2 : 16;
+		struct um_event *n;
+
+		/* a runaway queue means nobody exits: drop, but count */
+		if (cap > 65536 ||
+		    !(n = realloc(ctx->evq, cap * sizeof(*n)))) {
+			ctx->books.events_dropped++;
+			return;
+		}
+		ctx->evq = n;
+		ctx->evq_cap = cap;
+	}
+	ev = &ctx->evq[ctx->evq_n++];
+	*ev = (struct um_event){
+		.size = sizeof(*ev),
+		.type = (uint32_t)type,
+		.region = r ? r->handle : 0,
+		.from = from,
+		.to = to,
+		.bytes = bytes,
+		.error = error,
+		.ns = ns,
+	};
+}
+
+int um_set_event_callback(struct um_context *ctx, um_event_fn fn, void *arg)
+{
+	int ret = um__enter(ctx);
+
+	if (ret)
+		return ret;
+	ctx->ev_fn = fn;
+	ctx->ev_arg = fn ? arg : NULL;
+	um__exit(ctx);
+	return 0;
+}
+
+/* ---- backend choice --------------------------------------------------- */
+
+static const struct um_backend_ops *const backends[] = {
+	&um_backend_sim,
+#ifdef UM_HAVE_CUDA
+	&um_backend_cuda,
+#endif
+};
+
+static const struct um_backend_ops *backend_by_id(int id)
+{
+	for (size_t i = 0; i < sizeof(backends) / sizeof(backends[0]); i++)
+		if ((int)backends[i]->id == id)
+			return backends[i];
+	return NULL;
+}
+
+static const char *backend_name(int id)
+{
+	return id == UM_BACKEND_CUDA ? "cuda" : id == UM_BACKEND_SIM ? "sim" :
+	       "auto";
+}
+
+static int choose_backend(struct um_context *ctx,
+			  const struct um_backend_ops **out)
+{
+	const struct um_backend_ops *ops;
+	const char *why = NULL;
+	int n;
+
+	if (ctx->set.backend != UM_BACKEND_AUTO) {
+		ops = backend_by_id(ctx->set.backend);
+		if (!ops) {
+			um__log(ctx, UM_LOG_ERR,
+				"backend %s was asked for but this libum was built without it",
+				backend_name(ctx->set.backend));
+			return -ENODEV;
+		}
+		n = ops->probe(&why);
+		if (n <= 0) {
+			um__log(ctx, UM_LOG_ERR,
+				"backend %s was asked for but is not usable: %s",
+				ops->name, why ? why : "no device");
+			return n < 0 ? n : -ENODEV;
+		}
+		*out = ops;
+		return 0;
+	}
+	ops = backend_by_id(UM_BACKEND_CUDA);
+	if (ops) {
+		n = ops->probe(&why);
+		if (n > 0) {
+			*out = ops;
+			return 0;
+		}
+		um__log(ctx, UM_LOG_INFO,
+			"backend: using sim, cuda found no usable GPU (%s)",
+			why ? why : "no device");
+	} else {
+		um__log(ctx, UM_LOG_INFO,
+			"backend: using sim, this libum was built without cuda");
+	}
+	*out = backend_by_id(UM_BACKEND_SIM);
+	n = (*out)->probe(&why);
+	if (n <= 0) {
+		um__log(ctx, UM_LOG_ERR, "backend sim is not usable: %s",
+			why ? why : "?");
+		return n < 0 ? n : -ENODEV;
+	}
+	return 0;
+}
+
+/* ---- create / destroy ------------------------------------------------- */
+
+static int devices_init(struct um_context *ctx)
+{
+	struct um_backend *be = &ctx->be;
+	int n = be->ops->device_count(be);
+
+	if (n <= 0) {
+		um__log(ctx, UM_LOG_ERR, "backend %s has no device",
+			be->ops->name);
+		return n < 0 ? n : -ENODEV;
+	}
+	if (n > UM_MAX_DEVICES) {
+		um__log(ctx, UM_LOG_INFO, "backend: using %d of %d devices",
+			UM_MAX_DEVICES, n);
+		n = UM_MAX_DEVICES;
+	}
+	ctx->ndev = n;
+	for (int i = 0; i < n; i++) {
+		struct um_dev *d = &ctx->dev[i];
+		uint64_t free_b = 0, total = 0;
+		int ret = be->ops->mem_info(be, i, &free_b, &total);
+
+		if (ret)
+			return ret;
+		d->total = total;
+		d->gran = be->ops->granularity(be, i);
+		if (!d->gran)
+			d->gran = 4096;
+		d->budget = ctx->set.device_budget ? ctx->set.device_budget :
+			    total;
+		if (d->budget > total) {
+			um__log(ctx, UM_LOG_INFO,
+				"device %d: budget %llu is above its %llu bytes; using %llu",
+				i, (unsigned long long)d->budget,
+				(unsigned long long)total,
+				(unsigned long long)total);
+			d->budget = total;
+		}
+		ctx->books.device[i].current = 0;
+	}
+	return 0;
+}
+
+static int pool_init(struct um_context *ctx)
+{
+	struct um_pool_config pc = {
+		.chunk_bytes = ctx->set.pool_chunk,
+	};
+	int ret = um__pool_create(&ctx->be, &pc, &ctx->pool);
+
+	if (ret) {
+		um__log(ctx, UM_LOG_ERR, "pool: cannot create (%d)", ret);
+		return ret;
+	}
+	if (ctx->set.pool_size) {
+		ret = um__pool_reserve(ctx->pool, ctx->home_node,
+				       ctx->set.pool_size);
+		if (ret) {
+			um__log(ctx, UM_LOG_ERR,
+				"pool: cannot reserve %llu bytes (%d)",
+				(unsigned long long)ctx->set.pool_size, ret);
+			return ret;
+		}
+	}
+	return 0;
+}
+
+static int spill_init(struct um_context *ctx)
+{
+#if UM_HAVE_SPILL
+	struct um_spill_config sc = {
+		.dir = ctx->set.spill_dir,
+		.log = be_log,
+		.log_arg = ctx,
+	};
+	int ret;
+
+	if (!ctx->set.spill_dir)
+		return 0;
+	ret = um__spill_open(&sc, &ctx->spill);
+	if (ret)
+		um__log(ctx, UM_LOG_ERR, "spill: cannot use \"%s\" (%d)",
+			ctx->set.spill_dir, ret);
+	return ret;
+#else
+	if (ctx->set.spill_dir)
+		um__log(ctx, UM_LOG_WARN,
+			"spill: this libum has no spill tier; \"%s\" ignored",
+			ctx->set.spill_dir);
+	return 0;
+#endif
+}
+
+static void ctx_free(struct um_context *ctx)
+{
+#if UM_HAVE_SPILL
+	um__spill_close(ctx->spill);
+#endif
+	ctx->spill = NULL;
+	um__engine_fini(ctx);
+	um__uhost_fini(ctx);
+	if (ctx->pool) {
+		int64_t left = um__pool_destroy(ctx->pool);
+
+		if (left > 0)
+			um__log(ctx, UM_LOG_WARN,
+				"pool: %lld blocks were still live at destroy",
+				(long long)left);
+	}
+	if (ctx->be.ops)
+		ctx->be.ops->fini(&ctx->be);
+	um__settings_free(&ctx->set);
+	free(ctx->slots);
+	free(ctx->by_addr);
+	free(ctx->evq);
+	pthread_mutex_destroy(&ctx->lock);
+	ctx->magic = UM_CTX_DEAD;
+	free(ctx);
+}
+
+int um_context_create(const struct um_config *cfg, struct um_context **out)
+{
+	const struct um_backend_ops *ops;
+	struct um_backend_config bc;
+	struct um_context *ctx;
+	int ret;
+
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	if (cfg) {
+		ret = um__struct_size_ok(cfg, cfg->size,
+					 offsetof(struct um_config, device_budget),
+					 sizeof(*cfg));
+		if (ret)
+			return ret;
+	}
+	ctx = calloc(1, sizeof(*ctx));
+	if (!ctx)
+		return -ENOMEM;
+	pthread_mutex_init(&ctx->lock, NULL);
+	ctx->regions.next = ctx->regions.prev = &ctx->regions;
+	ctx->home_node = UM_POOL_NODE_ANY;
+	ctx->log_level = UM_LOG_INFO;
+	if (cfg && cfg->size >= offsetof(struct um_config, log_arg) + sizeof(void *)) {
+		ctx->log = cfg->log;
+		ctx->log_arg = cfg->log_arg;
+	}
+
+	ret = um__settings_resolve(ctx, cfg, &ctx->set);
+	if (ret)
+		goto fail;
+	ret = choose_backend(ctx, &ops);
+	if (ret)
+		goto fail;
+	ctx->be.ops = ops;
+	ctx->be.log = be_log;
+	ctx->be.log_arg = ctx;
+	bc = (struct um_backend_config){
+		.sim_capacity = ctx->set.sim_capacity,
+		.device = 0,
+	};
+	ret = ops->init(&ctx->be, &bc);
+	if (ret) {
+		um__log(ctx, UM_LOG_ERR, "backend %s: init failed (%d)",
+			ops->name, ret);
+		ctx->be.ops = NULL;
+		goto fail;
+	}
+	ctx->backend_id = ops->id;
+	ret = devices_init(ctx);
+	if (ret)
+		goto fail;
+	ret = pool_init(ctx);
+	if (ret)
+		goto fail;
+	ret = um__engine_init(ctx);
+	if (ret)
+		goto fail;
+	ret = spill_init(ctx);
+	if (ret)
+		goto fail;
+	ret = reg_add(ctx);
+	if (ret)
+		goto fail;
+	ctx->magic = UM_CTX_MAGIC;
+	um__log(ctx, UM_LOG_DEBUG,
+		"context: backend %s, %d device(s), budget %llu, chunk %llu",
+		ops->name, ctx->ndev, (unsigned long long)ctx->dev[0].budget,
+		(unsigned long long)ctx->set.chunk_bytes);
+#if UM_HAVE_PRESSURE
+	ret = um__pressure_start(ctx);
+	if (ret) {
+		um__log(ctx, UM_LOG_ERR, "pressure: cannot start (%d)", ret);
+		reg_del(ctx);
+		goto fail;
+	}
+#endif
+	*out = ctx;
+	return 0;
+fail:
+	ctx_free(ctx);
+	return ret;
+}
+
+int um_context_destroy(struct um_context *ctx)
+{
+	int ret = um__enter_const(ctx);
+	int leaks;
+
+	if (ret)
+		return ret;
+#if UM_HAVE_PRESSURE
+	um__pressure_stop(ctx);
+#endif
+	pthread_mutex_lock(&ctx->lock);
+	um__wait_all(ctx);
+	ctx->ev_fn = NULL;	/* nobody to deliver to any more */
+	ctx->evq_n = 0;
+	leaks = um__leak_report(ctx);
+	um__regions_fini(ctx);
+	ctx->magic = UM_CTX_DEAD;
+	pthread_mutex_unlock(&ctx->lock);
+	reg_del(ctx);
+	ctx_free(ctx);
+	return leaks;
+}
+
+int um_context_backend(const struct um_context *ctx)
+{
+	int ret = um__enter_const(ctx);
+
+	return ret ? ret : ctx->backend_id;
+}

@@ -1,0 +1,811 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * engine.c - the migration engine.
+ *
+ * Each device has two backend queues: q_evict (device -> host) and
+ * q_restore (host -> device), so one region's eviction overlaps another's
+ * restore (the link carries both directions at once: 95 GB/s against 55
+ * one way on the H200, FACTS.md). A migration is a run of copies cut in
+ * pieces of chunk_bytes (default 64 MiB: 2 MiB pieces run at a third of the
+ * link speed) between two fences, start and end, so its duration is
+ * device-timed.
+ *
+ * Issue is asynchronous; completion is reaped lazily, at every API entry
+ * and in the waits: reaping a finished eviction unmaps the device memory
+ * (TIERED), takes the region off its device's books, updates stats and
+ * queues MIGRATED/EVICTED events. A region counts on its device from the
+ * moment its memory is mapped (or its restore issued) until its eviction is
+ * reaped, so the budget holds in our books at every instant.
+ *
+ * Ordering between the two queues is explicit: an eviction waits for the
+ * region's last restore and for the fence recorded on the user's stream at
+ * release; a MANAGED restore waits for the region's last eviction. A TIERED
+ * region re-acquired while its eviction is in flight needs no copy at all:
+ * its device memory is still mapped and intact, so the eviction is simply
+ * superseded (its host copy is dropped when it is reaped).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#if UM_HAVE_SPILL
+#include "spill.h"
+#endif
+
+/* ---- fences ----------------------------------------------------------- */
+
+static int fence_get(struct um_context *ctx, struct um_fence **f)
+{
+	if (ctx->nfences) {
+		*f = ctx->fences[--ctx->nfences];
+		return 0;
+	}
+	return ctx->be.ops->fence_create(&ctx->be, f);
+}
+
+static void fence_put(struct um_context *ctx, struct um_fence *f)
+{
+	if (!f)
+		return;
+	if (ctx->nfences == ctx->fence_cap) {
+		uint32_t cap = ctx->fence_cap ? ctx->fence_cap * 2 : 16;
+		struct um_fence **n = realloc(ctx->fences, cap * sizeof(*n));
+
+		if (!n) {
+			ctx->be.ops->fence_destroy(&ctx->be, f);
+			return;
+		}
+		ctx->fences = n;
+		ctx->fence_cap = cap;
+	}
+	ctx->fences[ctx->nfences++] = f;
+}
+
+/* ---- init / fini ------------------------------------------------------ */
+
+int um__engine_init(struct um_context *ctx)
+{
+	struct um_backend *be = &ctx->be;
+
+	for (int i = 0; i < ctx->ndev; i++) {
+		struct um_dev *d = &ctx->dev[i];
+		int ret = be->ops->queue_create(be, i, &d->q_evict);
+
+		if (!ret)
+			ret = be->ops->queue_create(be, i, &d->q_restore);
+		if (ret) {
+			um__log(ctx, UM_LOG_ERR,
+				"engine: cannot create queues on device %d (%d)",
+				i, ret);
+			return ret;
+		}
+	}
+	return 0;
+}
+
+static void mig_free(struct um_context *ctx, struct um_mig *m)
+{
+	fence_put(ctx, m->start);
+	fence_put(ctx, m->end);
+	free(m);
+}
+
+void um__engine_fini(struct um_context *ctx)
+{
+	struct um_backend *be = &ctx->be;
+
+	if (!be->ops)
+		return;
+	while (ctx->migs) {
+		struct um_mig *m = ctx->migs;
+
+		ctx->migs = m->next;
+		mig_free(ctx, m);
+	}
+	ctx->migs_tail = NULL;
+	for (uint32_t i = 0; i < ctx->nfences; i++)
+		be->ops->fence_destroy(be, ctx->fences[i]);
+	free(ctx->fences);
+	ctx->fences = NULL;
+	ctx->nfences = ctx->fence_cap = 0;
+	for (int i = 0; i < ctx->ndev; i++) {
+		struct um_dev *d = &ctx->dev[i];
+
+		if (d->q_evict)
+			be->ops->queue_destroy(be, d->q_evict);
+		if (d->q_restore)
+			be->ops->queue_destroy(be, d->q_restore);
+		d->q_evict = d->q_restore = NULL;
+	}
+}
+
+/* ---- books ------------------------------------------------------------ */
+
+um_tier_t um__host_tier(const struct um_context *ctx, int node)
+{
+	(void)ctx;
+	return node < 0 ? UM_TIER_HOST_ANY : UM_TIER_HOST_NODE((unsigned)node);
+}
+
+/* Pool node for a host tier: a named node, else the context's home. */
+int um__tier_node(const struct um_context *ctx, um_tier_t t)
+{
+	if (UM_TIER_TYPE(t) == UM_TIER_HOST && UM_TIER_ID(t) != UM_TIER_ANY_NODE)
+		return (int)UM_TIER_ID(t);
+	return ctx->home_node;
+}
+
+static void count_on_device(struct um_context *ctx, struct um_region *r)
+{
+	if (r->counted)
+		return;
+	r->counted = true;
+	ctx->dev[r->device].used += r->dev_len;
+	um__counter_add(&ctx->books.device[r->device], r->dev_len);
+}
+
+static void uncount(struct um_context *ctx, struct um_region *r)
+{
+	if (!r->counted)
+		return;
+	r->counted = false;
+	ctx->dev[r->device].used -= r->dev_len;
+	um__counter_sub(&ctx->books.device[r->device], r->dev_len);
+}
+
+static void set_residency(struct um_context *ctx, struct um_region *r,
+			  um_tier_t to)
+{
+	um__books_residency(ctx, r, r->residency, to);
+	r->residency = to;
+}
+
+bool um__draining(const struct um_region *r)
+{
+	return r->counted && !um__tier_is_dev(r->residency);
+}
+
+static bool held_on_device(const struct um_region *r)
+{
+	return r->acquired && um__tier_is_dev(r->acq_tier);
+}
+
+/*
+ * Bring r's resources in line with its residency once nothing is in
+ * flight: host copy dropped when the bytes are on the device, device memory
+ * given back when they are not (and nobody holds it).
+ */
+void um__settle(struct um_context *ctx, struct um_region *r)
+{
+	struct um_backend *be = &ctx->be;
+
+	if (r->pending)
+		return;
+	if ((um__tier_is_dev(r->residency) ||
+	     r->residency == UM_TIER_NONE) && r->host) {
+		um__pool_free(ctx->pool, r->host);
+		r->host = NULL;
+	}
+	if (um__tier_is_dev(r->residency) || held_on_device(r))
+		return;
+	if (r->mapped) {
+		be->ops->phys_unmap(be, (int)r->device, r->ptr, r->dev_len,
+				    r->phys);
+		r->mapped = false;
+		r->phys = NULL;
+	}
+	uncount(ctx, r);
+}
+
+int um__host_block(struct um_context *ctx, struct um_region *r, int node,
+		   bool zero)
+{
+	int ret;
+
+	if (r->host)
+		return 0;
+	ret = um__pool_alloc(ctx->pool, (size_t)r->bytes, node,
+			     zero ? UM_POOL_ZERO : 0, &r->host);
+	if (ret) {
+		r->host = NULL;
+		um__log(ctx, UM_LOG_WARN,
+			"pool: no host copy of %llu bytes for \"%s\" (%d)",
+			(unsigned long long)r->bytes, r->name, ret);
+		return ret == -EAGAIN ? -ENOMEM : ret;
+	}
+	r->host_node = node;
+	return 0;
+}
+
+/* ---- issue ------------------------------------------------------------ */
+
+static int mig_new(struct um_context *ctx, struct um_region *r,
+		   enum um_mig_dir dir, um_tier_t to, struct um_mig **out)
+{
+	struct um_mig *m = calloc(1, sizeof(*m));
+	int ret;
+
+	if (!m)
+		return -ENOMEM;
+	m->r = r;
+	m->dir = dir;
+	m->from = r->residency;
+	m->to = to;
+	m->bytes = r->bytes;
+	ret = fence_get(ctx, &m->start);
+	if (!ret)
+		ret = fence_get(ctx, &m->end);
+	if (ret) {
+		mig_free(ctx, m);
+		return ret;
+	}
+	*out = m;
+	return 0;
+}
+
+static void mig_link(struct um_context *ctx, struct um_mig *m)
+{
+	struct um_region *r = m->r;
+
+	if (ctx->migs_tail)
+		ctx->migs_tail->next = m;
+	else
+		ctx->migs = m;
+	ctx->migs_tail = m;
+	r->pending++;
+	r->mig = m;
+	if (m->dir == UM_MIG_RESTORE)
+		r->restore_mig = m;
+	else
+		r->evict_mig = m;
+}
+
+/* Work already issued on q cannot be taken back: drain it, then undo. */
+static int issue_failed(struct um_context *ctx, struct um_mig *m,
+			struct um_queue *q, int ret, const char *what)
+{
+	ctx->be.ops->queue_sync(&ctx->be, q);
+	um__log(ctx, UM_LOG_ERR, "engine: %s of \"%s\" failed to issue (%d)",
+		what, m->r->name, ret);
+	mig_free(ctx, m);
+	return ret;
+}
+
+static int copy_chunks(struct um_context *ctx, struct um_queue *q, char *dst,
+		       const char *src, uint64_t len)
+{
+	const struct um_backend_ops *ops = ctx->be.ops;
+	uint64_t chunk = ctx->set.chunk_bytes;
+
+	for (uint64_t off = 0; off < len; off += chunk) {
+		size_t n = (size_t)(len - off < chunk ? len - off : chunk);
+		int ret = src ? ops->copy(&ctx->be, q, dst + off, src + off, n) :
+				ops->fill(&ctx->be, q, dst + off, 0, n);
+
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static int prefetch_chunks(struct um_context *ctx, struct um_queue *q,
+			   char *p, uint64_t len, um_tier_t where)
+{
+	const struct um_backend_ops *ops = ctx->be.ops;
+	uint64_t chunk = ctx->set.chunk_bytes;
+
+	for (uint64_t off = 0; off < len; off += chunk) {
+		size_t n = (size_t)(len - off < chunk ? len - off : chunk);
+		int ret = ops->prefetch(&ctx->be, q, p + off, n, where);
+
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* MANAGED + DISCARD_EVICT: per piece, copy out then drop the pages. */
+static int copy_discard_chunks(struct um_context *ctx, struct um_queue *q,
+			       char *host, char *p, uint64_t len)
+{
+	const struct um_backend_ops *ops = ctx->be.ops;
+	uint64_t chunk = ctx->set.chunk_bytes;
+
+	for (uint64_t off = 0; off < len; off += chunk) {
+		size_t n = (size_t)(len - off < chunk ? len - off : chunk);
+		int ret = ops->copy(&ctx->be, q, host + off, p + off, n);
+
+		if (!ret && ops->discard)
+			ret = ops->discard(&ctx->be, q, p + off, n);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* MANAGED + DISCARD_EVICT: per piece, drop, place on the device, copy in. */
+static int discard_restore_chunks(struct um_context *ctx, struct um_queue *q,
+				  char *p, const char *host, uint64_t len,
+				  um_tier_t where)
+{
+	const struct um_backend_ops *ops = ctx->be.ops;
+	uint64_t chunk = ctx->set.chunk_bytes;
+
+	for (uint64_t off = 0; off < len; off += chunk) {
+		size_t n = (size_t)(len - off < chunk ? len - off : chunk);
+		int ret = 0;
+
+		if (ops->discard)
+			ret = ops->discard(&ctx->be, q, p + off, n);
+		if (!ret)
+			ret = ops->prefetch(&ctx->be, q, p + off, n, where);
+		if (!ret)
+			ret = ops->copy(&ctx->be, q, p + off, host + off, n);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static int map_device(struct um_context *ctx, struct um_region *r)
+{
+	struct um_backend *be = &ctx->be;
+	int ret;
+
+	if (r->backing != UM_BACKING_TIERED || r->mapped) {
+		count_on_device(ctx, r);
+		return 0;
+	}
+	ret = be->ops->phys_map(be, (int)r->device, r->ptr, r->dev_len,
+				&r->phys);
+	if (ret) {
+		um__log(ctx, UM_LOG_WARN,
+			"engine: device %u refused %zu bytes for \"%s\" (%d)",
+			(unsigned int)r->device, r->dev_len, r->name, ret);
+		return ret;
+	}
+	r->mapped = true;
+	count_on_device(ctx, r);
+	return 0;
+}
+
+/*
+ * Issue r's move to its device on q_restore. The caller made room in the
+ * budget. Returns 0 with the copies in flight (r->restore_mig), 0 with
+ * nothing to do, or -errno with r unchanged (bar device memory that
+ * um__settle gives back).
+ */
+int um__restore(struct um_context *ctx, struct um_region *r)
+{
+	const struct um_backend_ops *ops = ctx->be.ops;
+	struct um_queue *q = ctx->dev[r->device].q_restore;
+	um_tier_t to = UM_TIER_GPU(r->device);
+	struct um_mig *m;
+	int ret;
+
+	if (um__tier_is_dev(r->residency)) {
+		count_on_device(ctx, r);
+		return 0;
+	}
+	if (r->backing == UM_BACKING_TIERED && r->mapped && r->evict_mig &&
+	    r->mig == r->evict_mig) {
+		/* superseded eviction: the device bytes are still there */
+		set_residency(ctx, r, to);
+		return 0;
+	}
+	if (UM_TIER_TYPE(r->residency) == UM_TIER_SPILL) {
+		ret = um__from_spill(ctx, r, ctx->home_node);
+		if (ret)
+			return ret;
+	}
+	ret = map_device(ctx, r);
+	if (ret)
+		return ret;
+	ret = mig_new(ctx, r, UM_MIG_RESTORE, to, &m);
+	if (ret)
+		goto undo;
+	if (r->evict_mig)
+		ret = ops->queue_wait_fence(&ctx->be, q, r->evict_mig->end);
+	if (!ret)
+		ret = ops->fence_record(&ctx->be, m->start, q);
+	if (ret) {
+		mig_free(ctx, m);
+		goto undo;
+	}
+	if (r->backing == UM_BACKING_TIERED) {
+		m->fill = r->zero_on_restore;
+		ret = copy_chunks(ctx, q, r->ptr, m->fill ? NULL : r->host,
+				  r->bytes);
+	} else if (r->host) {
+		ret = discard_restore_chunks(ctx, q, r->ptr, r->host, r->bytes,
+					     to);
+	} else {
+		m->fill = r->residency == UM_TIER_NONE;
+		ret = prefetch_chunks(ctx, q, r->ptr, r->bytes, to);
+	}
+	if (!ret)
+		ret = ops->fence_record(&ctx->be, m->end, q);
+	if (ret) {
+		issue_failed(ctx, m, q, ret, "restore");
+		goto undo;
+	}
+	mig_link(ctx, m);
+	set_residency(ctx, r, to);
+	r->zero_on_restore = false;
+	return 0;
+undo:
+	um__settle(ctx, r);
+	return ret;
+}
+
+/*
+ * Issue r's eviction from its device to host tier to on q_evict. r must be
+ * released and resident on the device. The bytes land in a pool block
+ * (TIERED, MANAGED + DISCARD_EVICT) or in the managed pages (MANAGED).
+ */
+int um__evict(struct um_context *ctx, struct um_region *r, um_tier_t to,
+	      bool policy)
+{
+	const struct um_backend_ops *ops = ctx->be.ops;
+	struct um_queue *q = ctx->dev[r->device].q_evict;
+	bool block = r->backing == UM_BACKING_TIERED ||
+		     (r->flags & UM_REGION_DISCARD_EVICT);
+	struct um_mig *m;
+	int ret;
+
+	if (r->acquired)
+		return -EBUSY;
+	if (!um__tier_is_dev(r->residency))
+		return 0;
+	if (block) {
+		ret = um__host_block(ctx, r, um__tier_node(ctx, to), false);
+		if (ret)
+			return ret;
+		to = um__host_tier(ctx, r->host_node);
+	}
+	ret = mig_new(ctx, r, UM_MIG_EVICT, to, &m);
+	if (ret)
+		goto undo;
+	m->policy = policy;
+	if (r->restore_mig)
+		ret = ops->queue_wait_fence(&ctx->be, q, r->restore_mig->end);
+	if (!ret && r->released_valid)
+		ret = ops->queue_wait_fence(&ctx->be, q, r->released);
+	if (!ret)
+		ret = ops->fence_record(&ctx->be, m->start, q);
+	if (ret) {
+		mig_free(ctx, m);
+		goto undo;
+	}
+	if (r->backing == UM_BACKING_TIERED)
+		ret = copy_chunks(ctx, q, r->host, r->ptr, r->bytes);
+	else if (block)
+		ret = copy_discard_chunks(ctx, q, r->host, r->ptr, r->bytes);
+	else
+		ret = prefetch_chunks(ctx, q, r->ptr, r->bytes, to);
+	if (!ret)
+		ret = ops->fence_record(&ctx->be, m->end, q);
+	if (ret) {
+		issue_failed(ctx, m, q, ret, "eviction");
+		goto undo;
+	}
+	mig_link(ctx, m);
+	set_residency(ctx, r, to);
+	return 0;
+undo:
+	um__settle(ctx, r);
+	return ret;
+}
+
+/* ---- host and spill moves (synchronous) ------------------------------- */
+
+int um__from_spill(struct um_context *ctx, struct um_region *r, int node)
+{
+#if UM_HAVE_SPILL
+	int ret;
+
+	if (!ctx->spill)
+		return -EIO;
+	ret = um__host_block(ctx, r, node, false);
+	if (ret)
+		return ret;
+	ret = um__spill_read(ctx->spill, r->handle, r->host, (size_t)r->bytes);
+	if (ret) {
+		um__log(ctx, UM_LOG_ERR,
+			"spill: reading \"%s\" back failed (%d); it stays in the spill tier",
+			r->name, ret);
+		um__pool_free(ctx->pool, r->host);
+		r->host = NULL;
+		return ret;
+	}
+	um__spill_drop(ctx->spill, r->handle);
+	set_residency(ctx, r, um__host_tier(ctx, r->host_node));
+	return 0;
+#else
+	(void)ctx; (void)r; (void)node;
+	return -EOPNOTSUPP;
+#endif
+}
+
+int um__to_spill(struct um_context *ctx, struct um_region *r)
+{
+#if UM_HAVE_SPILL
+	int ret;
+
+	if (!ctx->spill)
+		return -EOPNOTSUPP;
+	if (r->flags & UM_REGION_NO_SPILL)
+		return -EPERM;
+	if (UM_TIER_TYPE(r->residency) == UM_TIER_SPILL)
+		return 0;
+	if (!um__tier_is_host(r->residency) || !r->host || r->pending)
+		return -EOPNOTSUPP;
+	ret = um__spill_write(ctx->spill, r->handle, r->host,
+			      (size_t)r->bytes);
+	if (ret) {
+		um__log(ctx, UM_LOG_WARN,
+			"spill: writing \"%s\" (%llu bytes) failed (%d); it stays on the host",
+			r->name, (unsigned long long)r->bytes, ret);
+		return ret;
+	}
+	um__pool_free(ctx->pool, r->host);
+	r->host = NULL;
+	set_residency(ctx, r, UM_TIER_DISK);
+	return 0;
+#else
+	(void)ctx; (void)r;
+	return -EOPNOTSUPP;
+#endif
+}
+
+static int host_move(struct um_context *ctx, struct um_region *r, int node)
+{
+	void *old = r->host;
+	int ret;
+
+	if (!old || r->pending)
+		return -EOPNOTSUPP;	/* MANAGED pages: the driver places them */
+	r->host = NULL;
+	ret = um__host_block(ctx, r, node, false);
+	if (ret) {
+		r->host = old;
+		return ret;
+	}
+	memcpy(r->host, old, (size_t)r->bytes);
+	um__pool_free(ctx->pool, old);
+	set_residency(ctx, r, um__host_tier(ctx, node));
+	return 0;
+}
+
+/*
+ * Move r's bytes to host tier to (any node, or a named one). From the
+ * device: an asynchronous eviction. From the spill or another node:
+ * synchronous. Never touched: nothing to move.
+ */
+int um__to_host(struct um_context *ctx, struct um_region *r, um_tier_t to)
+{
+	int node = um__tier_node(ctx, to);
+
+	switch (UM_TIER_TYPE(r->residency)) {
+	case UM_TIER_DEVICE:
+		return um__evict(ctx, r, to, false);
+	case UM_TIER_SPILL:
+		return um__from_spill(ctx, r, node);
+	case UM_TIER_HOST:
+		if (UM_TIER_ID(to) == UM_TIER_ANY_NODE ||
+		    (int)UM_TIER_ID(r->residency) == node)
+			return 0;
+		return host_move(ctx, r, node);
+	default:
+		return 0;
+	}
+}
+
+/* ---- reaping ---------------------------------------------------------- */
+
+static void finish(struct um_context *ctx, struct um_mig *m, int err)
+{
+	struct um_region *r = m->r;
+	bool latest = r->mig == m;
+	uint64_t ns = 0;
+
+	r->pending--;
+	if (latest)
+		r->mig = NULL;
+	if (r->restore_mig == m)
+		r->restore_mig = NULL;
+	if (r->evict_mig == m)
+		r->evict_mig = NULL;
+
+	if (err) {
+		r->error = err;
+		if (!ctx->error)
+			ctx->error = err;
+		um__log(ctx, UM_LOG_ERR,
+			"engine: %s of \"%s\" (%llu bytes) failed (%d); bytes kept where they were",
+			m->dir == UM_MIG_EVICT ? "eviction" : "restore", r->name,
+			(unsigned long long)m->bytes, err);
+		um__event(ctx, UM_EVENT_ERROR, r, m->from, m->to, m->bytes,
+			  err, 0);
+		if (latest && m->dir == UM_MIG_RESTORE &&
+		    um__tier_is_dev(r->residency)) {
+			set_residency(ctx, r, m->from);
+			r->zero_on_restore = m->from == UM_TIER_NONE;
+		}
+		if (latest && m->dir == UM_MIG_EVICT &&
+		    !um__tier_is_dev(r->residency))
+			set_residency(ctx, r, m->from);
+		um__settle(ctx, r);
+		return;
+	}
+	ctx->be.ops->fence_elapsed_ns(&ctx->be, m->start, m->end, &ns);
+	if (!m->fill) {
+		struct um_books *b = &ctx->books;
+
+		b->migrations++;
+		b->migrated_bytes += m->bytes;
+		b->migration_ns += ns;
+		if (m->dir == UM_MIG_EVICT) {
+			b->evict_count++;
+			b->evict_bytes += m->bytes;
+			b->evict_ns += ns;
+		} else {
+			b->restore_count++;
+			b->restore_bytes += m->bytes;
+			b->restore_ns += ns;
+		}
+		um__event(ctx, UM_EVENT_MIGRATED, r, m->from, m->to, m->bytes,
+			  0, ns);
+	}
+	if (m->dir == UM_MIG_EVICT && latest && !um__tier_is_dev(r->residency)
+	    && m->policy)
+		um__event(ctx, UM_EVENT_EVICTED, r, m->from, m->to, m->bytes,
+			  0, ns);
+	um__settle(ctx, r);
+}
+
+/*
+ * Reap every migration whose end fence is reached, in issue order; a
+ * region's later migration waits for its earlier ones (their fences order
+ * them on the device anyway).
+ */
+void um__reap(struct um_context *ctx)
+{
+	const struct um_backend_ops *ops = ctx->be.ops;
+	struct um_mig **pp = &ctx->migs, *prev = NULL;
+	uint64_t pass = ++ctx->reap_pass;
+
+	while (*pp) {
+		struct um_mig *m = *pp;
+		int q;
+
+		if (m->r->reap_pass == pass) {
+			prev = m;
+			pp = &m->next;
+			continue;
+		}
+		q = ops->fence_query(&ctx->be, m->end);
+		if (q == -EAGAIN) {
+			m->r->reap_pass = pass;
+			prev = m;
+			pp = &m->next;
+			continue;
+		}
+		*pp = m->next;
+		if (ctx->migs_tail == m)
+			ctx->migs_tail = prev;
+		finish(ctx, m, q);
+		m->r = NULL;
+		m->next = NULL;
+		if (m->waiters)
+			m->done = true;
+		else
+			mig_free(ctx, m);
+	}
+}
+
+/*
+ * Wait for m with the context lock dropped, then reap. The caller holds
+ * the lock and must look its regions up again afterwards.
+ */
+static int wait_mig(struct um_context *ctx, struct um_mig *m, bool stream,
+		    void *s)
+{
+	int ret;
+
+	m->waiters++;
+	pthread_mutex_unlock(&ctx->lock);
+	if (stream)
+		ret = ctx->be.ops->stream_wait_fence(&ctx->be, s, m->end);
+	else
+		ret = ctx->be.ops->fence_wait(&ctx->be, m->end);
+	pthread_mutex_lock(&ctx->lock);
+	/* reap while still a waiter, so m outlives the reaping */
+	um__reap(ctx);
+	m->waiters--;
+	if (m->done) {
+		if (!m->waiters)
+			mig_free(ctx, m);
+		return ret;
+	}
+	if (stream)	/* ordered, not necessarily reached yet */
+		return ret;
+	/* reached but not reapable: the backend disagrees with itself */
+	return ret ? ret : -EIO;
+}
+
+int um__wait_mig(struct um_context *ctx, struct um_mig *m)
+{
+	return wait_mig(ctx, m, false, NULL);
+}
+
+/*
+ * Order the caller's stream after m (on sim: block until m is reached),
+ * with the context lock dropped. Regions may change meanwhile.
+ */
+int um__stream_wait_mig(struct um_context *ctx, struct um_mig *m,
+			void *stream)
+{
+	return wait_mig(ctx, m, true, stream);
+}
+
+int um__wait_region(struct um_context *ctx, struct um_region *r)
+{
+	if (!r->mig)
+		return 0;
+	return um__wait_mig(ctx, r->mig);
+}
+
+int um__wait_all(struct um_context *ctx)
+{
+	int ret;
+
+	while (ctx->migs) {
+		ret = um__wait_mig(ctx, ctx->migs);
+		if (ret == -EIO && ctx->migs)
+			break;
+	}
+	ret = ctx->error;
+	ctx->error = 0;
+	return ret;
+}
+
+/* ---- public ----------------------------------------------------------- */
+
+int um_wait(struct um_context *ctx, um_region_t h)
+{
+	struct um_region *r;
+	int ret = um__enter(ctx);
+
+	if (ret)
+		return ret;
+	for (;;) {
+		r = h ? um__region_get(ctx, h) : NULL;
+		if (!r) {
+			ret = h ? -ENOENT : -EINVAL;
+			break;
+		}
+		if (!r->pending) {
+			ret = r->error;
+			r->error = 0;
+			break;
+		}
+		ret = um__wait_region(ctx, r);
+		if (ret == -EIO)
+			break;
+	}
+	um__exit(ctx);
+	return ret;
+}
+
+int um_wait_all(struct um_context *ctx)
+{
+	int ret = um__enter(ctx);
+
+	if (ret)
+		return ret;
+	ret = um__wait_all(ctx);
+	um__exit(ctx);
+	return ret;
+}

@@ -1,0 +1,274 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * internal.h - libum's core structures, shared by the core's files and by
+ * the pressure/NUMA/spill parts (issue 5). Nothing here is public ABI.
+ *
+ * Locking: one mutex per context (ctx->lock) protects everything in the
+ * context except the pool (its own lock) and the spill store (its own lock).
+ * Public entry points take it with um__enter() and drop it with um__exit(),
+ * which delivers queued events after the unlock, so event callbacks run
+ * with no libum lock held and may call back into libum.
+ */
+#ifndef UM_INTERNAL_H
+#define UM_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "um.h"
+#include "backend.h"
+#include "pool.h"
+
+#define UM_CTX_MAGIC		0x756d2d6374782131ull	/* "um-ctx!1" */
+#define UM_CTX_DEAD		0x756d2d6465616421ull	/* "um-dead!" */
+
+#define UM_MAX_DEVICES		UM_STATS_MAX_DEVICES
+#define UM_NAME_MAX		64
+
+/* Handles: | ctx serial (16) | generation (24) | slot index (24) | */
+#define UM_H_IDX_BITS		24
+#define UM_H_GEN_BITS		24
+#define UM_H_IDX_MASK		((1u << UM_H_IDX_BITS) - 1)
+#define UM_H_GEN_MASK		((1u << UM_H_GEN_BITS) - 1)
+#define UM_MAX_REGIONS		UM_H_IDX_MASK
+
+/* Largest region accepted at all (256 TiB: the x86-64 user VA size). */
+#define UM_MAX_REGION_BYTES	(1ull << 48)
+
+#define UM_DEFAULT_CHUNK_BYTES	(64ull << 20)
+#define UM_MIN_CHUNK_BYTES	(64ull << 10)
+#define UM_DEFAULT_SIM_CAPACITY	(1ull << 30)
+
+/* Built-in defaults and the resolved configuration. */
+struct um_settings {
+	int backend;			/* enum um_backend_id, as asked */
+	uint64_t device_budget;		/* 0: the device's total */
+	uint64_t sim_capacity;
+	uint64_t pool_size;
+	uint64_t pool_chunk;
+	uint64_t chunk_bytes;
+	char *spill_dir;		/* malloc'd or NULL */
+	int log_level;
+};
+
+enum um_mig_dir {
+	UM_MIG_RESTORE = 1,		/* elsewhere -> device */
+	UM_MIG_EVICT = 2,		/* device -> host */
+};
+
+/*
+ * One migration of one region, issued on a device queue between two
+ * fences. Migrations sit on ctx->migs in issue order and are reaped in that
+ * order once their end fence is reached.
+ */
+struct um_mig {
+	struct um_mig *next;		/* ctx->migs, issue order */
+	struct um_region *r;
+	enum um_mig_dir dir;
+	um_tier_t from, to;
+	uint64_t bytes;
+	struct um_fence *start, *end;
+	int waiters;			/* threads in fence_wait on end */
+	bool policy;			/* chosen by the policy (EVICTED event) */
+	bool fill;			/* first touch: zero fill, not a copy */
+	bool done;			/* reaped (kept alive for waiters) */
+	int err;
+};
+
+struct um_region {
+	struct um_region *prev, *next;	/* ctx->regions */
+	struct um_context *ctx;
+	um_region_t handle;
+	uint32_t idx;
+
+	uint32_t kind;
+	int32_t priority;
+	uint32_t backing;		/* resolved: MANAGED or TIERED */
+	uint32_t flags;
+	uint32_t device;
+	uint64_t bytes;
+	size_t dev_len;			/* bytes rounded to the granularity */
+	char name[UM_NAME_MAX];
+
+	void *ptr;			/* stable pointer (VA or managed) */
+	void *phys;			/* TIERED: backend handle while mapped */
+	bool mapped;			/* TIERED: device memory exists */
+	bool counted;			/* counts on ctx->dev[device].used */
+	bool zero_on_restore;		/* bytes never written: fill, not copy */
+	void *host;			/* pool block holding the bytes */
+	int host_node;			/* pool node of host */
+
+	um_tier_t residency;		/* where the bytes are once work ends */
+	uint32_t acquired;
+	um_tier_t acq_tier;
+	void *acq_stream;
+	uint64_t lru;			/* ctx->tick at the last acquire */
+
+	struct um_mig *mig;		/* latest migration not yet reaped */
+	struct um_mig *restore_mig;	/* latest restore not yet reaped */
+	struct um_mig *evict_mig;	/* latest eviction not yet reaped */
+	uint32_t pending;		/* migrations not yet reaped */
+	uint64_t reap_pass;		/* an older migration is still running */
+	struct um_fence *released;	/* user's stream at release, if any */
+	bool released_valid;		/* released was recorded */
+	int error;			/* last migration error, for um_wait */
+};
+
+struct um_dev {
+	uint64_t budget;
+	uint64_t total;			/* physical, from mem_info */
+	uint64_t used;			/* counted bytes (mapped/resident) */
+	size_t gran;
+	struct um_queue *q_evict;	/* D2H */
+	struct um_queue *q_restore;	/* H2D */
+};
+
+struct um_slot {
+	struct um_region *r;
+	uint32_t gen;
+	uint32_t next_free;		/* index + 1, 0 = end */
+};
+
+/* Counters kept by the core (the public struct is filled from these). */
+struct um_books {
+	struct um_counter device[UM_MAX_DEVICES];
+	struct um_counter host[UM_STATS_MAX_NODES];
+	struct um_counter host_total;
+	struct um_counter spill;
+	struct um_counter kind[UM_KIND_COUNT];
+	uint64_t migrations, migrated_bytes, migration_ns;
+	uint64_t evict_count, evict_bytes, evict_ns;
+	uint64_t restore_count, restore_bytes, restore_ns;
+	uint64_t nomem;
+	uint64_t events[UM_EVENT_COUNT];
+	uint64_t events_dropped;
+};
+
+struct um_spill;
+
+struct um_context {
+	uint64_t magic;
+	pthread_mutex_t lock;
+	struct um_settings set;
+
+	um_log_fn log;
+	void *log_arg;
+	int log_level;
+
+	struct um_backend be;
+	int backend_id;
+	int ndev;
+	struct um_dev dev[UM_MAX_DEVICES];
+	struct um_pool *pool;
+	int home_node;			/* pool node for host copies */
+
+	/* regions */
+	struct um_slot *slots;
+	uint32_t nslots, slot_cap, free_head;
+	struct um_region **by_addr;	/* sorted by ptr, for um_lookup */
+	uint32_t naddr, addr_cap;
+	struct um_region regions;	/* list head (sentinel) */
+	uint32_t nregions;
+	uint16_t serial;
+	uint64_t tick;
+
+	/* migrations, issue order */
+	struct um_mig *migs, *migs_tail;
+	uint64_t reap_pass;
+	int error;			/* first migration error, um_wait_all */
+	struct um_fence **fences;	/* free fences for reuse */
+	uint32_t nfences, fence_cap;
+
+	/* events: queued under the lock, delivered by um__exit() */
+	um_event_fn ev_fn;
+	void *ev_arg;
+	struct um_event *evq;
+	uint32_t evq_n, evq_cap;
+
+	/* user blocks from um_host_alloc (open addressing, NULL = empty) */
+	void **uhost;
+	uint32_t uhost_n, uhost_cap;
+
+	struct um_books books;
+	bool managed_logged;
+
+	/* issue 5 */
+	struct um_spill *spill;		/* NULL: no spill tier */
+	void *pressure;			/* owned by pressure.c */
+	void *numa;			/* owned by numa.c, if it wants */
+};
+
+/* context.c */
+int um__enter(struct um_context *ctx);
+int um__enter_const(const struct um_context *ctx);
+void um__exit(struct um_context *ctx);
+void um__log(struct um_context *ctx, int level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void um__event(struct um_context *ctx, int type, struct um_region *r,
+	       um_tier_t from, um_tier_t to, uint64_t bytes, int error,
+	       uint64_t ns);
+
+/* config.c */
+int um__settings_resolve(struct um_context *ctx, const struct um_config *cfg,
+			 struct um_settings *s);
+void um__settings_free(struct um_settings *s);
+int um__parse_size(const char *s, uint64_t *out);
+int um__struct_size_ok(const void *p, uint32_t size, size_t min, size_t full);
+
+/* region.c */
+struct um_region *um__region_get(struct um_context *ctx, um_region_t h);
+void um__region_destroy(struct um_context *ctx, struct um_region *r);
+void um__regions_fini(struct um_context *ctx);
+
+/* engine.c */
+int um__engine_init(struct um_context *ctx);
+void um__engine_fini(struct um_context *ctx);
+void um__reap(struct um_context *ctx);
+int um__wait_mig(struct um_context *ctx, struct um_mig *m);
+int um__stream_wait_mig(struct um_context *ctx, struct um_mig *m,
+			void *stream);
+int um__wait_region(struct um_context *ctx, struct um_region *r);
+int um__wait_all(struct um_context *ctx);
+int um__restore(struct um_context *ctx, struct um_region *r);
+int um__evict(struct um_context *ctx, struct um_region *r, um_tier_t to,
+	      bool policy);
+int um__to_host(struct um_context *ctx, struct um_region *r, um_tier_t to);
+int um__to_spill(struct um_context *ctx, struct um_region *r);
+int um__host_block(struct um_context *ctx, struct um_region *r, int node,
+		   bool zero);
+int um__from_spill(struct um_context *ctx, struct um_region *r, int node);
+int um__tier_node(const struct um_context *ctx, um_tier_t t);
+void um__settle(struct um_context *ctx, struct um_region *r);
+bool um__draining(const struct um_region *r);
+um_tier_t um__host_tier(const struct um_context *ctx, int node);
+
+/* policy.c */
+int um__make_room(struct um_context *ctx, struct um_region *r);
+int64_t um__shed_locked(struct um_context *ctx, um_tier_t tier,
+			uint64_t bytes, um_tier_t dest);
+int um__enforce_budget(struct um_context *ctx, int dev);
+int um__kind_rank(uint32_t kind);
+
+/* stats.c */
+void um__counter_add(struct um_counter *c, uint64_t bytes);
+void um__counter_sub(struct um_counter *c, uint64_t bytes);
+void um__books_residency(struct um_context *ctx, struct um_region *r,
+			 um_tier_t from, um_tier_t to);
+int um__leak_report(struct um_context *ctx);
+
+/* host.c */
+int um__uhost_fini(struct um_context *ctx);
+
+static inline bool um__tier_is_dev(um_tier_t t)
+{
+	return UM_TIER_TYPE(t) == UM_TIER_DEVICE;
+}
+
+static inline bool um__tier_is_host(um_tier_t t)
+{
+	return UM_TIER_TYPE(t) == UM_TIER_HOST;
+}
+
+#endif /* UM_INTERNAL_H */

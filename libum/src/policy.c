@@ -1,0 +1,684 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * policy.c - budgets, victim order, acquire/release/evict/shed.
+ *
+ * Victims are released regions only, ordered by:
+ *   1. kind: optimizer state, then grad, activation, generic, param.
+ *      Optimizer state is touched once per step (inside step()); grads are
+ *      produced by backward and consumed by step; activations are reused
+ *      within one step; we know nothing of generic buffers; params are
+ *      needed by every forward and backward, so they go last;
+ *   2. lower priority first;
+ *   3. least recently acquired first, counted in release epochs: the
+ *      epoch moves on each time a region is released, so regions acquired
+ *      together (no release in between, e.g. one layer's buffers) are
+ *      equally recent;
+ *   4. larger first (frees the budget with fewer migrations);
+ *   5. older handle first (a total order, so runs are reproducible).
+ * Evictions go to the host (the context's home node); the spill tier takes
+ * host copies only when asked (um_evict/um_shed to UM_TIER_DISK) or by the
+ * pressure loop.
+ *
+ * A request that cannot fit even after evicting every released region is
+ * refused up front (-ENOMEM, one ERR line naming region, size, budget and
+ * what is held), before anything moves: no region's bytes change.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static const int kind_rank[UM_KIND_COUNT] = {
+	[UM_KIND_OPTIMIZER_STATE] = 0,
+	[UM_KIND_GRAD] = 1,
+	[UM_KIND_ACTIVATION] = 2,
+	[UM_KIND_GENERIC] = 3,
+	[UM_KIND_PARAM] = 4,
+};
+
+int um__kind_rank(uint32_t kind)
+{
+	return kind < UM_KIND_COUNT ? kind_rank[kind] : UM_KIND_COUNT;
+}
+
+static int victim_cmp(const void *pa, const void *pb)
+{
+	const struct um_region *a = *(struct um_region *const *)pa;
+	const struct um_region *b = *(struct um_region *const *)pb;
+	int ka = um__kind_rank(a->kind), kb = um__kind_rank(b->kind);
+
+	if (ka != kb)
+		return ka < kb ? -1 : 1;
+	if (a->priority != b->priority)
+		return a->priority < b->priority ? -1 : 1;
+	if (a->lru != b->lru)
+		return a->lru < b->lru ? -1 : 1;
+	if (a->bytes != b->bytes)
+		return a->bytes > b->bytes ? -1 : 1;
+	return a->idx < b->idx ? -1 : a->idx > b->idx;
+}
+
+static bool on_tier(const struct um_region *r, um_tier_t tier)
+{
+	if (UM_TIER_TYPE(r->residency) != UM_TIER_TYPE(tier))
+		return false;
+	if (um__tier_is_host(tier) && UM_TIER_ID(tier) == UM_TIER_ANY_NODE)
+		return true;
+	return UM_TIER_ID(r->residency) == UM_TIER_ID(tier);
+}
+
+/*
+ * Released regions resident on tier, in eviction order, except skip.
+ * Returns the count (array in *out, to free) or -ENOMEM.
+ */
+static int victims(struct um_context *ctx, um_tier_t tier,
+		   const struct um_region *skip, struct um_region ***out,
+		   uint64_t *bytes)
+{
+	struct um_region **v, *r;
+	int n = 0;
+
+	*bytes = 0;
+	*out = NULL;
+	v = malloc((ctx->nregions ? ctx->nregions : 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (r = ctx->regions.next; r != &ctx->regions; r = r->next) {
+		if (r == skip || r->acquired || !on_tier(r, tier))
+			continue;
+		if (um__tier_is_dev(tier) && !r->counted)
+			continue;
+		v[n++] = r;
+		*bytes += um__tier_is_dev(tier) ? r->dev_len : r->bytes;
+	}
+	qsort(v, (size_t)n, sizeof(*v), victim_cmp);
+	*out = v;
+	return n;
+}
+
+/* Bytes on dev's books whose eviction is in flight. */
+static uint64_t draining(struct um_context *ctx, int dev)
+{
+	uint64_t n = 0;
+
+	for (struct um_region *r = ctx->regions.next; r != &ctx->regions;
+	     r = r->next)
+		if ((int)r->device == dev && um__draining(r))
+			n += r->dev_len;
+	return n;
+}
+
+/* Oldest in-flight eviction on dev that will take bytes off its books. */
+static struct um_mig *oldest_drain(struct um_context *ctx, int dev)
+{
+	for (struct um_mig *m = ctx->migs; m; m = m->next)
+		if (m->dir == UM_MIG_EVICT && (int)m->r->device == dev &&
+		    um__draining(m->r))
+			return m;
+	return NULL;
+}
+
+static void held_summary(struct um_context *ctx, int dev, uint64_t *bytes,
+			 uint32_t *count)
+{
+	*bytes = 0;
+	*count = 0;
+	for (struct um_region *r = ctx->regions.next; r != &ctx->regions;
+	     r = r->next) {
+		if ((int)r->device == dev && r->counted && r->acquired) {
+			*bytes += r->dev_len;
+			(*count)++;
+		}
+	}
+}
+
+static void refuse(struct um_context *ctx, struct um_region *r,
+		   const char *why)
+{
+	struct um_dev *d = &ctx->dev[r->device];
+	uint64_t held;
+	uint32_t n;
+
+	held_summary(ctx, (int)r->device, &held, &n);
+	um__log(ctx, UM_LOG_ERR,
+		"acquire: region \"%s\" (%zu bytes) does not fit device %u: budget %" PRIu64
+		", %" PRIu64 " bytes held by %u acquired region(s)%s",
+		r->name, r->dev_len, (unsigned int)r->device, d->budget, held, n,
+		why);
+	ctx->books.nomem++;
+	um__event(ctx, UM_EVENT_NOMEM, r, r->residency, UM_TIER_GPU(r->device),
+		  r->bytes, -ENOMEM, 0);
+}
+
+/*
+ * Get dev's books to fit: used - (in flight out) + need <= budget, by
+ * evicting victims in policy order. Returns the bytes still over (0: fits
+ * once in-flight evictions land), or -ENOMEM if the victims cannot cover it.
+ */
+static int64_t evict_to_fit(struct um_context *ctx, int dev, uint64_t need,
+			    const struct um_region *skip, bool all_or_none)
+{
+	struct um_dev *d = &ctx->dev[dev];
+	struct um_region **v;
+	uint64_t out = draining(ctx, dev), vbytes;
+	int n, i;
+
+	if (d->used - out + need <= d->budget)
+		return 0;
+	n = victims(ctx, UM_TIER_GPU(dev), skip, &v, &vbytes);
+	if (n < 0)
+		return n;
+	if (all_or_none && d->used - out - vbytes + need > d->budget) {
+		free(v);
+		return -ENOMEM;
+	}
+	for (i = 0; i < n && d->used - out + need > d->budget; i++) {
+		int ret = um__evict(ctx, v[i], UM_TIER_HOST_ANY, true);
+
+		if (!ret && um__draining(v[i]))
+			out += v[i]->dev_len;
+	}
+	free(v);
+	if (d->used - out + need > d->budget)
+		return (int64_t)(d->used - out + need - d->budget);
+	return 0;
+}
+
+/*
+ * Make room for r (not yet on its device's books). Returns 0 when it fits
+ * now, -EAGAIN after waiting for an eviction with the lock dropped (the
+ * caller starts over: regions may have changed), -ENOMEM when it cannot.
+ */
+int um__make_room(struct um_context *ctx, struct um_region *r)
+{
+	struct um_dev *d = &ctx->dev[r->device];
+	uint64_t need = r->dev_len;
+	struct um_mig *m;
+	int64_t over;
+
+	if (r->counted || d->used + need <= d->budget)
+		return 0;
+	if (need > d->budget) {
+		refuse(ctx, r, "; the region alone is larger than the budget");
+		return -ENOMEM;
+	}
+	over = evict_to_fit(ctx, (int)r->device, need, r, true);
+	if (over == -ENOMEM) {
+		refuse(ctx, r, ", and evicting every released region would not free enough");
+		return -ENOMEM;
+	}
+	if (over) {
+		refuse(ctx, r, "; evictions failed (host memory?)");
+		return over < 0 ? (int)over : -ENOMEM;
+	}
+	if (d->used + need <= d->budget)
+		return 0;
+	m = oldest_drain(ctx, (int)r->device);
+	if (!m) {
+		refuse(ctx, r, "; nothing left in flight to wait for");
+		return -ENOMEM;
+	}
+	um__wait_mig(ctx, m);
+	return -EAGAIN;
+}
+
+/*
+ * Evict released regions until dev is within its budget. -EBUSY when what
+ * is acquired alone is over it (the budget stays; later acquires fail).
+ */
+int um__enforce_budget(struct um_context *ctx, int dev)
+{
+	struct um_dev *d = &ctx->dev[dev];
+	int64_t over;
+
+	if (d->used <= d->budget)
+		return 0;
+	over = evict_to_fit(ctx, dev, 0, NULL, false);
+	if (over > 0) {
+		uint64_t held;
+		uint32_t n;
+
+		held_summary(ctx, dev, &held, &n);
+		um__log(ctx, UM_LOG_WARN,
+			"budget: device %d is %" PRId64 " bytes over its budget %" PRIu64
+			": %u acquired region(s) hold %" PRIu64 " bytes",
+			dev, over, d->budget, n, held);
+		return -EBUSY;
+	}
+	return over < 0 ? (int)over : 0;
+}
+
+/* ---- tiers ------------------------------------------------------------ */
+
+static int check_host_tier(um_tier_t t)
+{
+	unsigned int id = UM_TIER_ID(t);
+
+	if (UM_TIER_TYPE(t) != UM_TIER_HOST)
+		return -EINVAL;
+	return id == UM_TIER_ANY_NODE || id < UM_POOL_MAX_NODES ? 0 : -EINVAL;
+}
+
+static int check_acquire_tier(struct um_context *ctx, struct um_region *r,
+			      um_tier_t t)
+{
+	if (UM_TIER_TYPE(t) == UM_TIER_DEVICE)
+		return UM_TIER_ID(t) == r->device ? 0 : -EINVAL;
+	return check_host_tier(t);
+}
+
+/* ---- acquire / release ------------------------------------------------ */
+
+static int acquire_device(struct um_context *ctx, struct um_region *r,
+			  void *stream)
+{
+	const struct um_backend_ops *ops = ctx->be.ops;
+	int ret = um__make_room(ctx, r);
+
+	if (ret)
+		return ret;
+	ret = um__restore(ctx, r);
+	if (ret == -ENOMEM && oldest_drain(ctx, (int)r->device)) {
+		/* the device itself is short: let evictions land, retry */
+		um__wait_mig(ctx, oldest_drain(ctx, (int)r->device));
+		return -EAGAIN;
+	}
+	if (ret) {
+		if (ret == -ENOMEM)
+			refuse(ctx, r, "; the device refused the memory");
+		return ret;
+	}
+	(void)ops;
+	(void)stream;
+	return 0;
+}
+
+/*
+ * The region is acquired: order the caller's stream after its restore,
+ * with the lock dropped (on sim this blocks until the bytes are there).
+ */
+static int order_stream(struct um_context *ctx, um_region_t h, void *stream)
+{
+	struct um_region *r = um__region_get(ctx, h);
+	int ret;
+
+	if (!r || !r->restore_mig)
+		return 0;
+	ret = um__stream_wait_mig(ctx, r->restore_mig, stream);
+	if (!ret)
+		return 0;
+	r = um__region_get(ctx, h);
+	um__log(ctx, UM_LOG_ERR, "acquire: cannot order stream %p after \"%s\" (%d)",
+		stream, r ? r->name : "?", ret);
+	if (r && r->acquired && !--r->acquired) {
+		r->acq_tier = UM_TIER_NONE;
+		um__settle(ctx, r);
+	}
+	return ret;
+}
+
+static int acquire_host(struct um_context *ctx, struct um_region *r,
+			um_tier_t tier)
+{
+	int ret;
+
+	if (r->residency == UM_TIER_NONE && r->backing == UM_BACKING_TIERED) {
+		/* first touch on the host: a zeroed host copy */
+		ret = um__host_block(ctx, r, um__tier_node(ctx, tier), true);
+		if (ret)
+			return ret;
+		um__books_residency(ctx, r, r->residency,
+				    um__host_tier(ctx, r->host_node));
+		r->residency = um__host_tier(ctx, r->host_node);
+		r->zero_on_restore = false;
+		return 0;
+	}
+	ret = um__to_host(ctx, r, tier);
+	if (ret)
+		return ret;
+	/* the caller uses the bytes from the CPU now: wait for them */
+	while (r->pending) {
+		um_region_t h = r->handle;
+
+		ret = um__wait_region(ctx, r);
+		if (!um__region_get(ctx, h))
+			return -ENOENT;
+		if (ret)
+			return ret;
+	}
+	return r->error;
+}
+
+int um_acquire(struct um_context *ctx, um_region_t h, um_tier_t tier,
+	       void *stream)
+{
+	struct um_region *r;
+	int ret = um__enter(ctx);
+
+	if (ret)
+		return ret;
+	for (;;) {
+		r = h ? um__region_get(ctx, h) : NULL;
+		if (!r) {
+			ret = h ? -ENOENT : -EINVAL;
+			break;
+		}
+		ret = check_acquire_tier(ctx, r, tier);
+		if (ret)
+			break;
+		if (r->acquired) {
+			if (r->acq_tier != tier) {
+				ret = -EBUSY;
+				break;
+			}
+			if (r->acquired == UINT32_MAX) {
+				ret = -EOVERFLOW;
+				break;
+			}
+			r->acquired++;
+			if (r->restore_mig && stream != r->acq_stream)
+				ret = order_stream(ctx, h, stream);
+			break;
+		}
+		if (um__tier_is_dev(tier))
+			ret = acquire_device(ctx, r, stream);
+		else
+			ret = acquire_host(ctx, r, tier);
+		if (ret == -EAGAIN)
+			continue;
+		if (ret)
+			break;
+		r->acquired = 1;
+		r->acq_tier = tier;
+		r->acq_stream = stream;
+		r->lru = ctx->tick;
+		if (um__tier_is_dev(tier))
+			ret = order_stream(ctx, h, stream);
+		break;
+	}
+	um__exit(ctx);
+	return ret;
+}
+
+static void record_release(struct um_context *ctx, struct um_region *r)
+{
+	const struct um_backend_ops *ops = ctx->be.ops;
+	int ret;
+
+	r->released_valid = false;
+	if (!ops->stream_record_fence || !um__tier_is_dev(r->acq_tier))
+		return;
+	if (!r->released && ops->fence_create(&ctx->be, &r->released)) {
+		r->released = NULL;
+		goto sync;
+	}
+	ret = ops->stream_record_fence(&ctx->be, r->acq_stream, r->released);
+	if (!ret) {
+		r->released_valid = true;
+		return;
+	}
+sync:
+	/* cannot order the eviction after the user's work: wait for it */
+	um__log(ctx, UM_LOG_WARN,
+		"release: cannot fence stream %p for \"%s\"; evictions of it will wait for the device",
+		r->acq_stream, r->name);
+	ops->queue_sync(&ctx->be, ctx->dev[r->device].q_restore);
+}
+
+int um_release(struct um_context *ctx, um_region_t h)
+{
+	struct um_region *r;
+	int ret = um__enter(ctx);
+
+	if (ret)
+		return ret;
+	r = h ? um__region_get(ctx, h) : NULL;
+	if (!r) {
+		ret = h ? -ENOENT : -EINVAL;
+		goto out;
+	}
+	if (!r->acquired) {
+		ret = -EPERM;
+		goto out;
+	}
+	if (--r->acquired)
+		goto out;
+	record_release(ctx, r);
+	r->acq_stream = NULL;
+	ctx->tick++;	/* a new recency epoch */
+	um__settle(ctx, r);
+	/* a budget lowered under acquired regions is met as they go */
+	if (ctx->dev[r->device].used > ctx->dev[r->device].budget)
+		um__enforce_budget(ctx, (int)r->device);
+	r->acq_tier = UM_TIER_NONE;
+out:
+	um__exit(ctx);
+	return ret;
+}
+
+/* ---- evict / shed / budget -------------------------------------------- */
+
+static int evict_to_spill(struct um_context *ctx, um_region_t h)
+{
+	struct um_region *r = um__region_get(ctx, h);
+	int ret;
+
+	if (!ctx->spill)
+		return -EOPNOTSUPP;
+	if (r->flags & UM_REGION_NO_SPILL)
+		return -EPERM;
+	if (um__tier_is_dev(r->residency)) {
+		ret = um__evict(ctx, r, UM_TIER_HOST_ANY, false);
+		if (ret)
+			return ret;
+	}
+	while (r->pending) {
+		ret = um__wait_region(ctx, r);
+		r = um__region_get(ctx, h);
+		if (!r)
+			return -ENOENT;
+		if (r->acquired)
+			return -EBUSY;	/* taken back meanwhile */
+		if (ret && !r->pending)
+			return ret;
+	}
+	if (r->residency == UM_TIER_NONE)
+		return 0;
+	return um__to_spill(ctx, r);
+}
+
+int um_evict(struct um_context *ctx, um_region_t h, um_tier_t tier)
+{
+	struct um_region *r;
+	int ret = um__enter(ctx);
+
+	if (ret)
+		return ret;
+	r = h ? um__region_get(ctx, h) : NULL;
+	if (!h) {
+		ret = -EINVAL;
+		goto out;
+	}
+	if (UM_TIER_TYPE(tier) != UM_TIER_SPILL && check_host_tier(tier)) {
+		ret = -EINVAL;
+		goto out;
+	}
+	if (UM_TIER_TYPE(tier) == UM_TIER_SPILL && UM_TIER_ID(tier) != 0) {
+		ret = -EINVAL;
+		goto out;
+	}
+	if (!r) {
+		ret = -ENOENT;
+		goto out;
+	}
+	if (r->acquired) {
+		ret = -EBUSY;
+		goto out;
+	}
+	if (UM_TIER_TYPE(tier) == UM_TIER_SPILL)
+		ret = evict_to_spill(ctx, h);
+	else
+		ret = um__to_host(ctx, r, tier);
+out:
+	um__exit(ctx);
+	return ret;
+}
+
+/* Shed from a host tier: to the spill (dest NONE/DISK) or another node. */
+static int64_t shed_host(struct um_context *ctx, um_tier_t tier,
+			 uint64_t bytes, um_tier_t dest)
+{
+	struct um_region **v;
+	uint64_t vbytes, done = 0;
+	int n, i, last = 0;
+
+	if (dest == UM_TIER_NONE)
+		dest = UM_TIER_DISK;
+	if (UM_TIER_TYPE(dest) == UM_TIER_SPILL && !ctx->spill)
+		return -EOPNOTSUPP;
+	n = victims(ctx, tier, NULL, &v, &vbytes);
+	if (n < 0)
+		return n;
+	for (i = 0; i < n && done < bytes; i++) {
+		int ret;
+
+		if (v[i]->pending)
+			continue;
+		if (UM_TIER_TYPE(dest) == UM_TIER_SPILL)
+			ret = um__to_spill(ctx, v[i]);
+		else
+			ret = um__to_host(ctx, v[i], dest);
+		if (!ret && !on_tier(v[i], tier))
+			done += v[i]->bytes;
+		else if (ret)
+			last = ret;
+	}
+	free(v);
+	return done ? (int64_t)done : (last && last != -EPERM ? last : 0);
+}
+
+static int64_t shed_device(struct um_context *ctx, int dev, uint64_t bytes,
+			   um_tier_t dest)
+{
+	struct um_region **v;
+	uint64_t vbytes, done = 0;
+	um_region_t *spill = NULL;
+	int n, i, ns = 0, last = 0;
+
+	if (UM_TIER_TYPE(dest) == UM_TIER_SPILL && !ctx->spill)
+		return -EOPNOTSUPP;
+	n = victims(ctx, UM_TIER_GPU(dev), NULL, &v, &vbytes);
+	if (n < 0)
+		return n;
+	if (UM_TIER_TYPE(dest) == UM_TIER_SPILL) {
+		spill = calloc((size_t)n + 1, sizeof(*spill));
+		if (!spill) {
+			free(v);
+			return -ENOMEM;
+		}
+	}
+	for (i = 0; i < n && done < bytes; i++) {
+		um_tier_t to = UM_TIER_TYPE(dest) == UM_TIER_HOST ? dest :
+			       UM_TIER_HOST_ANY;
+		int ret = um__evict(ctx, v[i], to, true);
+
+		if (ret) {
+			last = ret;
+			continue;
+		}
+		done += v[i]->dev_len;
+		if (spill)
+			spill[ns++] = v[i]->handle;
+	}
+	free(v);
+	/* to the disk: once on the host (this waits for the copies) */
+	for (i = 0; i < ns; i++) {
+		struct um_region *r = um__region_get(ctx, spill[i]);
+
+		while (r && r->pending) {
+			um__wait_region(ctx, r);
+			r = um__region_get(ctx, spill[i]);
+		}
+		if (r && !r->acquired && !(r->flags & UM_REGION_NO_SPILL))
+			um__to_spill(ctx, r);
+	}
+	free(spill);
+	return done ? (int64_t)done : last;
+}
+
+int64_t um__shed_locked(struct um_context *ctx, um_tier_t tier,
+			uint64_t bytes, um_tier_t dest)
+{
+	if (dest != UM_TIER_NONE && dest != UM_TIER_DISK &&
+	    check_host_tier(dest))
+		return -EINVAL;
+	switch (UM_TIER_TYPE(tier)) {
+	case UM_TIER_DEVICE:
+		if ((int)UM_TIER_ID(tier) >= ctx->ndev)
+			return -EINVAL;
+		if (!bytes)
+			return 0;
+		return shed_device(ctx, (int)UM_TIER_ID(tier), bytes, dest);
+	case UM_TIER_HOST:
+		if (check_host_tier(tier) || dest == UM_TIER_HOST_ANY)
+			return -EINVAL;
+		if (!bytes)
+			return 0;
+		return shed_host(ctx, tier, bytes, dest);
+	default:
+		return -EINVAL;
+	}
+}
+
+int64_t um_shed(struct um_context *ctx, um_tier_t tier, uint64_t bytes,
+		um_tier_t dest)
+{
+	int ret = um__enter(ctx);
+	int64_t n;
+
+	if (ret)
+		return ret;
+	n = um__shed_locked(ctx, tier, bytes, dest);
+	um__exit(ctx);
+	return n;
+}
+
+int um_budget_set(struct um_context *ctx, unsigned int device, uint64_t bytes)
+{
+	int ret = um__enter(ctx);
+
+	if (ret)
+		return ret;
+	if ((int)device >= ctx->ndev || device >= UM_MAX_DEVICES) {
+		ret = -EINVAL;
+		goto out;
+	}
+	if (bytes > ctx->dev[device].total) {
+		um__log(ctx, UM_LOG_ERR,
+			"budget: %" PRIu64 " bytes is more than device %u has (%" PRIu64 ")",
+			bytes, device, ctx->dev[device].total);
+		ret = -EINVAL;
+		goto out;
+	}
+	ctx->dev[device].budget = bytes;
+	ret = um__enforce_budget(ctx, (int)device);
+out:
+	um__exit(ctx);
+	return ret;
+}
+
+int um_budget_get(struct um_context *ctx, unsigned int device, uint64_t *bytes)
+{
+	int ret = um__enter(ctx);
+
+	if (ret)
+		return ret;
+	if (!bytes || (int)device >= ctx->ndev || device >= UM_MAX_DEVICES)
+		ret = -EINVAL;
+	else
+		*bytes = ctx->dev[device].budget;
+	um__exit(ctx);
+	return ret;
+}

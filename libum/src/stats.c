@@ -1,0 +1,362 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * stats.c - counters, um_stats_get, the JSON dump and the leak report.
+ *
+ * Scalar counters are listed once (X-macro, the mimalloc way) and drive
+ * both the versioned struct copy and the JSON text. A caller built against
+ * an older, smaller struct um_stats gets the prefix it knows (st->size);
+ * a newer, larger one gets ours and zeroes beyond.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#if UM_HAVE_SPILL
+#include "spill.h"
+#endif
+
+/* X(field in struct um_stats and struct um_books, JSON name) */
+#define UM_SCALAR_STATS(X)					\
+	X(migrations, "count")					\
+	X(migrated_bytes, "bytes")				\
+	X(migration_ns, "ns")					\
+	X(evict_count, "evict_count")				\
+	X(evict_bytes, "evict_bytes")				\
+	X(evict_ns, "evict_ns")					\
+	X(restore_count, "restore_count")			\
+	X(restore_bytes, "restore_bytes")			\
+	X(restore_ns, "restore_ns")
+
+static const char *const event_names[UM_EVENT_COUNT] = {
+	[UM_EVENT_NONE] = "none",
+	[UM_EVENT_MIGRATED] = "migrated",
+	[UM_EVENT_EVICTED] = "evicted",
+	[UM_EVENT_PRESSURE] = "pressure",
+	[UM_EVENT_NOMEM] = "nomem",
+	[UM_EVENT_ERROR] = "error",
+};
+
+static const char *const kind_names[UM_KIND_COUNT] = {
+	[UM_KIND_GENERIC] = "generic",
+	[UM_KIND_OPTIMIZER_STATE] = "optimizer_state",
+	[UM_KIND_PARAM] = "param",
+	[UM_KIND_GRAD] = "grad",
+	[UM_KIND_ACTIVATION] = "activation",
+};
+
+const char *um_kind_name(int kind)
+{
+	return kind >= 0 && kind < UM_KIND_COUNT ? kind_names[kind] : "unknown";
+}
+
+int um_tier_name(um_tier_t t, char *buf, size_t len)
+{
+	unsigned int id = UM_TIER_ID(t);
+	int n;
+
+	if (!buf && len)
+		return -EINVAL;
+	switch (UM_TIER_TYPE(t)) {
+	case UM_TIER_NONE:
+		n = t ? -EINVAL : snprintf(buf, len, "none");
+		break;
+	case UM_TIER_DEVICE:
+		n = snprintf(buf, len, "gpu%u", id);
+		break;
+	case UM_TIER_HOST:
+		n = id == UM_TIER_ANY_NODE ? snprintf(buf, len, "host") :
+		    snprintf(buf, len, "node%u", id);
+		break;
+	case UM_TIER_SPILL:
+		n = id ? -EINVAL : snprintf(buf, len, "spill");
+		break;
+	default:
+		n = -EINVAL;
+	}
+	return n;
+}
+
+void um__counter_add(struct um_counter *c, uint64_t bytes)
+{
+	c->current += bytes;
+	if (c->current > c->peak)
+		c->peak = c->current;
+	c->total += bytes;
+}
+
+void um__counter_sub(struct um_counter *c, uint64_t bytes)
+{
+	c->current = c->current > bytes ? c->current - bytes : 0;
+}
+
+static void tier_add(struct um_context *ctx, um_tier_t t, uint64_t b, bool add)
+{
+	void (*op)(struct um_counter *, uint64_t) =
+		add ? um__counter_add : um__counter_sub;
+	struct um_books *k = &ctx->books;
+
+	switch (UM_TIER_TYPE(t)) {
+	case UM_TIER_HOST:
+		op(&k->host_total, b);
+		if (UM_TIER_ID(t) < UM_STATS_MAX_NODES)
+			op(&k->host[UM_TIER_ID(t)], b);
+		break;
+	case UM_TIER_SPILL:
+		op(&k->spill, b);
+		break;
+	default:
+		break;	/* device bytes follow the books (counted) */
+	}
+}
+
+void um__books_residency(struct um_context *ctx, struct um_region *r,
+			 um_tier_t from, um_tier_t to)
+{
+	if (from == to)
+		return;
+	tier_add(ctx, from, r->bytes, false);
+	tier_add(ctx, to, r->bytes, true);
+#if UM_HAVE_PRESSURE
+	/* the pressure loop REPORTs on change */
+#endif
+}
+
+static void fill(struct um_context *ctx, struct um_stats *s)
+{
+	struct um_books *k = &ctx->books;
+	struct um_pool_stats ps;
+
+	memset(s, 0, sizeof(*s));
+	s->size = sizeof(*s);
+	s->regions = ctx->nregions;
+	memcpy(s->device, k->device, sizeof(s->device));
+	memcpy(s->host, k->host, sizeof(s->host));
+	s->host_total = k->host_total;
+	s->spill = k->spill;
+	memcpy(s->kind, k->kind, sizeof(s->kind));
+	for (int i = 0; i < ctx->ndev; i++)
+		s->budget[i] = ctx->dev[i].budget;
+#define X(f, name) s->f = k->f;
+	UM_SCALAR_STATS(X)
+#undef X
+	s->nomem = k->nomem;
+	memcpy(s->events, k->events, sizeof(s->events));
+	if (!um__pool_stats(ctx->pool, UM_POOL_NODE_ALL, &ps)) {
+		s->pool_chunks = ps.chunks;
+		s->pool_bytes = ps.bytes;
+		s->pool_used = ps.used;
+		s->pool_requested = ps.requested;
+		s->pool_internal_frag_bp = ps.internal_frag_bp;
+		s->pool_external_frag_bp = ps.external_frag_bp;
+	}
+}
+
+int um_stats_get(struct um_context *ctx, struct um_stats *st)
+{
+	struct um_stats s;
+	uint32_t size;
+	int ret = um__enter(ctx);
+
+	if (ret)
+		return ret;
+	if (!st) {
+		ret = -EINVAL;
+		goto out;
+	}
+	size = st->size;
+	if (size < offsetof(struct um_stats, regions) + sizeof(s.regions) ||
+	    size > 65536) {
+		ret = -EINVAL;
+		goto out;
+	}
+	fill(ctx, &s);
+	s.size = size;
+	if (size > sizeof(s))
+		memset((char *)st + sizeof(s), 0, size - sizeof(s));
+	memcpy(st, &s, size < sizeof(s) ? size : sizeof(s));
+out:
+	um__exit(ctx);
+	return ret;
+}
+
+/* ---- JSON ------------------------------------------------------------- */
+
+struct out {
+	char *buf;
+	size_t len;
+	size_t pos;	/* length of the whole text so far */
+};
+
+static void put(struct out *o, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void put(struct out *o, const char *fmt, ...)
+{
+	size_t room = o->pos < o->len ? o->len - o->pos : 0;
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(room ? o->buf + o->pos : NULL, room, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		o->pos += (size_t)n;
+}
+
+/* Names are ours or the caller's: escape what JSON requires. */
+static void put_str(struct out *o, const char *s)
+{
+	put(o, "\"");
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			put(o, "\\%c", c);
+		else if (c < 0x20)
+			put(o, "\\u%04x", c);
+		else
+			put(o, "%c", c);
+	}
+	put(o, "\"");
+}
+
+static void put_counter(struct out *o, const struct um_counter *c)
+{
+	put(o, "{\"current\":%" PRIu64 ",\"peak\":%" PRIu64 ",\"total\":%" PRIu64 "}",
+	    c->current, c->peak, c->total);
+}
+
+/* GB/s with three decimals, without floating point (no locale surprises). */
+static void put_rate(struct out *o, uint64_t bytes, uint64_t ns)
+{
+	uint64_t milli = 0;
+
+	if (ns)
+		milli = (uint64_t)((unsigned __int128)bytes * 1000 / ns);
+	put(o, "%" PRIu64 ".%03" PRIu64, milli / 1000, milli % 1000);
+}
+
+static void json(struct um_context *ctx, struct out *o)
+{
+	struct um_stats s;
+
+	fill(ctx, &s);
+	put(o, "{\"version\":\"%d.%d\",\"backend\":\"%s\",\"regions\":%u,",
+	    UM_VERSION_MAJOR, UM_VERSION_MINOR, ctx->be.ops->name, s.regions);
+	put(o, "\"devices\":[");
+	for (int i = 0; i < ctx->ndev; i++) {
+		put(o, "%s{\"id\":%d,\"budget\":%" PRIu64 ",\"capacity\":%" PRIu64
+		    ",\"bytes\":", i ? "," : "", i, s.budget[i], ctx->dev[i].total);
+		put_counter(o, &s.device[i]);
+		put(o, "}");
+	}
+	put(o, "],\"host\":{\"bytes\":");
+	put_counter(o, &s.host_total);
+	put(o, ",\"nodes\":[");
+	for (int i = 0, first = 1; i < UM_STATS_MAX_NODES; i++) {
+		if (!s.host[i].total)
+			continue;
+		put(o, "%s{\"node\":%d,\"bytes\":", first ? "" : ",", i);
+		put_counter(o, &s.host[i]);
+		put(o, "}");
+		first = 0;
+	}
+	put(o, "]},\"spill\":{\"bytes\":");
+	put_counter(o, &s.spill);
+	put(o, "},\"kinds\":{");
+	for (int i = 0; i < UM_KIND_COUNT; i++) {
+		put(o, "%s\"%s\":", i ? "," : "", kind_names[i]);
+		put_counter(o, &s.kind[i]);
+	}
+	put(o, "},\"migrations\":{");
+#define X(f, name) put(o, "\"" name "\":%" PRIu64 ",", s.f);
+	UM_SCALAR_STATS(X)
+#undef X
+	put(o, "\"gbps\":");
+	put_rate(o, s.migrated_bytes, s.migration_ns);
+	put(o, ",\"evict_gbps\":");
+	put_rate(o, s.evict_bytes, s.evict_ns);
+	put(o, ",\"restore_gbps\":");
+	put_rate(o, s.restore_bytes, s.restore_ns);
+	put(o, "},\"nomem\":%" PRIu64 ",\"events\":{", s.nomem);
+	for (int i = 1; i < UM_EVENT_COUNT; i++)
+		put(o, "%s\"%s\":%" PRIu64, i > 1 ? "," : "", event_names[i],
+		    s.events[i]);
+	put(o, ",\"dropped\":%" PRIu64 "},", ctx->books.events_dropped);
+	put(o, "\"pool\":{\"chunks\":%" PRIu64 ",\"bytes\":%" PRIu64
+	    ",\"used\":%" PRIu64 ",\"requested\":%" PRIu64
+	    ",\"internal_frag_bp\":%u,\"external_frag_bp\":%u}",
+	    s.pool_chunks, s.pool_bytes, s.pool_used, s.pool_requested,
+	    s.pool_internal_frag_bp, s.pool_external_frag_bp);
+#if UM_HAVE_SPILL
+	if (ctx->spill) {
+		struct um_spill_stats ss;
+
+		um__spill_stats(ctx->spill, &ss);
+		put(o, ",\"spill_store\":{\"dir\":");
+		put_str(o, um__spill_dir(ctx->spill));
+		put(o, ",\"files\":%" PRIu64 ",\"writes\":%" PRIu64
+		    ",\"reads\":%" PRIu64 ",\"write_errors\":%" PRIu64
+		    ",\"read_errors\":%" PRIu64 ",\"checksum_errors\":%" PRIu64
+		    ",\"direct\":%u}", ss.files, ss.writes, ss.reads,
+		    ss.write_errors, ss.read_errors, ss.checksum_errors,
+		    ss.direct);
+	}
+#endif
+	put(o, ",\"live\":[");
+	for (struct um_region *r = ctx->regions.next, *f = r;
+	     r != &ctx->regions; r = r->next) {
+		char tier[16];
+
+		um_tier_name(r->residency, tier, sizeof(tier));
+		put(o, "%s{\"name\":", r == f ? "" : ",");
+		put_str(o, r->name);
+		put(o, ",\"bytes\":%" PRIu64 ",\"kind\":\"%s\",\"residency\":\"%s\""
+		    ",\"acquired\":%u}", r->bytes, um_kind_name((int)r->kind),
+		    tier, r->acquired);
+	}
+	put(o, "]}");
+}
+
+int um_stats_json(struct um_context *ctx, char *buf, size_t len)
+{
+	struct out o = { .buf = buf, .len = len };
+	int ret = um__enter(ctx);
+
+	if (ret)
+		return ret;
+	if (!buf && len) {
+		um__exit(ctx);
+		return -EINVAL;
+	}
+	json(ctx, &o);
+	um__exit(ctx);
+	if (o.pos > INT_MAX)
+		return -EOVERFLOW;
+	return (int)o.pos;
+}
+
+/* ---- leaks ------------------------------------------------------------ */
+
+int um__leak_report(struct um_context *ctx)
+{
+	int n = 0;
+
+	for (struct um_region *r = ctx->regions.next; r != &ctx->regions;
+	     r = r->next) {
+		char tier[16];
+
+		um_tier_name(r->residency, tier, sizeof(tier));
+		um__log(ctx, UM_LOG_WARN,
+			"leak: region \"%s\" (%" PRIu64 " bytes, %s, on %s%s) still alive at destroy",
+			r->name[0] ? r->name : "(unnamed)", r->bytes,
+			um_kind_name((int)r->kind), tier,
+			r->acquired ? ", acquired" : "");
+		n++;
+	}
+	return n;
+}

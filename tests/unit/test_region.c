@@ -1,0 +1,255 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Description: a region's life on the sim backend: alloc, a stable pointer
+ * across evictions and restores, zero fill on first touch, um_lookup of
+ * any interior address, um_region_info (resolved backing, residency,
+ * acquire count, copied name), chunked transfers of odd sizes, and free.
+ */
+#include "harness.h"
+#include "helpers.h"
+
+FIXTURE(reg) {
+	struct um_context *ctx;
+};
+
+FIXTURE_SETUP(reg)
+{
+	logcap_reset();
+	self->ctx = ctx_sim(0, 256 * MiB);
+	ASSERT_NONNULL(self->ctx);
+}
+
+FIXTURE_TEARDOWN(reg)
+{
+	EXPECT_EQ(0, um_context_destroy(self->ctx));
+}
+
+TEST_F(reg, alloc_ptr_free)
+{
+	um_region_t r = region(self->ctx, UM_KIND_PARAM, 0, 1 * MiB, "w");
+	void *p = NULL;
+
+	ASSERT_NE(0, r);
+	ASSERT_EQ(0, um_ptr(self->ctx, r, &p));
+	ASSERT_NONNULL(p);
+	ASSERT_EQ(UM_TIER_NONE, residency(self->ctx, r));
+	ASSERT_EQ(0, um_free(self->ctx, r));
+	ASSERT_EQ(-ENOENT, um_ptr(self->ctx, r, &p));
+}
+
+TEST_F(reg, zero_on_first_touch)
+{
+	um_region_t r = region(self->ctx, UM_KIND_GENERIC, 0, 3 * MiB + 5, "z");
+	unsigned char *p;
+
+	ASSERT_NE(0, r);
+	ASSERT_EQ(0, um_acquire(self->ctx, r, UM_TIER_GPU(0), NULL));
+	ASSERT_EQ(0, um_wait(self->ctx, r));
+	ASSERT_EQ(0, um_ptr(self->ctx, r, (void **)&p));
+	for (uint64_t i = 0; i < 3 * MiB + 5; i += 4093)
+		ASSERT_EQ(0, p[i]);
+	ASSERT_EQ(0, p[3 * MiB + 4]);
+	ASSERT_TRUE(on_gpu(self->ctx, r));
+	ASSERT_EQ(0, um_release(self->ctx, r));
+	ASSERT_EQ(0, um_free(self->ctx, r));
+}
+
+TEST_F(reg, pointer_stable_and_bytes_kept)
+{
+	const uint64_t n = 5 * MiB + 123;
+	um_region_t r = region(self->ctx, UM_KIND_OPTIMIZER_STATE, 0, n, "m");
+	void *p0, *p1;
+
+	ASSERT_NE(0, r);
+	ASSERT_EQ(0, um_ptr(self->ctx, r, &p0));
+	ASSERT_EQ(0, put_pattern(self->ctx, r, n, 42));
+	for (int i = 0; i < 5; i++) {
+		ASSERT_EQ(0, um_evict(self->ctx, r, UM_TIER_HOST_ANY));
+		ASSERT_EQ(0, um_wait(self->ctx, r));
+		ASSERT_EQ(UM_TIER_HOST, UM_TIER_TYPE(residency(self->ctx, r)));
+		ASSERT_EQ(0, get_pattern(self->ctx, r, n, 42));
+		ASSERT_EQ(0, um_ptr(self->ctx, r, &p1));
+		ASSERT_EQ(p0, p1);
+	}
+	ASSERT_EQ(0, um_free(self->ctx, r));
+}
+
+TEST_F(reg, small_chunks_odd_sizes)
+{
+	struct um_config cfg;
+	struct um_context *ctx;
+	static const uint64_t sizes[] = { 1, 63, 4096, 65537, 1 * MiB + 1,
+					  3 * MiB + 4095 };
+
+	cfg_sim(&cfg, 0, 64 * MiB);
+	cfg.chunk_bytes = 64 * KiB;	/* many pieces per migration */
+	ASSERT_EQ(0, um_context_create(&cfg, &ctx));
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		um_region_t r = region(ctx, UM_KIND_GRAD, 0, sizes[i], "odd");
+
+		ASSERT_NE(0, r);
+		ASSERT_EQ(0, put_pattern(ctx, r, sizes[i], i + 7));
+		ASSERT_EQ(0, um_evict(ctx, r, UM_TIER_HOST_ANY));
+		ASSERT_EQ(0, um_wait(ctx, r));
+		ASSERT_EQ(0, get_pattern(ctx, r, sizes[i], i + 7))
+			TH_LOG("size %llu", (unsigned long long)sizes[i]);
+		ASSERT_EQ(0, um_free(ctx, r));
+	}
+	ASSERT_EQ(0, um_context_destroy(ctx));
+}
+
+TEST_F(reg, lookup_interior_and_edges)
+{
+	um_region_t a = region(self->ctx, UM_KIND_PARAM, 0, 10000, "a");
+	um_region_t b = region(self->ctx, UM_KIND_PARAM, 0, 20000, "b");
+	um_region_t got = 0;
+	char *pa, *pb, local;
+
+	ASSERT_NE(0, a);
+	ASSERT_NE(0, b);
+	ASSERT_EQ(0, um_ptr(self->ctx, a, (void **)&pa));
+	ASSERT_EQ(0, um_ptr(self->ctx, b, (void **)&pb));
+	ASSERT_EQ(0, um_lookup(self->ctx, pa, &got));
+	ASSERT_EQ(a, got);
+	ASSERT_EQ(0, um_lookup(self->ctx, pa + 9999, &got));
+	ASSERT_EQ(a, got);
+	ASSERT_EQ(0, um_lookup(self->ctx, pb + 12345, &got));
+	ASSERT_EQ(b, got);
+	/* one past the end is not the region (it may be padding) */
+	got = 0;
+	EXPECT_EQ(-ENOENT, um_lookup(self->ctx, pa + 10000, &got));
+	EXPECT_EQ(0, got);
+	EXPECT_EQ(-ENOENT, um_lookup(self->ctx, &local, &got));
+	ASSERT_EQ(0, um_free(self->ctx, a));
+	EXPECT_EQ(-ENOENT, um_lookup(self->ctx, pa, &got));
+	ASSERT_EQ(0, um_lookup(self->ctx, pb, &got));
+	ASSERT_EQ(b, got);
+	ASSERT_EQ(0, um_free(self->ctx, b));
+}
+
+TEST_F(reg, many_regions_lookup)
+{
+	enum { N = 300 };
+	um_region_t r[N];
+	char *p[N];
+
+	for (int i = 0; i < N; i++) {
+		r[i] = region(self->ctx, i % UM_KIND_COUNT, i, 4096 * (1 + i % 7),
+			      NULL);
+		ASSERT_NE(0, r[i]);
+		ASSERT_EQ(0, um_ptr(self->ctx, r[i], (void **)&p[i]));
+	}
+	for (int i = 0; i < N; i += 2)
+		ASSERT_EQ(0, um_free(self->ctx, r[i]));
+	for (int i = 0; i < N; i++) {
+		um_region_t got = 0;
+		int ret = um_lookup(self->ctx, p[i] + 100, &got);
+
+		if (i % 2 == 0) {
+			ASSERT_EQ(-ENOENT, ret);
+		} else {
+			ASSERT_EQ(0, ret);
+			ASSERT_EQ(r[i], got);
+		}
+	}
+	for (int i = 1; i < N; i += 2)
+		ASSERT_EQ(0, um_free(self->ctx, r[i]));
+}
+
+TEST_F(reg, info_fields_and_name_copy)
+{
+	char name[80];
+	struct um_region_info i = { .size = sizeof(i) };
+	um_region_t r;
+
+	memset(name, 'x', sizeof(name) - 1);
+	name[sizeof(name) - 1] = '\0';
+	memcpy(name, "adam.m", 6);
+	r = region(self->ctx, UM_KIND_OPTIMIZER_STATE, -3, 12345, name);
+	ASSERT_NE(0, r);
+	memset(name, 'Q', 6);	/* the region keeps its own copy */
+	ASSERT_EQ(0, um_region_info(self->ctx, r, &i));
+	EXPECT_EQ(sizeof(i), i.size);
+	EXPECT_EQ(UM_KIND_OPTIMIZER_STATE, i.kind);
+	EXPECT_EQ(-3, i.priority);
+	EXPECT_EQ(UM_BACKING_TIERED, i.backing);	/* DEFAULT resolved */
+	EXPECT_EQ(12345, i.bytes);
+	EXPECT_EQ(0, i.acquired);
+	EXPECT_EQ(0, strncmp(i.name, "adam.mxxx", 9));
+	EXPECT_EQ(63, strlen(i.name));			/* truncated */
+
+	ASSERT_EQ(0, um_acquire(self->ctx, r, UM_TIER_GPU(0), NULL));
+	ASSERT_EQ(0, um_acquire(self->ctx, r, UM_TIER_GPU(0), NULL));
+	ASSERT_EQ(0, um_region_info(self->ctx, r, &i));
+	EXPECT_EQ(2, i.acquired);
+	EXPECT_EQ(UM_TIER_GPU(0), i.residency);
+	ASSERT_EQ(0, um_release(self->ctx, r));
+	ASSERT_EQ(0, um_release(self->ctx, r));
+	ASSERT_EQ(-EPERM, um_release(self->ctx, r));
+	ASSERT_EQ(0, um_free(self->ctx, r));
+}
+
+TEST_F(reg, managed_resolves_to_tiered_on_sim)
+{
+	struct um_region_desc d = {
+		.size = sizeof(d), .kind = UM_KIND_PARAM,
+		.backing = UM_BACKING_MANAGED, .bytes = 8192, .name = "mg",
+	};
+	struct um_region_info i = { .size = sizeof(i) };
+	um_region_t r1, r2;
+	int n = 0;
+
+	ASSERT_EQ(0, um_alloc(self->ctx, &d, &r1));
+	ASSERT_EQ(0, um_alloc(self->ctx, &d, &r2));
+	ASSERT_EQ(0, um_region_info(self->ctx, r1, &i));
+	EXPECT_EQ(UM_BACKING_TIERED, i.backing);
+	EXPECT_TRUE(logcap_has(UM_LOG_INFO, "no managed memory", NULL));
+	/* one line per context, not per region */
+	for (const char *t = g_log.text; (t = strstr(t, "no managed memory"));
+	     t++)
+		n++;
+	EXPECT_EQ(1, n);
+	ASSERT_EQ(0, um_free(self->ctx, r1));
+	ASSERT_EQ(0, um_free(self->ctx, r2));
+}
+
+TEST_F(reg, acquire_on_host_then_device)
+{
+	const uint64_t n = 2 * MiB;
+	um_region_t r = region(self->ctx, UM_KIND_PARAM, 0, n, "h");
+
+	ASSERT_NE(0, r);
+	/* first touch on the host: zeroed host copy, nothing on the device */
+	ASSERT_EQ(0, um_acquire(self->ctx, r, UM_TIER_HOST_ANY, NULL));
+	EXPECT_EQ(UM_TIER_HOST, UM_TIER_TYPE(residency(self->ctx, r)));
+	EXPECT_EQ(0, dev_current(self->ctx));
+	/* acquired on another tier: busy */
+	EXPECT_EQ(-EBUSY, um_acquire(self->ctx, r, UM_TIER_GPU(0), NULL));
+	ASSERT_EQ(0, um_release(self->ctx, r));
+	ASSERT_EQ(0, put_pattern(self->ctx, r, n, 9));
+	ASSERT_EQ(0, um_acquire(self->ctx, r, UM_TIER_HOST_ANY, NULL));
+	EXPECT_EQ(UM_TIER_HOST, UM_TIER_TYPE(residency(self->ctx, r)));
+	EXPECT_EQ(0, um_region_info(self->ctx, r,
+			&(struct um_region_info){ .size = 64 }));
+	ASSERT_EQ(0, um_release(self->ctx, r));
+	ASSERT_EQ(0, get_pattern(self->ctx, r, n, 9));
+	ASSERT_EQ(0, um_free(self->ctx, r));
+}
+
+TEST_F(reg, reacquire_during_eviction)
+{
+	const uint64_t n = 8 * MiB;
+	um_region_t r = region(self->ctx, UM_KIND_OPTIMIZER_STATE, 0, n, "re");
+
+	ASSERT_NE(0, r);
+	for (int i = 0; i < 20; i++) {
+		ASSERT_EQ(0, put_pattern(self->ctx, r, n, (uint64_t)i));
+		/* no wait: the acquire lands while the copy may be in flight */
+		ASSERT_EQ(0, um_evict(self->ctx, r, UM_TIER_HOST_ANY));
+		ASSERT_EQ(0, get_pattern(self->ctx, r, n, (uint64_t)i));
+	}
+	ASSERT_EQ(0, um_wait_all(self->ctx));
+	ASSERT_EQ(0, um_free(self->ctx, r));
+}
+
+TEST_HARNESS_MAIN
