@@ -489,6 +489,21 @@ static int umc_stream_wait_fence(struct um_backend *be, void *stream,
 			    "cudaStreamWaitEvent(caller stream)");
 }
 
+/*
+ * At um_release: a point on the caller's stream after every kernel that may
+ * still use the region, for the eviction to wait on. cudaStreamWaitEvent
+ * waits for the record current when it is called, so re-recording the same
+ * event at the next release does not disturb evictions already queued.
+ */
+static int umc_stream_record_fence(struct um_backend *be, void *stream,
+				   struct um_fence *f)
+{
+	if (!f)
+		return -EINVAL;
+	return umc_rt_check(be, cudaEventRecord(f->ev, (cudaStream_t)stream),
+			    "cudaEventRecord(caller stream)");
+}
+
 const struct um_backend_ops um_backend_cuda = {
 	.id = UM_BACKEND_CUDA,
 	.name = "cuda",
@@ -522,6 +537,7 @@ const struct um_backend_ops um_backend_cuda = {
 	.fence_elapsed_ns = umc_fence_elapsed_ns,
 	.queue_wait_fence = umc_queue_wait_fence,
 	.stream_wait_fence = umc_stream_wait_fence,
+	.stream_record_fence = umc_stream_record_fence,
 };
 
 #else /* !UM_HAVE_CUDA */
