@@ -78,6 +78,9 @@ FIXTURE_SETUP(gpu)
 
 FIXTURE_TEARDOWN(gpu)
 {
+	/* Kernels of a failed test may still run on the region: let them end. */
+	if (self->s)
+		gu_stream_sync(self->s);
 	if (self->ctx) {
 		um_wait_all(self->ctx);
 		um_context_destroy(self->ctx);
@@ -275,6 +278,7 @@ TEST_F(gpu, tiered_budget_seen_by_the_driver)
 		ASSERT_LE(dev_current(self->ctx, NULL), budget);
 	}
 	ASSERT_EQ(0, um_wait_all(self->ctx));
+	ASSERT_EQ(0, gu_stream_sync(self->s));
 	for (i = 0; i < 8; i++)
 		ASSERT_EQ(0, um_free(self->ctx, regs[i].h));
 }
