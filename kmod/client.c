@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * client.c - /dev/umm: one open file is one client with its own ring of
+ * /dev/umm: one open file is one client with its own ring of
  * fixed-size event records, its books (what it holds per tier) and the
  * events it still owes an ACK for.
  */
@@ -272,6 +272,7 @@ static ssize_t umm_read_iter(struct kiocb *iocb, struct iov_iter *to)
 	ssize_t done = 0;
 	int ret;
 
+	/* pairs with the release in umm_ioc_api(): name, features set */
 	if (!smp_load_acquire(&c->ready))
 		return -EBADFD;
 	if (iov_iter_count(to) < sizeof(ev))
@@ -310,6 +311,7 @@ static __poll_t umm_poll(struct file *file, poll_table *wait)
 	struct umm_client *c = file->private_data;
 
 	poll_wait(file, &c->wq, wait);
+	/* pairs with the release in umm_ioc_api() */
 	if (!smp_load_acquire(&c->ready))
 		return EPOLLERR;
 	return umm_readable(c) ? EPOLLIN | EPOLLRDNORM : 0;
@@ -383,6 +385,7 @@ static long umm_ioc_api(struct umm_client *c, struct umm_api __user *uarg)
 	c->priority = a.priority;
 	c->features = a.features;
 	umm_client_place(c);
+	/* lockless readers (read, poll, ioctl) see the client complete */
 	smp_store_release(&c->ready, true);
 	spin_unlock(&umm.lock);
 unlock:
@@ -603,6 +606,7 @@ static long umm_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 
 	if (cmd == UMM_IOC_API)
 		return umm_ioc_api(c, uarg);
+	/* pairs with the release in umm_ioc_api() */
 	if (!smp_load_acquire(&c->ready))
 		return -EBADFD;
 	switch (cmd) {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * debugfs.c - <debugfs>/umm/clients: one line per open file of /dev/umm,
+ * <debugfs>/umm/clients: one line per open file of /dev/umm,
  * for root only (debugfs itself is root-only; the file is 0400).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt

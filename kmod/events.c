@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * events.c - who is told what. One policy for every source: the bytes a
+ * Who is told what. One policy for every source: the bytes a
  * source needs back are asked of the clients holding bytes there, lowest
  * priority first, first from what they declared reclaimable, then (for
  * watermarks and budgets, not for reclaim) from the rest of what they hold.

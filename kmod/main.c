@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * main.c - umm.ko: memory pressure events per NUMA node and per GPU budget
+ * umm.ko: memory pressure events per NUMA node and per GPU budget
  * for cooperating processes (the um unified memory manager).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt

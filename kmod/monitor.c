@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * monitor.c - levels of the sources: free memory of every node against its
+ * Levels of the sources: free memory of every node against its
  * watermarks, sampled by a delayed work, and clients' GPU usage against the
  * GPU budgets; the enabled switch; the inject file.
  */

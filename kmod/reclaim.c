@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * reclaim.c - the kernel's own reclaim and OOM paths as sources: a
+ * The kernel's own reclaim and OOM paths as sources: a
  * NUMA-aware shrinker whose objects are the pages clients declared
  * reclaimable on a node, and an OOM notifier. Both only queue events: they
  * run in reclaim context, so they take spinlocks only, never sleep and never

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * sysfs.c - /sys/kernel/mm/umm: global knobs and figures, nodes/node<N>/
+ * /sys/kernel/mm/umm: global knobs and figures, nodes/node<N>/
  * and gpus/gpu<N>/. One value per file, units in the names, knobs 0600,
  * figures 0400, inject 0200; a bad write fails with -EINVAL and changes
  * nothing. Documentation/ABI/testing/sysfs-kernel-mm-umm describes each file.

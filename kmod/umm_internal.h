@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * umm_internal.h - state shared by the files of umm.ko.
+ * State shared by the files of umm.ko.
  *
  * Locking (outermost first; see Documentation/design/umm.rst):
  *
@@ -152,7 +152,7 @@ struct umm_client {
 	struct umm_book gpus[UMM_MAX_GPUS];
 	u64 ask;
 
-	spinlock_t ring_lock;
+	spinlock_t ring_lock;		/* see the top of this file */
 	struct umm_event *ring;
 	u32 queue_len;
 	u32 head;
@@ -171,7 +171,7 @@ struct umm_client {
 	u64 bytes_freed;
 
 	wait_queue_head_t wq;
-	struct mutex read_mutex;
+	struct mutex read_mutex;	/* see the top of this file */
 };
 
 /* Module-wide figures, shown in sysfs (0400). */
@@ -209,8 +209,8 @@ struct umm_stats {
  * @stats:	figures.
  */
 struct umm_state {
-	struct mutex mutex;
-	spinlock_t lock;
+	struct mutex mutex;		/* see the top of this file */
+	spinlock_t lock;		/* see the top of this file */
 	struct list_head clients;
 	struct umm_node **nodes;
 	struct umm_gpu *gpus[UMM_MAX_GPUS];
@@ -227,9 +227,17 @@ struct umm_state {
 
 extern struct umm_state umm;
 
+/* The next node with memory after *@nid (start with -1), or NULL. */
+static inline struct umm_node *umm_next_node(int *nid)
+{
+	while (++*nid < nr_node_ids)
+		if (umm.nodes[*nid])
+			return umm.nodes[*nid];
+	return NULL;
+}
+
 #define for_each_umm_node(n, nid)					\
-	for ((nid) = 0; (nid) < nr_node_ids; (nid)++)			\
-		if (((n) = umm.nodes[(nid)]) != NULL)
+	for ((nid) = -1; ((n) = umm_next_node(&(nid))) != NULL; )
 
 /* client.c: /dev/umm */
 int umm_dev_init(void);
