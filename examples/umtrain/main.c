@@ -38,7 +38,7 @@ static void usage(void)
 "checksum of the final weights.\n\n"
 "Options:\n"
 "  -H, --hidden N       width of the hidden layers (default 1024)\n"
-"  -L, --layers N       linear layers, 2..64 (default 10)\n"
+"  -L, --layers N       linear layers, 2..64 (default 16)\n"
 "  -b, --batch N        samples per step (default 32)\n"
 "  -n, --steps N        training steps (default 20)\n"
 "  -s, --seed N         seed of data, teacher and initial weights (default 1)\n"
@@ -46,7 +46,7 @@ static void usage(void)
 "  -B, --budget SIZE    device budget: bytes with K/M/G suffix, 'unlimited',\n"
 "                       or 'auto' (default: a quarter of the optimizer state,\n"
 "                       at least one step's working set)\n"
-"      --shard SIZE     optimizer state per region, at most (default 1M)\n"
+"      --shard SIZE     optimizer state per region, at most (default 2M)\n"
 "  -t, --threads N      math threads; never changes results (default: CPUs)\n"
 "      --backend NAME   sim, cuda or auto (default sim: the math runs on the CPU)\n"
 "  -c, --compare        run with an unlimited budget, then with --budget, and\n"
@@ -458,9 +458,9 @@ int main(int argc, char **argv)
 {
 	struct opts o = {
 		.cfg = {
-			.hidden = 1024, .layers = 10, .batch = 32,
+			.hidden = 1024, .layers = 16, .batch = 32,
 			.steps = 20, .seed = 1, .lr = 1e-4f,
-			.shard_bytes = MiB, .backend = UM_BACKEND_SIM,
+			.shard_bytes = 2 * MiB, .backend = UM_BACKEND_SIM,
 		},
 		.auto_budget = true,
 	};

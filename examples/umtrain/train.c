@@ -178,6 +178,13 @@ static size_t act_elems(const struct train_cfg *c)
 	return e * c->batch;
 }
 
+/* Device bytes a region of b bytes takes: libum maps device memory in
+ * granules (2 MiB on sim and with CUDA's VMM). */
+static uint64_t on_device(uint64_t b)
+{
+	return (b + TRAIN_GRANULE - 1) / TRAIN_GRANULE * TRAIN_GRANULE;
+}
+
 void train_sizes(const struct train_cfg *c, struct train_sizes *sz)
 {
 	size_t se = shard_elems(c);
@@ -189,8 +196,8 @@ void train_sizes(const struct train_cfg *c, struct train_sizes *sz)
 	for (l = 0; l < c->layers; l++) {
 		size_t n = (layer_in(c, l) + 1) * layer_out(c, l);
 		size_t shards = (n + se - 1) / se;
-		uint64_t ws = 2 * n * sizeof(float) +
-			      2 * (n < se ? n : se) * sizeof(float);
+		uint64_t ws = 2 * on_device(n * sizeof(float)) +
+			      2 * on_device((n < se ? n : se) * sizeof(float));
 
 		sz->params += n;
 		sz->regions += 2 + 2 * shards;
@@ -201,7 +208,7 @@ void train_sizes(const struct train_cfg *c, struct train_sizes *sz)
 	sz->param_bytes = sz->params * sizeof(float);
 	sz->grad_bytes = sz->param_bytes;
 	sz->state_bytes = 2 * sz->param_bytes;
-	sz->working_set += sz->act_bytes;
+	sz->working_set += on_device(sz->act_bytes);
 }
 
 /* ---- regions ------------------------------------------------------------ */
@@ -271,6 +278,19 @@ static int layer_regions(struct net *n, unsigned int l)
 	return rc;
 }
 
+/* Frees r, releasing it first if a failed step left it acquired. */
+static void drop(struct net *n, um_region_t r)
+{
+	struct um_region_info info = { .size = sizeof(info) };
+
+	if (!r)
+		return;
+	if (!um_region_info(n->ctx, r, &info))
+		while (info.acquired-- && !um_release(n->ctx, r))
+			;
+	um_free(n->ctx, r);
+}
+
 static void free_regions(struct net *n)
 {
 	unsigned int l, k;
@@ -279,22 +299,19 @@ static void free_regions(struct net *n)
 		struct layer *ly = &n->ly[l];
 
 		for (k = 0; k < ly->nshards; k++) {
-			if (ly->m && ly->m[k])
-				um_free(n->ctx, ly->m[k]);
-			if (ly->v && ly->v[k])
-				um_free(n->ctx, ly->v[k]);
+			if (ly->m)
+				drop(n, ly->m[k]);
+			if (ly->v)
+				drop(n, ly->v[k]);
 		}
-		if (ly->w)
-			um_free(n->ctx, ly->w);
-		if (ly->g)
-			um_free(n->ctx, ly->g);
+		drop(n, ly->w);
+		drop(n, ly->g);
 		free(ly->m);
 		free(ly->v);
 		free(ly->mp);
 		free(ly->vp);
 	}
-	if (n->act)
-		um_free(n->ctx, n->act);
+	drop(n, n->act);
 	free(n->ly);
 	free(n->a);
 	n->ly = NULL;

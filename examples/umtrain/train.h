@@ -15,6 +15,7 @@
 #define TRAIN_IN_DIM	64	/* inputs of the task */
 #define TRAIN_OUT_DIM	16	/* outputs of the task */
 #define TRAIN_TEACHER	64	/* the teacher's hidden width */
+#define TRAIN_GRANULE	(2u << 20)	/* device allocation unit assumed */
 
 struct train_cfg {
 	unsigned int hidden;	/* width of the hidden layers */
@@ -36,7 +37,8 @@ struct train_sizes {
 	uint64_t param_bytes, grad_bytes, state_bytes, act_bytes;
 	uint64_t regions;
 	uint64_t state_regions;
-	uint64_t working_set;		/* device bytes one step needs at once */
+	uint64_t working_set;		/* device bytes one step needs at once,
+					 * regions rounded to TRAIN_GRANULE */
 };
 
 struct train_result {

@@ -149,9 +149,9 @@ static void report_text(const struct pool_bench *pb)
 		     c[UT_SIZE_STR], r1[32], r2[32], t[64];
 		int pr = pass_raw(pb, s);
 
-		snprintf(r1, sizeof(r1), "%.2fx",
+		snprintf(r1, sizeof(r1), "%.3gx",
 			 pb->med[s][M_POOL] / pb->med[s][M_MALLOC]);
-		snprintf(r2, sizeof(r2), "%.0fx",
+		snprintf(r2, sizeof(r2), "%.4gx",
 			 pb->med[s][M_RAW] / pb->med[s][M_POOL]);
 		snprintf(t, sizeof(t), "%s%s",
 			 pass_malloc(pb, s) ? "ok" : "MISS(<=3x malloc)",

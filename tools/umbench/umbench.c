@@ -13,7 +13,7 @@
 
 #include "bench.h"
 #include "um.h"
-#ifdef UMBENCH_HAVE_GPU
+#ifdef UMBENCH_GPU
 #include "gpu.h"
 #endif
 
@@ -227,7 +227,7 @@ int main(int argc, char **argv)
 
 	ut_set_progname(argv[0]);
 	if (has_gpu_flag(argc, argv)) {
-#ifdef UMBENCH_HAVE_GPU
+#ifdef UMBENCH_GPU
 		return umbench_gpu_main(argc, argv);
 #else
 		ut_warn("--gpu: this umbench was built without the GPU "
