@@ -377,8 +377,9 @@ int um_acquire(struct um_context *ctx, um_region_t h, um_tier_t tier,
 				ret = -EOVERFLOW;
 				break;
 			}
+			/* every holder's stream waits for the bytes */
 			r->acquired++;
-			if (r->restore_mig && stream != r->acq_stream)
+			if (r->restore_mig)
 				ret = order_stream(ctx, h, stream);
 			break;
 		}

@@ -124,6 +124,8 @@ static H__UNUSED struct um_context *ctx_sim(uint64_t budget, uint64_t capacity)
 	struct um_context *ctx = NULL;
 
 	cfg_sim(&cfg, budget, capacity);
+	/* no pressure thread shedding behind the test's back */
+	setenv("LIBUM_PRESSURE", "0", 0);
 	if (um_context_create(&cfg, &ctx))
 		return NULL;
 	return ctx;
