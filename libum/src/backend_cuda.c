@@ -171,6 +171,7 @@ static int umc_probe(const char **why)
 
 static int umc_init(struct um_backend *be, const struct um_backend_config *cfg)
 {
+	struct umc_devguard g;
 	struct umc_backend *c;
 	const char *why = NULL;
 	int n, ret;
@@ -199,14 +200,14 @@ static int umc_init(struct um_backend *be, const struct um_backend_config *cfg)
 		ret = -ENODEV;
 		goto err_priv;
 	}
-	ret = umc_rt_check(be, cudaSetDevice(c->first_dev), "cudaSetDevice");
+	ret = umc_dev_enter(be, c->first_dev, &g);
 	if (ret)
 		goto err_priv;
 	/* Create the primary context now, not inside the first migration. */
 	ret = umc_rt_check(be, cudaFree(NULL), "cudaFree(NULL)");
-	if (ret)
-		goto err_priv;
-	ret = umc_mem_init(be);
+	if (!ret)
+		ret = umc_mem_init(be);
+	umc_dev_leave(be, &g);
 	if (ret)
 		goto err_priv;
 	return 0;

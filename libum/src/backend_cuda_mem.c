@@ -115,6 +115,7 @@ static size_t umc_query_gran(struct um_backend *be, int dev)
 	return UMC_DEFAULT_GRAN;
 }
 
+/* Called with the first device current (its primary context made). */
 int umc_mem_init(struct um_backend *be)
 {
 	struct umc_backend *c = umc(be);
@@ -125,12 +126,11 @@ int umc_mem_init(struct um_backend *be)
 	if (ret)
 		return ret;
 	c->gran_max = UMC_DEFAULT_GRAN;
+	/*
+	 * Neither query needs the device's own context: do not create one
+	 * on every GPU of the machine (each costs device memory).
+	 */
 	for (dev = 0; dev < c->ndev; dev++) {
-		struct umc_devguard g;
-
-		ret = umc_dev_enter(be, dev, &g);
-		if (ret)
-			return ret;
 		c->gran[dev] = umc_query_gran(be, dev);
 		if (c->gran[dev] > c->gran_max)
 			c->gran_max = c->gran[dev];
@@ -140,7 +140,6 @@ int umc_mem_init(struct um_backend *be)
 				"cudaDeviceGetAttribute(ConcurrentManagedAccess)"))
 			v = 0;
 		c->managed_ok[dev] = v;
-		umc_dev_leave(be, &g);
 	}
 	/*
 	 * FACTS.md: asking for more managed memory than the card has free can
