@@ -1,0 +1,64 @@
+# um - top-level Makefile.
+#
+# Each component directory has its own Makefile (all, check, clean, and
+# install where something is installed); this one runs them in dependency
+# order and skips the directories that do not exist yet. `make help` lists
+# the targets.
+
+PREFIX  ?= /usr/local
+DESTDIR ?=
+export PREFIX DESTDIR
+
+# Build order: the library first, then what links it, then the tests.
+COMPONENTS := libum tools examples tests/harness tests/unit tests/gpu \
+	      kmod tests/kmod tests/vm tests/e2e
+DIRS := $(patsubst %/Makefile,%,$(wildcard $(addsuffix /Makefile,$(COMPONENTS))))
+
+.PHONY: all check check-fast demo install clean deps help
+
+all:
+	+@set -e; for d in $(DIRS); do $(MAKE) -C $$d all; done
+
+deps:
+	@scripts/deps.sh
+
+# Every suite, including the module's selftests in qemu on both kernels.
+check:
+	+@$(MAKE) --no-print-directory deps
+	+@$(MAKE) --no-print-directory all
+	+@MAKE="$(MAKE)" scripts/check.sh
+
+# The same without the VM suites (tests/kmod, tests/vm, tests/e2e).
+check-fast:
+	+@$(MAKE) --no-print-directory deps
+	+@$(MAKE) --no-print-directory all
+	+@MAKE="$(MAKE)" UM_SKIP_VM=1 scripts/check.sh
+
+demo:
+	+@$(MAKE) --no-print-directory deps
+	+@$(MAKE) --no-print-directory all
+	+@$(MAKE) -C examples demo
+
+install: all
+	+@set -e; for d in $(DIRS); do \
+		if $(MAKE) -C $$d -n install >/dev/null 2>&1; then \
+			$(MAKE) -C $$d install; fi; done
+
+clean:
+	+@for d in $(DIRS); do $(MAKE) -C $$d clean; done
+	rm -rf build
+
+help:
+	@echo 'um - targets of the top-level Makefile'
+	@echo '  all         build every component ($(DIRS))'
+	@echo '  check       install missing packages (deps), build, run every test'
+	@echo '              suite incl. the VM ones; ends "N passed, N failed, N skipped",'
+	@echo '              logs in build/check/'
+	@echo '  check-fast  the same without the VM suites (UM_SKIP_VM=1)'
+	@echo '  demo        deps + all, then run the umtrain demo (examples/)'
+	@echo '  install     install libum, tools, man pages under $$(DESTDIR)$$(PREFIX)'
+	@echo '              (PREFIX=$(PREFIX))'
+	@echo '  deps        install missing Debian packages (scripts/deps.sh; root)'
+	@echo '  clean       remove build outputs'
+	@echo 'One component: make -C <dir> [all|check|clean]. One test program:'
+	@echo '  <dir>/build/<test> -l | -t NAME | -f FIXTURE (see tests/harness/harness.h)'

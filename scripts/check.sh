@@ -1,0 +1,79 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# scripts/check.sh - run every test suite and add up the results.
+#
+# For each suite directory below that has a Makefile with a `check` target,
+# runs `make -C DIR check`, shows its output as it comes and saves it in
+# build/check/<dir>.log. Every kselftest line
+#   # Totals: pass:N fail:N xfail:N xpass:N skip:N error:N
+# in that output is added up (fail, xpass and error count as failed). A
+# suite whose make fails without any failing Totals line (a crash, a build
+# error, a missing binary) counts as one failure, so nothing fails silently.
+# Ends with one line "N passed, N failed, N skipped"; exits 1 on any failure.
+#
+# UM_SKIP_VM=1 skips the suites that boot kernels in qemu (tests/kmod,
+# tests/vm, tests/e2e); `make check-fast` sets it.
+set -uo pipefail
+
+cd "$(dirname "$0")/.." || exit 1
+MAKE=${MAKE:-make}
+SUITES=(tests/harness tests/unit tests/gpu tools examples tests/kmod tests/vm tests/e2e)
+VM_SUITES=" tests/kmod tests/vm tests/e2e "
+LOGDIR=build/check
+mkdir -p "$LOGDIR"
+
+total_pass=0 total_fail=0 total_skip=0
+summary=()
+
+for d in "${SUITES[@]}"; do
+	if [ ! -f "$d/Makefile" ]; then
+		summary+=("$(printf '%-14s absent (no Makefile yet)' "$d")")
+		continue
+	fi
+	if [ "${UM_SKIP_VM:-0}" != 0 ] && [[ $VM_SUITES == *" $d "* ]]; then
+		summary+=("$(printf '%-14s SKIPPED suite (UM_SKIP_VM=1)' "$d")")
+		continue
+	fi
+	if ! $MAKE -C "$d" -n check >/dev/null 2>&1; then
+		summary+=("$(printf '%-14s no check target' "$d")")
+		continue
+	fi
+
+	log="$LOGDIR/${d//\//-}.log"
+	echo "=== $d: make check (log: $log)"
+	start=$SECONDS
+	$MAKE --no-print-directory -C "$d" check 2>&1 | tee "$log"
+	rc=${PIPESTATUS[0]}
+
+	# pass fail skip of this suite, from every Totals line in its log
+	read -r p f s < <(tr -d '\r' <"$log" | awk '
+		/^[ \t]*# Totals: / {
+			for (i = 3; i <= NF; i++) {
+				split($i, kv, ":")
+				if (kv[1] == "pass" || kv[1] == "xfail") p += kv[2]
+				else if (kv[1] == "fail" || kv[1] == "xpass" ||
+					 kv[1] == "error") f += kv[2]
+				else if (kv[1] == "skip") s += kv[2]
+			}
+		}
+		END { print p + 0, f + 0, s + 0 }')
+	note=""
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+		f=1
+		note=" + make exited $rc with no failing test: counted as 1 failure"
+	elif [ "$rc" -ne 0 ]; then
+		note=" (make exited $rc)"
+	fi
+	total_pass=$((total_pass + p))
+	total_fail=$((total_fail + f))
+	total_skip=$((total_skip + s))
+	summary+=("$(printf '%-14s %5d passed, %d failed, %d skipped in %ds%s' \
+		"$d" "$p" "$f" "$s" $((SECONDS - start)) "$note")")
+done
+
+echo
+echo "=== summary (logs in $LOGDIR/)"
+printf '%s\n' "${summary[@]}"
+echo "$total_pass passed, $total_fail failed, $total_skip skipped"
+[ "$total_fail" -eq 0 ]
