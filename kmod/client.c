@@ -6,7 +6,6 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
-#include <linux/ctype.h>
 #include <linux/fs.h>
 #include <linux/ktime.h>
 #include <linux/miscdevice.h>
@@ -325,8 +324,9 @@ static bool umm_name_ok(const char *name)
 
 	if (!len || len == UMM_NAME_LEN)
 		return false;
+	/* printable ASCII: isprint() also passes Latin-1 on some kernels */
 	for (i = 0; i < len; i++)
-		if (!isprint(name[i]))
+		if ((u8)name[i] < 0x20 || (u8)name[i] > 0x7e)
 			return false;
 	return true;
 }
