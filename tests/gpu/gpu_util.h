@@ -15,6 +15,24 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __CUDACC__
+#define GU_HD __host__ __device__
+#else
+#define GU_HD
+#endif
+
+/* The pattern: word i of a region, and the byte at offset off of its tail. */
+static inline GU_HD uint32_t gu_word(uint64_t i, uint32_t salt)
+{
+	return (uint32_t)(i * 2654435761u) ^ (uint32_t)(i >> 32) * 40503u ^
+	       salt;
+}
+
+static inline GU_HD uint8_t gu_byte(uint64_t off, uint32_t salt)
+{
+	return (uint8_t)((off * 31u + salt * 17u) >> 3);
+}
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -53,6 +71,8 @@ void gu_free(void *p);
 
 /* Last CUDA error string (for messages). */
 const char *gu_last_error(void);
+/* Internal: record CUDA error code (a cudaError_t), return -errno or 0. */
+int gu__err(int code);
 
 #ifdef __cplusplus
 }

@@ -9,7 +9,7 @@
 
 UMBENCH_GPU_B ?= build
 ifeq ($(HAVE_CUDA),1)
-UMBENCH_GPU_SRCS := bench_gpu.cu bench_gpu_kern.cu bench_gpu_adam.cu
+UMBENCH_GPU_SRCS := bench_gpu.cu bench_gpu_kern.cu bench_gpu_adam.cu bench_gpu_cpu.cu
 UMBENCH_GPU_OBJS := $(patsubst %.cu,$(UMBENCH_GPU_B)/%.o,$(UMBENCH_GPU_SRCS))
 UMBENCH_GPU_NVCCFLAGS ?= -O2 -arch=sm_90 -cudart static -Werror all-warnings \
 	-Xcompiler -Wall,-Wextra,-Werror,-fno-exceptions,-fno-threadsafe-statics,-ffp-contract=off
