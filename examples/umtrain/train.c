@@ -56,6 +56,7 @@ struct net {
 	struct workers *team;
 	unsigned int nl;
 	struct layer *ly;
+	uint32_t backing;	/* enum um_backing for every region */
 	um_region_t act;
 	float **a;		/* a[0] the batch, a[l + 1] layer l's output */
 	float *y, *d[2];	/* targets; deltas, ping-pong */
@@ -219,6 +220,7 @@ static int region(struct net *n, int kind, size_t bytes, const char *name,
 	struct um_region_desc d = {
 		.size = sizeof(d),
 		.kind = (uint32_t)kind,
+		.backing = n->backing,
 		.bytes = bytes,
 		.name = name,
 	};
@@ -712,6 +714,10 @@ static int open_context(struct net *n, struct train_result *res)
 		return fail(n, rc, "creating the libum context");
 	res->backend = um_context_backend(n->ctx);
 	res->budget = uc.device_budget;
+	/* The math runs on the CPU: with a real GPU only managed memory is
+	 * reachable from it (sim device memory is host memory anyway). */
+	n->backing = res->backend == UM_BACKEND_CUDA ? UM_BACKING_MANAGED
+						     : UM_BACKING_DEFAULT;
 	return 0;
 }
 
