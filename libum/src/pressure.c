@@ -393,37 +393,47 @@ static void post_event(struct um_context *ctx, um_tier_t tier, um_tier_t dest,
 	um__exit(ctx);
 }
 
-/* Shed bytes from tier toward dest and wait; returns bytes freed. */
+/*
+ * Shed bytes from tier toward dest and wait; returns bytes freed. For a
+ * host tier, moved copies leave free blocks in the pool's chunks: trimming
+ * afterwards is what gives the node its memory back.
+ */
 static uint64_t shed(struct um_pressure *pr, um_tier_t tier, uint64_t bytes,
 		     um_tier_t dest)
 {
 	struct um_context *ctx = pr->ctx;
+	bool host = UM_TIER_TYPE(tier) == UM_TIER_HOST;
 	uint64_t freed = 0;
-	int64_t got;
+	int64_t got, trimmed;
 
-	if (UM_TIER_TYPE(tier) == UM_TIER_HOST) {
+	if (host) {
 		/* free pool chunks first: no copy at all */
-		int64_t trimmed = um_pool_trim(ctx);
-
+		trimmed = um_pool_trim(ctx);
 		if (trimmed > 0)
 			freed += (uint64_t)trimmed;
 	}
-	if (freed < bytes) {
-		got = um_shed(ctx, tier, bytes - freed, dest);
-		if (got == -ENOSPC && dest != UM_TIER_NONE)
-			got = um_shed(ctx, tier, bytes - freed, UM_TIER_NONE);
-		if (got > 0 && !um_wait_all(ctx))
-			freed += (uint64_t)got;
-		pthread_mutex_lock(&pr->st_lock);
-		pr->st.shed_calls++;
-		if (got > 0)
-			pr->st.shed_bytes += (uint64_t)got;
-		pthread_mutex_unlock(&pr->st_lock);
-		if (got < 0 && got != -ENOENT && got != -ENOSPC)
-			um__log(ctx, UM_LOG_WARN,
-				"pressure: shedding %llu bytes failed: %s",
-				(unsigned long long)bytes, strerror((int)-got));
+	if (freed >= bytes)
+		return freed;
+	got = um_shed(ctx, tier, bytes - freed, dest);
+	if ((got == -ENOSPC || got == -EOPNOTSUPP || got == 0) &&
+	    dest != UM_TIER_NONE && UM_TIER_TYPE(dest) != UM_TIER_SPILL)
+		got = um_shed(ctx, tier, bytes - freed, UM_TIER_NONE);
+	if (got > 0 && !um_wait_all(ctx))
+		freed += (uint64_t)got;
+	if (host) {
+		trimmed = um_pool_trim(ctx);
+		(void)trimmed;	/* what the moves freed, counted in got */
 	}
+	pthread_mutex_lock(&pr->st_lock);
+	pr->st.shed_calls++;
+	if (got > 0)
+		pr->st.shed_bytes += (uint64_t)got;
+	pthread_mutex_unlock(&pr->st_lock);
+	if (got < 0 && got != -ENOENT)
+		um__log(ctx, UM_LOG_WARN,
+			"pressure: shedding %llu bytes from %s failed: %s",
+			(unsigned long long)bytes, host ? "host" : "device",
+			strerror((int)-got));
 	return freed;
 }
 
@@ -653,11 +663,34 @@ static void on_psi(struct um_pressure *pr, int res)
 	arm_psi(pr);
 }
 
+/*
+ * Wait for a completion in poll(2) on the ring's fd rather than inside
+ * io_uring_enter: same wakeups, but tools that must know which system calls
+ * block (valgrind serialises threads and would otherwise stall every other
+ * thread of the process here) see an ordinary poll. Returns 0 when a
+ * completion is ready, -ETIME after timeout_ms.
+ */
+static int wait_cqe(struct um_pressure *pr, int timeout_ms)
+{
+	struct pollfd pfd = { .fd = pr->ring.ring_fd, .events = POLLIN };
+	int ret;
+
+	ret = io_uring_submit(&pr->ring);
+	if (ret < 0 && ret != -EBUSY && ret != -EAGAIN)
+		return ret;
+	if (io_uring_cq_ready(&pr->ring))
+		return 0;
+	ret = poll(&pfd, 1, timeout_ms);
+	if (ret < 0)
+		return errno == EINTR ? -ETIME : -errno;
+	return ret ? 0 : -ETIME;
+}
+
 static void *loop(void *arg)
 {
 	struct um_pressure *pr = arg;
+	int tick_ms = (int)(pr->report_ns / 1000000ull);
 	struct io_uring_cqe *cqe;
-	struct __kernel_timespec ts;
 	uint64_t tag;
 	int ret, res;
 
@@ -667,15 +700,17 @@ static void *loop(void *arg)
 		 TAG_WAKE);
 	maybe_report(pr, true);
 	while (!atomic_load(&pr->stop)) {
-		ts.tv_sec = (long long)(pr->report_ns / 1000000000ull);
-		ts.tv_nsec = (long long)(pr->report_ns % 1000000000ull);
-		io_uring_submit(&pr->ring);
-		ret = io_uring_wait_cqe_timeout(&pr->ring, &cqe, &ts);
-		if (ret == -ETIME || ret == -EINTR) {
-			if (atomic_load(&pr->dirty) || pr->umm_fd >= 0)
+		ret = wait_cqe(pr, tick_ms);
+		if (ret == -ETIME) {
+			if (pr->umm_fd >= 0)
 				maybe_report(pr, false);
 			continue;
 		}
+		if (ret)
+			break;
+		ret = io_uring_peek_cqe(&pr->ring, &cqe);
+		if (ret == -EAGAIN || ret == -EINTR)
+			continue;
 		if (ret)
 			break;
 		tag = io_uring_cqe_get_data64(cqe);

@@ -1,0 +1,259 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Description: the pressure loop (libum/src/pressure.c) where umm.ko is not
+ * loaded: which sources a context finds (no device, a device that refuses
+ * the handshake, PSI as this kernel allows it, PSI refused), that it says so
+ * once and clearly, that LIBUM_PRESSURE=0 turns the thread off, that the
+ * library's own budgets still hold, and that create/destroy leaves no
+ * thread or file descriptor behind. With the module, the loop is tested in
+ * the VM (tests/e2e).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "helpers.h"
+#include "pressure.h"
+
+#define NO_DEV	"/nonexistent/umm"
+#define NO_PSI	"/nonexistent/pressure"
+
+static int count_dir(const char *path)
+{
+	struct dirent *de;
+	DIR *d = opendir(path);
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((de = readdir(d)))
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/* A sim context with the pressure loop on (helpers.h turns it off). */
+static struct um_context *pctx(uint64_t budget, uint64_t capacity)
+{
+	setenv("LIBUM_PRESSURE", "1", 1);
+	return ctx_sim(budget, capacity);
+}
+
+/* Lines of the captured log containing needle. */
+static int log_count(const char *needle)
+{
+	const char *p = g_log.text;
+	int n = 0;
+
+	while ((p = strstr(p, needle))) {
+		n++;
+		p += strlen(needle);
+	}
+	return n;
+}
+
+/* Whether this kernel takes a PSI memory trigger, tested independently. */
+static int psi_works(void)
+{
+	static const char trig[] = "some 150000 2000000";
+	int fd = open("/proc/pressure/memory", O_RDWR | O_NONBLOCK);
+	int ok;
+
+	if (fd < 0)
+		return 0;
+	ok = write(fd, trig, sizeof(trig)) > 0;
+	close(fd);
+	return ok;
+}
+
+TEST(no_module_no_psi_budgets_only)
+{
+	struct um_pressure_stats st;
+	struct um_context *ctx;
+
+	setenv("LIBUM_UMM_DEV", NO_DEV, 1);
+	setenv("LIBUM_PSI_PATH", NO_PSI, 1);
+	logcap_reset();
+	ctx = pctx(0, 64 * MiB);
+	ASSERT_NONNULL(ctx);
+	ASSERT_EQ(UM_PSRC_BUDGET, um__pressure_sources(ctx));
+	ASSERT_TRUE(logcap_has(UM_LOG_INFO, "pressure: sources: own budgets",
+			       "no " NO_DEV, NO_PSI, NULL))
+		TH_LOG("log: %s", g_log.text);
+	/* said once */
+	ASSERT_EQ(1, log_count("pressure: sources"));
+	ASSERT_EQ(0, um__pressure_stats(ctx, &st));
+	ASSERT_EQ(UM_PSRC_BUDGET, st.sources);
+	ASSERT_EQ(0, st.events);
+	ASSERT_EQ(0, st.reports);
+	ASSERT_EQ(0, um_context_destroy(ctx));
+}
+
+TEST(device_refusing_handshake)
+{
+	struct um_context *ctx;
+
+	setenv("LIBUM_UMM_DEV", "/dev/null", 1);
+	setenv("LIBUM_PSI_PATH", NO_PSI, 1);
+	logcap_reset();
+	ctx = pctx(0, 64 * MiB);
+	ASSERT_NONNULL(ctx);
+	ASSERT_EQ(UM_PSRC_BUDGET, um__pressure_sources(ctx));
+	ASSERT_TRUE(logcap_has(UM_LOG_INFO, "pressure: sources: own budgets",
+			       "/dev/null refused the handshake", NULL))
+		TH_LOG("log: %s", g_log.text);
+	ASSERT_EQ(0, um_context_destroy(ctx));
+}
+
+/* PSI is used exactly when the kernel accepts a trigger (not here: EINVAL). */
+TEST(psi_as_this_kernel_allows)
+{
+	int want = psi_works();
+	struct um_context *ctx;
+
+	setenv("LIBUM_UMM_DEV", NO_DEV, 1);
+	unsetenv("LIBUM_PSI_PATH");
+	logcap_reset();
+	ctx = pctx(0, 64 * MiB);
+	ASSERT_NONNULL(ctx);
+	if (want) {
+		ASSERT_EQ(UM_PSRC_BUDGET | UM_PSRC_PSI,
+			  um__pressure_sources(ctx));
+		ASSERT_TRUE(logcap_has(UM_LOG_INFO, "PSI trigger, own budgets",
+				       NULL));
+	} else {
+		ASSERT_EQ(UM_PSRC_BUDGET, um__pressure_sources(ctx));
+		ASSERT_TRUE(logcap_has(UM_LOG_INFO, "PSI: ",
+				       "/proc/pressure/memory", NULL))
+			TH_LOG("log: %s", g_log.text);
+	}
+	TH_LOG("PSI triggers %s on this kernel", want ? "work" : "are refused");
+	ASSERT_EQ(0, um_context_destroy(ctx));
+}
+
+TEST(psi_path_not_a_trigger)
+{
+	struct um_context *ctx;
+
+	setenv("LIBUM_UMM_DEV", NO_DEV, 1);
+	setenv("LIBUM_PSI_PATH", "/", 1);
+	logcap_reset();
+	ctx = pctx(0, 64 * MiB);
+	ASSERT_NONNULL(ctx);
+	ASSERT_EQ(UM_PSRC_BUDGET, um__pressure_sources(ctx));
+	ASSERT_TRUE(logcap_has(UM_LOG_INFO, "PSI: no /: ", NULL))
+		TH_LOG("log: %s", g_log.text);
+	ASSERT_EQ(0, um_context_destroy(ctx));
+}
+
+TEST(disabled_by_environment)
+{
+	struct um_pressure_stats st;
+	struct um_context *ctx;
+	int threads;
+
+	setenv("LIBUM_PRESSURE", "0", 1);
+	setenv("LIBUM_UMM_DEV", "/dev/null", 1);
+	logcap_reset();
+	threads = count_dir("/proc/self/task");
+	ctx = ctx_sim(0, 64 * MiB);
+	ASSERT_NONNULL(ctx);
+	ASSERT_EQ(UM_PSRC_BUDGET, um__pressure_sources(ctx));
+	ASSERT_TRUE(logcap_has(UM_LOG_INFO, "LIBUM_PRESSURE=0", NULL));
+	/* no handshake was even tried */
+	ASSERT_EQ(0, log_count("handshake"));
+	ASSERT_EQ(0, um__pressure_stats(ctx, &st));
+	ASSERT_EQ(UM_PSRC_BUDGET, st.sources);
+	/* sim queue threads may exist; the pressure thread must not */
+	um__pressure_stop(ctx);
+	um__pressure_notify(ctx);
+	ASSERT_EQ(0, um_context_destroy(ctx));
+	ASSERT_EQ(threads, count_dir("/proc/self/task"));
+}
+
+TEST(bad_arguments)
+{
+	struct um_pressure_stats st;
+	struct um_context *ctx;
+
+	setenv("LIBUM_UMM_DEV", NO_DEV, 1);
+	setenv("LIBUM_PSI_PATH", NO_PSI, 1);
+	ctx = pctx(0, 64 * MiB);
+	ASSERT_NONNULL(ctx);
+	ASSERT_EQ(-EINVAL, um__pressure_stats(ctx, NULL));
+	/* started already by um_context_create */
+	ASSERT_EQ(-EINVAL, um__pressure_start(ctx));
+	ASSERT_EQ(-EINVAL, um__pressure_start(NULL));
+	um__pressure_stop(NULL);
+	um__pressure_notify(NULL);
+	ASSERT_EQ(UM_PSRC_BUDGET, um__pressure_sources(NULL));
+	ASSERT_EQ(0, um__pressure_stats(NULL, &st));
+	ASSERT_EQ(UM_PSRC_BUDGET, st.sources);
+	/* stop is idempotent; destroy after an explicit stop is fine */
+	um__pressure_stop(ctx);
+	um__pressure_stop(ctx);
+	ASSERT_EQ(0, um_context_destroy(ctx));
+}
+
+TEST(create_destroy_leaves_nothing)
+{
+	int fds, threads;
+
+	setenv("LIBUM_UMM_DEV", "/dev/null", 1);
+	setenv("LIBUM_PSI_PATH", NO_PSI, 1);
+	setenv("LIBUM_PRESSURE_REPORT_MS", "5", 1);
+	/* one round first: lazily created process-wide state settles */
+	ASSERT_EQ(0, um_context_destroy(pctx(0, 16 * MiB)));
+	fds = count_dir("/proc/self/fd");
+	threads = count_dir("/proc/self/task");
+	for (int i = 0; i < 20; i++) {
+		struct um_context *ctx = pctx(0, 16 * MiB);
+
+		ASSERT_NONNULL(ctx);
+		um__pressure_notify(ctx);
+		if (i % 2)
+			usleep(10000);	/* let the loop run a few ticks */
+		ASSERT_EQ(0, um_context_destroy(ctx));
+	}
+	ASSERT_EQ(fds, count_dir("/proc/self/fd"));
+	ASSERT_EQ(threads, count_dir("/proc/self/task"));
+}
+
+/* Without any kernel source, the library's own budget still evicts. */
+TEST(budgets_hold_without_sources)
+{
+	struct um_context *ctx;
+	um_region_t a, b;
+	void *p;
+
+	setenv("LIBUM_UMM_DEV", NO_DEV, 1);
+	setenv("LIBUM_PSI_PATH", NO_PSI, 1);
+	ctx = pctx(8 * MiB, 64 * MiB);
+	ASSERT_NONNULL(ctx);
+	a = region(ctx, UM_KIND_OPTIMIZER_STATE, 0, 6 * MiB, "a");
+	b = region(ctx, UM_KIND_OPTIMIZER_STATE, 0, 6 * MiB, "b");
+	ASSERT_NE(0, a);
+	ASSERT_NE(0, b);
+	ASSERT_EQ(0, um_acquire(ctx, a, UM_TIER_GPU(0), NULL));
+	ASSERT_EQ(0, um_ptr(ctx, a, &p));
+	pattern_fill(p, 6 * MiB, 11);
+	ASSERT_EQ(0, um_release(ctx, a));
+	ASSERT_EQ(0, um_acquire(ctx, b, UM_TIER_GPU(0), NULL));
+	ASSERT_EQ(0, um_wait_all(ctx));
+	ASSERT_FALSE(on_gpu(ctx, a));
+	ASSERT_TRUE(on_gpu(ctx, b));
+	ASSERT_EQ(0, um_release(ctx, b));
+	ASSERT_EQ(0, um_acquire(ctx, a, UM_TIER_GPU(0), NULL));
+	ASSERT_EQ(0, um_wait_all(ctx));
+	ASSERT_EQ(-1, pattern_check(p, 6 * MiB, 11));
+	ASSERT_EQ(0, um_release(ctx, a));
+	ASSERT_EQ(0, um_free(ctx, a));
+	ASSERT_EQ(0, um_free(ctx, b));
+	ASSERT_EQ(0, um_context_destroy(ctx));
+}
+
+TEST_HARNESS_MAIN
