@@ -732,7 +732,9 @@ static int wait_mig(struct um_context *ctx, struct um_mig *m, bool stream,
 	if (stream)	/* ordered, not necessarily reached yet */
 		return ret;
 	/* reached but not reapable: the backend disagrees with itself */
-	return ret ? ret : -EIO;
+	um__log(ctx, UM_LOG_ERR, "engine: a reached fence is not reapable (%d)",
+		ret);
+	return -EPROTO;
 }
 
 int um__wait_mig(struct um_context *ctx, struct um_mig *m)
@@ -763,7 +765,7 @@ int um__wait_all(struct um_context *ctx)
 
 	while (ctx->migs) {
 		ret = um__wait_mig(ctx, ctx->migs);
-		if (ret == -EIO && ctx->migs)
+		if (ret == -EPROTO)
 			break;
 	}
 	ret = ctx->error;
@@ -792,7 +794,7 @@ int um_wait(struct um_context *ctx, um_region_t h)
 			break;
 		}
 		ret = um__wait_region(ctx, r);
-		if (ret == -EIO)
+		if (ret == -EPROTO)
 			break;
 	}
 	um__exit(ctx);

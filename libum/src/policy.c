@@ -312,6 +312,8 @@ static int order_stream(struct um_context *ctx, um_region_t h, void *stream)
 	r = um__region_get(ctx, h);
 	um__log(ctx, UM_LOG_ERR, "acquire: cannot order stream %p after \"%s\" (%d)",
 		stream, r ? r->name : "?", ret);
+	if (r && r->error == ret)
+		r->error = 0;	/* reported here, not again by um_wait */
 	if (r && r->acquired && !--r->acquired) {
 		r->acq_tier = UM_TIER_NONE;
 		um__settle(ctx, r);

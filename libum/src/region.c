@@ -486,12 +486,13 @@ static bool tier_valid_for_advice(struct um_context *ctx, um_tier_t t)
 int um_advise(struct um_context *ctx, um_region_t h, int advice,
 	      um_tier_t tier)
 {
-	struct um_backend *be = &ctx->be;
+	struct um_backend *be;
 	struct um_region *r;
 	int ret = um__enter(ctx);
 
 	if (ret)
 		return ret;
+	be = &ctx->be;
 	if (!h || advice < UM_ADVISE_PREFERRED_LOCATION ||
 	    advice > UM_ADVISE_UNSET_READ_MOSTLY) {
 		ret = -EINVAL;

@@ -1,0 +1,265 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Description: context creation from struct um_config and LIBUM_*
+ * environment variables: defaults, K/M/G/T suffixes, a field beating its
+ * variable, UM_BACKEND/LIBUM_BACKEND beating the field, bad values failing
+ * with -EINVAL and one ERR line naming the variable, wrong struct sizes,
+ * and the automatic backend choice logging why it fell back to sim.
+ * (Each test runs in its own process, so setenv stays local to it.)
+ */
+#include "harness.h"
+#include "helpers.h"
+#include "internal.h"
+
+static int create(struct um_config *cfg, struct um_context **ctx)
+{
+	setenv("LIBUM_PRESSURE", "0", 1);
+	return um_context_create(cfg, ctx);
+}
+
+static uint64_t budget_of(struct um_context *ctx)
+{
+	uint64_t b = 0;
+
+	um_budget_get(ctx, 0, &b);
+	return b;
+}
+
+TEST(config_init_and_defaults)
+{
+	struct um_config cfg;
+	struct um_context *ctx;
+
+	memset(&cfg, 0x7f, sizeof(cfg));
+	um_config_init(&cfg);
+	EXPECT_EQ(sizeof(cfg), cfg.size);
+	EXPECT_EQ(0, cfg.backend);
+	EXPECT_EQ(0, cfg.device_budget);
+	EXPECT_NULL(cfg.log);
+	EXPECT_NULL(cfg.spill_dir);
+	EXPECT_EQ(0, cfg.flags);
+	cfg.backend = UM_BACKEND_SIM;
+	ASSERT_EQ(0, create(&cfg, &ctx));
+	EXPECT_EQ(UM_BACKEND_SIM, um_context_backend(ctx));
+	EXPECT_EQ(1ull << 30, budget_of(ctx));	/* default sim capacity */
+	EXPECT_EQ(0, um_context_destroy(ctx));
+	/* NULL config: every default */
+	unsetenv("UM_BACKEND");
+	setenv("LIBUM_BACKEND", "sim", 1);
+	ASSERT_EQ(0, create(NULL, &ctx));
+	EXPECT_EQ(UM_BACKEND_SIM, um_context_backend(ctx));
+	EXPECT_EQ(0, um_context_destroy(ctx));
+}
+
+TEST(env_sizes_with_suffixes)
+{
+	static const struct { const char *v; uint64_t want; } ok[] = {
+		{ "64M", 64 * MiB }, { "64m", 64 * MiB }, { "1G", GiB },
+		{ "1gib", GiB }, { "4096", 4096 }, { "512K", 512 * KiB },
+		{ "3MB", 3 * MiB },
+	};
+	uint64_t v;
+	struct um_config cfg;
+	struct um_context *ctx;
+
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		cfg_sim(&cfg, 0, 0);
+		setenv("LIBUM_SIM_CAPACITY", "1G", 1);	/* >= every budget */
+		setenv("LIBUM_DEVICE_BUDGET", ok[i].v, 1);
+		ASSERT_EQ(0, create(&cfg, &ctx)) TH_LOG("%s", ok[i].v);
+		EXPECT_EQ(ok[i].want, budget_of(ctx)) TH_LOG("%s", ok[i].v);
+		EXPECT_EQ(0, um_context_destroy(ctx));
+	}
+	/* the parser itself, past what a test should map */
+	ASSERT_EQ(0, um__parse_size("1T", &v));
+	EXPECT_EQ(1ull << 40, v);
+	ASSERT_EQ(0, um__parse_size("16EiB", &v) == -EINVAL ? 0 : 1);
+	ASSERT_EQ(0, um__parse_size("15K", &v));
+	EXPECT_EQ(15 * KiB, v);
+	EXPECT_EQ(-EINVAL, um__parse_size("", &v));
+	EXPECT_EQ(-EINVAL, um__parse_size("K", &v));
+	EXPECT_EQ(-EINVAL, um__parse_size("18446744073709551616", &v));
+	EXPECT_EQ(-EINVAL, um__parse_size("17179869184G", &v));
+	/* the field beats the variable */
+	cfg_sim(&cfg, 8 * MiB, 0);
+	ASSERT_EQ(0, create(&cfg, &ctx));
+	EXPECT_EQ(8 * MiB, budget_of(ctx));
+	EXPECT_EQ(0, um_context_destroy(ctx));
+}
+
+TEST(env_bad_values)
+{
+	static const struct { const char *var, *val; } bad[] = {
+		{ "LIBUM_DEVICE_BUDGET", "lots" },
+		{ "LIBUM_DEVICE_BUDGET", "12Q" },
+		{ "LIBUM_DEVICE_BUDGET", "-5" },
+		{ "LIBUM_DEVICE_BUDGET", " 5" },
+		{ "LIBUM_DEVICE_BUDGET", "99999999999999999999" },
+		{ "LIBUM_DEVICE_BUDGET", "99999999999T" },
+		{ "LIBUM_SIM_CAPACITY", "1K" },		/* below the minimum */
+		{ "LIBUM_CHUNK_BYTES", "100" },
+		{ "LIBUM_POOL_CHUNK", "1M" },
+		{ "LIBUM_LOG_LEVEL", "loud" },
+		{ "LIBUM_LOG_LEVEL", "9" },
+		{ "LIBUM_BACKEND", "tpu" },
+		{ "UM_BACKEND", "gpu" },
+	};
+	struct um_config cfg;
+	struct um_context *ctx = (struct um_context *)&cfg;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		pid_t pid = fork();
+		int status;
+
+		ASSERT_LE(0, pid);
+		if (!pid) {
+			logcap_reset();
+			cfg_sim(&cfg, 0, 0);
+			cfg.backend = 0;	/* fields given beat variables */
+			cfg.log_level = 0;
+			unsetenv("UM_BACKEND");
+			setenv(bad[i].var, bad[i].val, 1);
+			if (create(&cfg, &ctx) != -EINVAL || ctx)
+				_exit(1);
+			if (!logcap_has(UM_LOG_ERR, bad[i].var, bad[i].val, NULL))
+				_exit(2);
+			_exit(g_log.err == 1 ? 0 : 3);
+		}
+		ASSERT_EQ(pid, waitpid(pid, &status, 0));
+		EXPECT_EQ(0, WEXITSTATUS(status)) TH_LOG("%s=%s", bad[i].var,
+							  bad[i].val);
+	}
+}
+
+TEST(backend_choice)
+{
+	struct um_config cfg;
+	struct um_context *ctx;
+	int ret;
+
+	/* AUTO: sim here (no GPU), with one INFO line saying why */
+	unsetenv("UM_BACKEND");
+	unsetenv("LIBUM_BACKEND");
+	logcap_reset();
+	cfg_sim(&cfg, 0, 16 * MiB);
+	cfg.backend = UM_BACKEND_AUTO;
+	ASSERT_EQ(0, create(&cfg, &ctx));
+	if (um_context_backend(ctx) == UM_BACKEND_SIM)
+		EXPECT_TRUE(logcap_has(UM_LOG_INFO, "using sim", NULL));
+	EXPECT_EQ(0, um_context_destroy(ctx));
+
+	/* the environment beats the field */
+	setenv("UM_BACKEND", "sim", 1);
+	cfg.backend = UM_BACKEND_CUDA;
+	ASSERT_EQ(0, create(&cfg, &ctx));
+	EXPECT_EQ(UM_BACKEND_SIM, um_context_backend(ctx));
+	EXPECT_EQ(0, um_context_destroy(ctx));
+
+	/* forcing cuda: a context on a GPU machine, else -ENODEV and why */
+	logcap_reset();
+	setenv("UM_BACKEND", "cuda", 1);
+	cfg.backend = UM_BACKEND_SIM;
+	ctx = NULL;
+	ret = create(&cfg, &ctx);
+	if (ret == 0) {
+		EXPECT_EQ(UM_BACKEND_CUDA, um_context_backend(ctx));
+		EXPECT_EQ(0, um_context_destroy(ctx));
+	} else {
+		EXPECT_EQ(-ENODEV, ret);
+		EXPECT_NULL(ctx);
+		EXPECT_TRUE(logcap_has(UM_LOG_ERR, "cuda", NULL));
+	}
+}
+
+TEST(config_fields_checked)
+{
+	struct um_config cfg;
+	struct {
+		struct um_config c;
+		uint32_t extra;
+	} big;
+	struct um_context *ctx = NULL;
+
+	unsetenv("UM_BACKEND");
+	EXPECT_EQ(-EINVAL, create(&cfg, NULL));
+	cfg_sim(&cfg, 0, 16 * MiB);
+	cfg.size = 0;
+	EXPECT_EQ(-EINVAL, create(&cfg, &ctx));
+	cfg.size = 4;
+	EXPECT_EQ(-EINVAL, create(&cfg, &ctx));
+	cfg.size = 8192;
+	EXPECT_EQ(-E2BIG, create(&cfg, &ctx));
+	cfg_sim(&cfg, 0, 16 * MiB);
+	cfg.flags = 1;
+	EXPECT_EQ(-EINVAL, create(&cfg, &ctx));
+	cfg.flags = 0;
+	cfg.backend = 3;
+	EXPECT_EQ(-EINVAL, create(&cfg, &ctx));
+	cfg.backend = UM_BACKEND_SIM;
+	cfg.log_level = 8;
+	EXPECT_EQ(-EINVAL, create(&cfg, &ctx));
+	cfg.log_level = -1;
+	EXPECT_EQ(-EINVAL, create(&cfg, &ctx));
+	cfg.log_level = UM_LOG_DEBUG;
+	cfg.chunk_bytes = 1000;
+	EXPECT_EQ(-EINVAL, create(&cfg, &ctx));
+	cfg.chunk_bytes = 0;
+	cfg.spill_dir = "";
+	EXPECT_EQ(-EINVAL, create(&cfg, &ctx));
+	cfg.spill_dir = NULL;
+	EXPECT_NULL(ctx);
+	/* a newer caller's larger struct: unknown fields must be zero */
+	memset(&big, 0, sizeof(big));
+	cfg_sim(&big.c, 0, 16 * MiB);
+	big.c.size = sizeof(big);
+	big.extra = 5;
+	EXPECT_EQ(-E2BIG, create(&big.c, &ctx));
+	big.extra = 0;
+	ASSERT_EQ(0, create(&big.c, &ctx));
+	EXPECT_EQ(0, um_context_destroy(ctx));
+	/* an older, shorter one (no log fields): defaults for the rest */
+	cfg_sim(&cfg, 4 * MiB, 16 * MiB);
+	cfg.size = offsetof(struct um_config, spill_dir);
+	ASSERT_EQ(0, create(&cfg, &ctx));
+	EXPECT_EQ(4 * MiB, budget_of(ctx));
+	EXPECT_EQ(0, um_context_destroy(ctx));
+	/* a budget above the device: clamped, said once */
+	logcap_reset();
+	cfg_sim(&cfg, 64 * MiB, 16 * MiB);
+	ASSERT_EQ(0, create(&cfg, &ctx));
+	EXPECT_EQ(16 * MiB, budget_of(ctx));
+	EXPECT_TRUE(logcap_has(UM_LOG_INFO, "budget", "above", NULL));
+	EXPECT_EQ(0, um_context_destroy(ctx));
+}
+
+TEST(log_level_filters)
+{
+	struct um_config cfg;
+	struct um_context *ctx;
+
+	logcap_reset();
+	cfg_sim(&cfg, 0, 16 * MiB);
+	cfg.log_level = UM_LOG_ERR;
+	ASSERT_EQ(0, create(&cfg, &ctx));
+	ASSERT_NE(0, region(ctx, UM_KIND_PARAM, 0, MiB, "x"));
+	EXPECT_EQ(1, um_context_destroy(ctx));	/* a WARN, filtered */
+	EXPECT_EQ(0, g_log.n);
+	/* from the environment, by name */
+	logcap_reset();
+	cfg_sim(&cfg, 0, 16 * MiB);
+	cfg.log_level = 0;
+	setenv("LIBUM_LOG_LEVEL", "warn", 1);
+	ASSERT_EQ(0, create(&cfg, &ctx));
+	ASSERT_NE(0, region(ctx, UM_KIND_PARAM, 0, MiB, "y"));
+	EXPECT_EQ(1, um_context_destroy(ctx));
+	EXPECT_EQ(1, g_log.n);
+	EXPECT_EQ(1, g_log.warn);
+	/* no callback: silent, nothing breaks */
+	cfg_sim(&cfg, 0, 16 * MiB);
+	cfg.log = NULL;
+	ASSERT_EQ(0, create(&cfg, &ctx));
+	ASSERT_NE(0, region(ctx, UM_KIND_PARAM, 0, MiB, "z"));
+	EXPECT_EQ(1, um_context_destroy(ctx));
+}
+
+TEST_HARNESS_MAIN
