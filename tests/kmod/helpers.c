@@ -156,6 +156,38 @@ int umm_wait_type(int fd, uint32_t type, struct umm_event *ev, int timeout_ms)
 	}
 }
 
+int umm_wait_tier(int fd, uint32_t type, uint32_t tier_type, uint32_t id,
+		  struct umm_event *ev, int timeout_ms)
+{
+	uint64_t end = now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	int ret, left = timeout_ms;
+
+	for (;;) {
+		ret = umm_wait_type(fd, type, ev, left);
+		if (ret <= 0)
+			return ret;
+		if (ev->tier_type == tier_type && ev->tier_id == id)
+			return 1;
+		if (timeout_ms < 0)
+			continue;
+		if (now_ns() >= end)
+			return 0;
+		left = (int)((end - now_ns()) / 1000000ull);
+	}
+}
+
+int umm_drain_tier(int fd, uint32_t tier_type, uint32_t id)
+{
+	struct umm_event ev;
+	int n = 0;
+
+	while (umm_next_event(fd, &ev, 0) == 1)
+		if ((tier_type == UMM_TIER_NONE && id == ~0u) ||
+		    (ev.tier_type == tier_type && ev.tier_id == id))
+			n++;
+	return n;
+}
+
 int umm_drain(int fd)
 {
 	struct umm_event ev;

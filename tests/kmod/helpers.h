@@ -42,6 +42,12 @@ int umm_query(int fd, struct umm_level_info *lv, unsigned int room,
 int umm_next_event(int fd, struct umm_event *ev, int timeout_ms);
 /* Like umm_next_event but skip records whose type is not @type. */
 int umm_wait_type(int fd, uint32_t type, struct umm_event *ev, int timeout_ms);
+/* Like umm_wait_type, and also require the event to be about one tier. */
+int umm_wait_tier(int fd, uint32_t type, uint32_t tier_type, uint32_t id,
+		  struct umm_event *ev, int timeout_ms);
+/* Read and drop everything queued now; returns how many records were about
+ * tier (@tier_type, @id) (UMM_TIER_NONE with id ~0u: count every record). */
+int umm_drain_tier(int fd, uint32_t tier_type, uint32_t id);
 /* Read and drop everything queued now; returns how many records. */
 int umm_drain(int fd);
 /* The name of an event type, for messages. */
