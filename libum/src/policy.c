@@ -324,6 +324,7 @@ static int order_stream(struct um_context *ctx, um_region_t h, void *stream)
 static int acquire_host(struct um_context *ctx, struct um_region *r,
 			um_tier_t tier)
 {
+	um_region_t h;
 	int ret;
 
 	if (r->residency == UM_TIER_NONE && r->backing == UM_BACKING_TIERED) {
@@ -338,19 +339,21 @@ static int acquire_host(struct um_context *ctx, struct um_region *r,
 		return 0;
 	}
 	ret = um__to_host(ctx, r, tier);
-	if (ret)
+	if (ret || !r->pending)
 		return ret;
-	/* the caller uses the bytes from the CPU now: wait for them */
-	while (r->pending) {
-		um_region_t h = r->handle;
-
-		ret = um__wait_region(ctx, r);
-		if (!um__region_get(ctx, h))
-			return -ENOENT;
-		if (ret)
-			return ret;
+	/*
+	 * The caller uses the bytes from the CPU: wait for them, with the
+	 * lock dropped, then start over (another thread may have moved r).
+	 */
+	h = r->handle;
+	ret = um__wait_region(ctx, r);
+	r = um__region_get(ctx, h);
+	if (r && r->error) {
+		ret = r->error;
+		r->error = 0;
+		return ret;
 	}
-	return r->error;
+	return ret == -EPROTO ? ret : -EAGAIN;
 }
 
 int um_acquire(struct um_context *ctx, um_region_t h, um_tier_t tier,
