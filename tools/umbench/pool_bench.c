@@ -129,6 +129,13 @@ static int pass_raw(const struct pool_bench *pb, size_t s)
 	return pb->med[s][M_RAW] >= TARGET_RAW_OVER_POOL * pb->med[s][M_POOL];
 }
 
+static char *ratio_str(double v, char buf[32])
+{
+	snprintf(buf, 32, v >= 100 ? "%.0fx" : v >= 10 ? "%.1fx" :
+		 v >= 0.01 ? "%.2fx" : "%.2gx", v);
+	return buf;
+}
+
 static void report_text(const struct pool_bench *pb)
 {
 	static const char *const cols[] = {
@@ -149,10 +156,8 @@ static void report_text(const struct pool_bench *pb)
 		     c[UT_SIZE_STR], r1[32], r2[32], t[64];
 		int pr = pass_raw(pb, s);
 
-		snprintf(r1, sizeof(r1), "%.3gx",
-			 pb->med[s][M_POOL] / pb->med[s][M_MALLOC]);
-		snprintf(r2, sizeof(r2), "%.4gx",
-			 pb->med[s][M_RAW] / pb->med[s][M_POOL]);
+		ratio_str(pb->med[s][M_POOL] / pb->med[s][M_MALLOC], r1);
+		ratio_str(pb->med[s][M_RAW] / pb->med[s][M_POOL], r2);
 		snprintf(t, sizeof(t), "%s%s",
 			 pass_malloc(pb, s) ? "ok" : "MISS(<=3x malloc)",
 			 pr < 0 ? "" : pr ? ", ok" : ", MISS(>=1000x raw)");
