@@ -143,6 +143,7 @@ static void count_on_device(struct um_context *ctx, struct um_region *r)
 	r->counted = true;
 	ctx->dev[r->device].used += r->dev_len;
 	um__counter_add(&ctx->books.device[r->device], r->dev_len);
+	um__books_changed(ctx);
 }
 
 static void uncount(struct um_context *ctx, struct um_region *r)
@@ -152,6 +153,7 @@ static void uncount(struct um_context *ctx, struct um_region *r)
 	r->counted = false;
 	ctx->dev[r->device].used -= r->dev_len;
 	um__counter_sub(&ctx->books.device[r->device], r->dev_len);
+	um__books_changed(ctx);
 }
 
 static void set_residency(struct um_context *ctx, struct um_region *r,
@@ -460,6 +462,12 @@ int um__evict(struct um_context *ctx, struct um_region *r, um_tier_t to,
 		return 0;
 	if (block) {
 		ret = um__host_block(ctx, r, um__tier_node(ctx, to), false);
+		if (ret == -ENOMEM && ctx->spill && policy &&
+		    um__shed_locked(ctx, UM_TIER_HOST_ANY, r->bytes,
+				    UM_TIER_DISK) > 0)
+			/* host full: older host copies went to the spill */
+			ret = um__host_block(ctx, r, um__tier_node(ctx, to),
+					     false);
 		if (ret)
 			return ret;
 		to = um__host_tier(ctx, r->host_node);

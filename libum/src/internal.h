@@ -193,6 +193,7 @@ struct um_context {
 
 	struct um_books books;
 	bool managed_logged;
+	uint64_t managed_bytes;		/* MANAGED allocations, all devices */
 
 	/* issue 5 */
 	struct um_spill *spill;		/* NULL: no spill tier */
@@ -257,6 +258,7 @@ void um__counter_sub(struct um_counter *c, uint64_t bytes);
 void um__books_residency(struct um_context *ctx, struct um_region *r,
 			 um_tier_t from, um_tier_t to);
 int um__leak_report(struct um_context *ctx);
+void um__books_changed(struct um_context *ctx);
 
 /* host.c */
 int um__uhost_fini(struct um_context *ctx);

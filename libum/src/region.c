@@ -199,11 +199,37 @@ static uint32_t resolve_backing(struct um_context *ctx, uint32_t kind,
 	return backing;
 }
 
+/*
+ * Asking for more managed memory than the device has free can hang the GPU
+ * (FACTS.md): refuse beyond what it reports free, counting our own managed
+ * allocations (the driver's figure does not see their residency).
+ */
+static int managed_fits(struct um_context *ctx, struct um_region *r)
+{
+	struct um_backend *be = &ctx->be;
+	uint64_t free_b = 0, total = 0;
+
+	if (be->ops->mem_info(be, (int)r->device, &free_b, &total))
+		return 0;
+	if (ctx->managed_bytes + r->dev_len <= free_b)
+		return 0;
+	um__log(ctx, UM_LOG_ERR,
+		"alloc: MANAGED region \"%s\" of %zu bytes: with %llu managed bytes already, more than device %u has free (%llu)",
+		r->name, r->dev_len, (unsigned long long)ctx->managed_bytes,
+		(unsigned int)r->device, (unsigned long long)free_b);
+	return -ENOMEM;
+}
+
 static int region_map_va(struct um_context *ctx, struct um_region *r)
 {
 	struct um_backend *be = &ctx->be;
 	int ret;
 
+	if (r->backing == UM_BACKING_MANAGED) {
+		ret = managed_fits(ctx, r);
+		if (ret)
+			return ret;
+	}
 	if (r->backing == UM_BACKING_MANAGED)
 		ret = be->ops->managed_alloc(be, (int)r->device, r->dev_len,
 					     &r->ptr);
@@ -212,6 +238,8 @@ static int region_map_va(struct um_context *ctx, struct um_region *r)
 					  &r->ptr);
 	if (!ret && !r->ptr)
 		ret = -EFAULT;
+	if (!ret && r->backing == UM_BACKING_MANAGED)
+		ctx->managed_bytes += r->dev_len;
 	return ret;
 }
 
@@ -221,9 +249,10 @@ static void region_unmap_va(struct um_context *ctx, struct um_region *r)
 
 	if (!r->ptr)
 		return;
-	if (r->backing == UM_BACKING_MANAGED)
+	if (r->backing == UM_BACKING_MANAGED) {
 		be->ops->managed_free(be, r->ptr, r->dev_len);
-	else
+		ctx->managed_bytes -= r->dev_len;
+	} else
 		be->ops->va_release(be, r->ptr, r->dev_len);
 	r->ptr = NULL;
 }
@@ -300,6 +329,7 @@ int um_alloc(struct um_context *ctx, const struct um_region_desc *desc,
 	ctx->regions.prev = r;
 	ctx->nregions++;
 	um__counter_add(&ctx->books.kind[r->kind], r->bytes);
+	um__books_changed(ctx);
 	*out = r->handle;
 	um__log(ctx, UM_LOG_DEBUG, "alloc: \"%s\" %llu bytes kind %s at %p",
 		r->name, (unsigned long long)r->bytes, um_kind_name((int)r->kind),
@@ -342,6 +372,7 @@ void um__region_destroy(struct um_context *ctx, struct um_region *r)
 	r->next->prev = r->prev;
 	ctx->nregions--;
 	um__counter_sub(&ctx->books.kind[r->kind], r->bytes);
+	um__books_changed(ctx);
 	free(r);
 }
 

@@ -16,6 +16,9 @@
 #include <string.h>
 
 #include "internal.h"
+#if UM_HAVE_PRESSURE
+#include "pressure.h"
+#endif
 #if UM_HAVE_SPILL
 #include "spill.h"
 #endif
@@ -121,8 +124,16 @@ void um__books_residency(struct um_context *ctx, struct um_region *r,
 		return;
 	tier_add(ctx, from, r->bytes, false);
 	tier_add(ctx, to, r->bytes, true);
+	um__books_changed(ctx);
+}
+
+/* The pressure loop REPORTs what we hold on change (cheap, lock-free). */
+void um__books_changed(struct um_context *ctx)
+{
 #if UM_HAVE_PRESSURE
-	/* the pressure loop REPORTs on change */
+	um__pressure_notify(ctx);
+#else
+	(void)ctx;
 #endif
 }
 
