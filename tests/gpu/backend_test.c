@@ -17,7 +17,8 @@
 #include "harness.h"
 #include "gpu_util.h"
 
-#define MiB (1ull << 20)
+/* Divided by 16 on the CPU stand-in for CUDA (see um_gpu_test.c). */
+#define MiB ((1ull << 20) / (gu_is_mock() ? 16 : 1))
 
 static void be_log(void *arg, int level, const char *fmt, ...)
 {
@@ -83,7 +84,7 @@ TEST_F(be, probe_and_info)
 	ASSERT_LE(4096, g);
 	ASSERT_EQ(0, g & (g - 1)) TH_LOG("granularity %zu", g);
 	TH_LOG("device 0: %llu MiB free of %llu, granularity %zu KiB",
-	       (unsigned long long)(f / MiB), (unsigned long long)(t / MiB),
+	       (unsigned long long)(f >> 20), (unsigned long long)(t >> 20),
 	       g >> 10);
 	/* Bad device numbers are refused, not passed to CUDA. */
 	ASSERT_EQ(-ENODEV, um_backend_cuda.mem_info(&self->be, 4096, &f, &t));
@@ -280,7 +281,8 @@ TEST_F(be, fences_time_a_copy)
 	TH_LOG("256 MiB H2D in %.3f ms: %.1f GB/s", ns / 1e6,
 	       (double)len / (double)ns);
 	/* A copy slower than 1 GB/s means the host chunk is not pinned. */
-	EXPECT_LT((double)ns, (double)len);
+	if (!gu_is_mock())
+		EXPECT_LT((double)ns, (double)len);
 	ASSERT_EQ(0, o->fill(&self->be, self->q, dev, 0xab, len));
 	ASSERT_EQ(0, o->queue_sync(&self->be, self->q));
 	o->queue_destroy(&self->be, q2);

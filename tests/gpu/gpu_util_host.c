@@ -163,3 +163,11 @@ void gu_free(void *p)
 	if (p)
 		(void)gu_err(cudaFree(p));
 }
+
+/* Defined by tests/gpu/mock/cudart_mock.c only. */
+extern int um_cudart_mock __attribute__((weak));
+
+int gu_is_mock(void)
+{
+	return &um_cudart_mock && um_cudart_mock;
+}

@@ -22,8 +22,21 @@
 #include "harness.h"
 #include "gpu_util.h"
 
-#define MiB (1ull << 20)
-#define GiB (1ull << 30)
+/*
+ * Sizes in "MiB" and "GiB" are divided by 16 on the CPU stand-in for CUDA
+ * (mock/cudart_mock.c), which copies with memcpy: same logic, CI-sized.
+ */
+static uint64_t unit_scale(void)
+{
+	static uint64_t div;
+
+	if (!div)
+		div = gu_is_mock() ? 16 : 1;
+	return div;
+}
+
+#define MiB ((1ull << 20) / unit_scale())
+#define GiB ((1ull << 30) / unit_scale())
 
 static void log_cb(void *arg, int level, const char *msg)
 {

@@ -202,11 +202,12 @@ static int parse_opts(int argc, char **argv, struct bg_opts *o)
 
 static void bench_pinned_alloc(const struct bg_opts *o, struct bg_results *r)
 {
-	const size_t len = 256 * BG_MiB;
+	const size_t len = o->bytes < 256 * BG_MiB ? o->bytes : 256 * BG_MiB;
 	void *p = NULL, *q = NULL;
 	double t;
 
-	bg_progress(o, "pinned allocation, 256 MiB two ways");
+	r->pin_bytes = len;
+	bg_progress(o, "pinned allocation, %zu MiB two ways", len >> 20);
 	t = bg_now();
 	BG_CK(r->pin_err, cudaHostAlloc(&p, len, cudaHostAllocPortable));
 	BG_CK(r->pin_err, cudaFreeHost(p));
@@ -590,7 +591,8 @@ static void print_text(const struct bg_opts *o, const struct bg_results *r,
 	if (r->pin_err[0])
 		printf("pinned allocation: error: %s\n\n", r->pin_err);
 	else
-		printf("pinned allocation of 256 MiB: cudaHostAlloc %.1f ms, touch + cudaHostRegister %.1f ms\n\n",
+		printf("pinned allocation of %llu MiB: cudaHostAlloc %.1f ms, touch + cudaHostRegister %.1f ms\n\n",
+		       (unsigned long long)(r->pin_bytes >> 20),
 		       r->pin_alloc_ms, r->pin_register_ms);
 	if (r->ctx_err[0])
 		printf("libum: error: %s (no libum rows)\n\n", r->ctx_err);
@@ -728,7 +730,7 @@ static void print_json(const struct bg_opts *o, const struct bg_results *r,
 	fprintf(jf, ",\"bytes\":%llu,\"reps\":%d", (unsigned long long)o->bytes,
 	       o->reps);
 	fprintf(jf, ",\"pinned_alloc\":{\"bytes\":%llu,\"cudaHostAlloc_ms\":",
-	       256ull << 20);
+	       (unsigned long long)r->pin_bytes);
 	json_num(r->pin_alloc_ms);
 	fprintf(jf, ",\"touch_register_ms\":");
 	json_num(r->pin_register_ms);

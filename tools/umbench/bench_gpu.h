@@ -61,7 +61,8 @@ struct bg_results {
 	char device[256];
 	uint64_t dev_total;
 	int driver_version, runtime_version;
-	double pin_alloc_ms, pin_register_ms;	/* 256 MiB each */
+	uint64_t pin_bytes;			/* min(256 MiB, --gpu-bytes) */
+	double pin_alloc_ms, pin_register_ms;
 	char pin_err[BG_ERR_LEN];
 	double h2d, d2h, both;			/* ceilings, GB/s */
 	char ceil_err[BG_ERR_LEN];
