@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backend_cuda.h"
 #include "numa.h"
@@ -615,14 +616,30 @@ int umc_prefetch(struct um_backend *be, struct um_queue *q, void *p,
 	return umc_rt_check(be, e, "cudaMemPrefetchAsync");
 }
 
+/*
+ * Discard only the whole CPU pages inside [p, p + len): CUDA documents no
+ * rounding for discard (prefetch and advise round outwards), and leaving a
+ * partial page undiscarded is always correct, discarding a neighbour's bytes
+ * never is.
+ */
 int umc_discard(struct um_backend *be, struct um_queue *q, void *p,
 		size_t len)
 {
-	void *ptrs[1] = { p };
-	size_t sizes[1] = { len };
+	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t lo = (uintptr_t)p, hi = lo + len;
+	void *ptrs[1];
+	size_t sizes[1];
 
 	if (!q || !p || !len)
 		return -EINVAL;
+	if (pg < 4096)
+		pg = 4096;
+	lo = (lo + pg - 1) / pg * pg;
+	hi = hi / pg * pg;
+	if (hi <= lo)
+		return 0;
+	ptrs[0] = (void *)lo;
+	sizes[0] = hi - lo;
 	return umc_rt_check(be, cudaMemDiscardBatchAsync(ptrs, sizes, 1, 0,
 							 q->s),
 			    "cudaMemDiscardBatchAsync");
