@@ -7,6 +7,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <numa.h>
+#include <signal.h>
+#include <sys/mman.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -226,7 +229,7 @@ static void full_path(const char *path, char *buf, size_t len)
 		snprintf(buf, len, "%s/%s", UMM_SYSFS, path);
 }
 
-int sysfs_read(const char *path, char *buf, size_t len)
+int attr_read(const char *path, char *buf, size_t len)
 {
 	char p[512];
 	ssize_t n;
@@ -249,10 +252,10 @@ int sysfs_read(const char *path, char *buf, size_t len)
 	return (int)n;
 }
 
-int sysfs_read_u64(const char *path, uint64_t *v)
+int attr_read_u64(const char *path, uint64_t *v)
 {
 	char buf[64], *end;
-	int ret = sysfs_read(path, buf, sizeof(buf));
+	int ret = attr_read(path, buf, sizeof(buf));
 
 	if (ret < 0)
 		return ret;
@@ -263,10 +266,10 @@ int sysfs_read_u64(const char *path, uint64_t *v)
 	return 0;
 }
 
-int sysfs_read_s64(const char *path, int64_t *v)
+int attr_read_s64(const char *path, int64_t *v)
 {
 	char buf[64], *end;
-	int ret = sysfs_read(path, buf, sizeof(buf));
+	int ret = attr_read(path, buf, sizeof(buf));
 
 	if (ret < 0)
 		return ret;
@@ -277,7 +280,7 @@ int sysfs_read_s64(const char *path, int64_t *v)
 	return 0;
 }
 
-int sysfs_write(const char *path, const char *val)
+int attr_write(const char *path, const char *val)
 {
 	size_t len = strlen(val);
 	char p[512];
@@ -298,15 +301,15 @@ int sysfs_write(const char *path, const char *val)
 	return (size_t)n == len ? 0 : -EIO;
 }
 
-int sysfs_write_u64(const char *path, uint64_t v)
+int attr_write_u64(const char *path, uint64_t v)
 {
 	char buf[32];
 
 	snprintf(buf, sizeof(buf), "%" PRIu64, v);
-	return sysfs_write(path, buf);
+	return attr_write(path, buf);
 }
 
-int sysfs_mode(const char *path)
+int attr_mode(const char *path)
 {
 	struct stat st;
 	char p[512];
@@ -319,7 +322,7 @@ int sysfs_mode(const char *path)
 
 int umm_inject(const char *spec)
 {
-	return sysfs_write("inject", spec);
+	return attr_write("inject", spec);
 }
 
 uint64_t now_ns(void)
@@ -398,4 +401,151 @@ int run_as_nobody(int (*fn)(void *), void *arg)
 	if (!WIFEXITED(status))
 		return -ECHILD;
 	return WEXITSTATUS(status);
+}
+
+static void hog_child(int node, int oom_adj, int go, int done)
+{
+	struct bitmask *bm;
+	uint64_t bytes;
+	long page = sysconf(_SC_PAGESIZE);
+	int free_run = 0;
+
+	set_oom_score_adj(oom_adj);
+	if (numa_available() < 0)
+		_exit(20);
+	bm = numa_allocate_nodemask();
+	numa_bitmask_setbit(bm, (unsigned int)node);
+	numa_set_membind(bm);
+	for (;;) {
+		char *p;
+
+		if (!free_run && read(go, &bytes, sizeof(bytes)) !=
+		    (ssize_t)sizeof(bytes))
+			_exit(0);
+		if (bytes & (1ull << 63)) {	/* run free from now on */
+			bytes &= ~(1ull << 63);
+			free_run = 1;
+		}
+		p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED)
+			_exit(21);
+		for (uint64_t off = 0; off < bytes; off += (uint64_t)page)
+			p[off] = 1;
+		if (!free_run && write(done, "", 1) != 1)
+			_exit(22);
+	}
+}
+
+int hog_start(struct hog *h, int node, int oom_adj)
+{
+	int go[2], done[2];
+
+	memset(h, 0, sizeof(*h));
+	if (pipe2(go, O_CLOEXEC) || pipe2(done, O_CLOEXEC))
+		return -errno;
+	h->pid = fork();
+	if (h->pid < 0)
+		return -errno;
+	if (h->pid == 0) {
+		close(go[1]);
+		close(done[0]);
+		hog_child(node, oom_adj, go[0], done[1]);
+	}
+	close(go[0]);
+	close(done[1]);
+	h->go = go[1];
+	h->done = done[0];
+	return 0;
+}
+
+int hog_step(struct hog *h, uint64_t bytes)
+{
+	char c;
+
+	if (write(h->go, &bytes, sizeof(bytes)) != (ssize_t)sizeof(bytes))
+		return -EPIPE;
+	if (read(h->done, &c, 1) != 1)
+		return -ECHILD;
+	h->bytes += bytes;
+	return 0;
+}
+
+int hog_run_free(struct hog *h, uint64_t step)
+{
+	step |= 1ull << 63;
+	return write(h->go, &step, sizeof(step)) == (ssize_t)sizeof(step) ?
+		0 : -EPIPE;
+}
+
+int hog_stop(struct hog *h)
+{
+	int status = 0;
+
+	if (h->pid <= 0)
+		return -ECHILD;
+	kill(h->pid, SIGKILL);
+	waitpid(h->pid, &status, 0);
+	close(h->go);
+	close(h->done);
+	h->pid = 0;
+	return status;
+}
+
+long long vmstat(const char *name)
+{
+	char key[64];
+	long long v, ret = -ENOENT;
+	FILE *f = fopen("/proc/vmstat", "re");
+
+	if (!f)
+		return -errno;
+	while (fscanf(f, "%63s %lld", key, &v) == 2)
+		if (!strcmp(key, name))
+			ret = v;
+	fclose(f);
+	return ret;
+}
+
+uint64_t node_min_wmark_bytes(int node)
+{
+	char line[256];
+	unsigned long long v, pages = 0;
+	int n, in_node = 0;
+	FILE *f = fopen("/proc/zoneinfo", "re");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "Node %d,", &n) == 1)
+			in_node = n == node;
+		else if (in_node && sscanf(line, " min %llu", &v) == 1)
+			pages += v;
+	}
+	fclose(f);
+	return (uint64_t)pages * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+int sysctl_write(const char *path, const char *val)
+{
+	char p[256];
+
+	snprintf(p, sizeof(p), "/proc/sys/%s", path);
+	return attr_write(p, val);
+}
+
+int sysctl_read(const char *path, char *buf, size_t len)
+{
+	char p[256];
+
+	snprintf(p, sizeof(p), "/proc/sys/%s", path);
+	return attr_read(p, buf, len);
+}
+
+int set_oom_score_adj(int adj)
+{
+	char v[16];
+
+	snprintf(v, sizeof(v), "%d", adj);
+	return attr_write("/proc/self/oom_score_adj", v);
 }

@@ -54,13 +54,13 @@ int umm_drain(int fd);
 const char *umm_event_name(uint32_t type);
 
 /* sysfs/debugfs: @path relative to UMM_SYSFS unless it starts with '/'. */
-int sysfs_read(const char *path, char *buf, size_t len);
-int sysfs_read_u64(const char *path, uint64_t *v);
-int sysfs_read_s64(const char *path, int64_t *v);
-int sysfs_write(const char *path, const char *val);
-int sysfs_write_u64(const char *path, uint64_t v);
+int attr_read(const char *path, char *buf, size_t len);
+int attr_read_u64(const char *path, uint64_t *v);
+int attr_read_s64(const char *path, int64_t *v);
+int attr_write(const char *path, const char *val);
+int attr_write_u64(const char *path, uint64_t v);
 /* st_mode & 07777 of @path, or -errno. */
-int sysfs_mode(const char *path);
+int attr_mode(const char *path);
 
 /* Write @spec to the inject file (UMM_SYSFS "/inject"). */
 int umm_inject(const char *spec);
@@ -74,6 +74,38 @@ uint64_t node_free_bytes(int node);
  * Count the io_uring worker threads (iou-wrk-*) of this process.
  */
 int count_iou_workers(void);
+
+/*
+ * A memory hog: a child process whose memory is bound to one NUMA node
+ * (numa_set_membind) and that allocates and touches memory only when told,
+ * so a test can raise real pressure in steps and stop before the OOM
+ * killer would act.
+ */
+struct hog {
+	pid_t pid;
+	int go;			/* write: bytes to allocate next */
+	int done;		/* read: 0 per finished step */
+	uint64_t bytes;		/* allocated so far */
+};
+/* Start a hog on @node with oom_score_adj @oom_adj. */
+int hog_start(struct hog *h, int node, int oom_adj);
+/* Allocate and touch @bytes more; 0 when done, -errno (the hog died). */
+int hog_step(struct hog *h, uint64_t bytes);
+/* Tell the hog to allocate without pausing, @step at a time, until it is
+ * killed. */
+int hog_run_free(struct hog *h, uint64_t step);
+/* SIGKILL and reap; returns the wait status. */
+int hog_stop(struct hog *h);
+
+/* A counter of /proc/vmstat (e.g. "oom_kill"), or -errno. */
+long long vmstat(const char *name);
+/* The sum of the "min" watermarks of @node's zones, in bytes. */
+uint64_t node_min_wmark_bytes(int node);
+/* Write @val to /proc/sys/@path (e.g. "vm/watermark_scale_factor"). */
+int sysctl_write(const char *path, const char *val);
+int sysctl_read(const char *path, char *buf, size_t len);
+/* Set this process's /proc/self/oom_score_adj. */
+int set_oom_score_adj(int adj);
 
 /* Fork; in the child drop to uid/gid 65534 and run @fn; return its status. */
 int run_as_nobody(int (*fn)(void *), void *arg);

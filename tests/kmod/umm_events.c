@@ -39,7 +39,7 @@ FIXTURE(clients) {
 
 FIXTURE_SETUP(clients)
 {
-	ASSERT_EQ(0, sysfs_write("enabled", "1"));
+	ASSERT_EQ(0, attr_write("enabled", "1"));
 	for (int i = 0; i < 4; i++) {
 		self->fd[i] = umm_client(four[i].name, four[i].prio,
 					 four[i].features, 0);
@@ -53,7 +53,7 @@ FIXTURE_TEARDOWN(clients)
 {
 	umm_inject("node 0 clear");
 	umm_inject("node 1 clear");
-	sysfs_write("enabled", "1");
+	attr_write("enabled", "1");
 	for (int i = 0; i < 4; i++)
 		close(self->fd[i]);
 }
@@ -70,7 +70,7 @@ static uint64_t node_u64(int nid, const char *what)
 	uint64_t v = 0;
 
 	snprintf(p, sizeof(p), "nodes/node%d/%s", nid, what);
-	sysfs_read_u64(p, &v);
+	attr_read_u64(p, &v);
 	return v;
 }
 
@@ -80,7 +80,7 @@ static uint64_t injected_ask(int nid, const char *wm)
 	uint64_t total = node_u64(nid, "total_bytes");
 	uint64_t low = node_u64(nid, "low_bp"), w = node_u64(nid, wm), hyst;
 
-	sysfs_read_u64("hysteresis_bp", &hyst);
+	attr_read_u64("hysteresis_bp", &hyst);
 	return total * (low + hyst) / 10000 - total * w / 10000;
 }
 
@@ -194,7 +194,7 @@ TEST_F(clients, nothing_while_disabled_and_announced_after)
 {
 	struct umm_event ev;
 
-	ASSERT_EQ(0, sysfs_write("enabled", "0"));
+	ASSERT_EQ(0, attr_write("enabled", "0"));
 	ASSERT_EQ(1, umm_next_event(self->fd[0], &ev, 0));
 	EXPECT_EQ(UMM_EVENT_DISABLED, ev.type);
 	ASSERT_EQ(0, umm_inject("node 0 critical"));
@@ -203,7 +203,7 @@ TEST_F(clients, nothing_while_disabled_and_announced_after)
 	EXPECT_EQ(0, pending(self->fd[0]));
 	EXPECT_EQ(1, pending(self->fd[3])) TH_LOG("DISABLED only");
 	/* the level did change, and is announced once enabled again */
-	ASSERT_EQ(0, sysfs_write("enabled", "1"));
+	ASSERT_EQ(0, attr_write("enabled", "1"));
 	ASSERT_EQ(1, umm_next_event(self->fd[0], &ev, 0));
 	EXPECT_EQ(UMM_EVENT_ENABLED, ev.type);
 	ASSERT_EQ(1, umm_wait_type(self->fd[0], UMM_EVENT_PRESSURE, &ev,

@@ -25,7 +25,7 @@ static int set_budget(int gpu, uint64_t bytes)
 	char p[64];
 
 	snprintf(p, sizeof(p), "gpus/gpu%d/budget_bytes", gpu);
-	return sysfs_write_u64(p, bytes);
+	return attr_write_u64(p, bytes);
 }
 
 static int gpu_level(int gpu, char *buf, size_t len)
@@ -33,7 +33,7 @@ static int gpu_level(int gpu, char *buf, size_t len)
 	char p[64];
 
 	snprintf(p, sizeof(p), "gpus/gpu%d/level", gpu);
-	return sysfs_read(p, buf, len);
+	return attr_read(p, buf, len);
 }
 
 FIXTURE(pair) {
@@ -79,7 +79,7 @@ FIXTURE_SETUP(pair)
 	self->gpu = variant->gpu +
 		!!strcmp(_metadata->name, "lower_priority_asked_first");
 	t.tier_id = (uint32_t)self->gpu;
-	ASSERT_EQ(0, sysfs_write("enabled", "1"));
+	ASSERT_EQ(0, attr_write("enabled", "1"));
 	ASSERT_EQ(0, set_budget(self->gpu, 0));
 	/* opened high first: the order of opens must not matter */
 	self->hi = umm_client("hi", 100, UMM_FEATURE_RELIEF, 0);
@@ -144,7 +144,7 @@ TEST_F(pair, lower_priority_asked_first)
 	ASSERT_LE(0, gpu_level(self->gpu, level, sizeof(level)));
 	EXPECT_STREQ("critical", level);
 	snprintf(p, sizeof(p), "gpus/gpu%d/used_bytes", self->gpu);
-	ASSERT_EQ(0, sysfs_read_u64(p, &used));
+	ASSERT_EQ(0, attr_read_u64(p, &used));
 	EXPECT_EQ(variant->lo_res + variant->hi_res, used);
 }
 

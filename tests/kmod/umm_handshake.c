@@ -75,7 +75,7 @@ TEST_F(dev, queue_len_follows_knob)
 	struct umm_api a = good_api();
 	uint64_t ql;
 
-	ASSERT_EQ(0, sysfs_read_u64("queue_len", &ql));
+	ASSERT_EQ(0, attr_read_u64("queue_len", &ql));
 	ASSERT_EQ(0, api_ioctl(self->fd, &a));
 	EXPECT_EQ(ql, a.queue_len);
 }
@@ -274,10 +274,10 @@ TEST(two_opens_are_two_clients)
 
 	ASSERT_LE(0, a);
 	ASSERT_LE(0, b);
-	ASSERT_EQ(0, sysfs_read_u64("clients", &before));
+	ASSERT_EQ(0, attr_read_u64("clients", &before));
 	EXPECT_LE(2, before);
 	close(b);
-	ASSERT_EQ(0, sysfs_read_u64("clients", &after));
+	ASSERT_EQ(0, attr_read_u64("clients", &after));
 	EXPECT_EQ(before - 1, after);
 	close(a);
 }

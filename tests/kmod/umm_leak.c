@@ -123,7 +123,7 @@ TEST(open_close_1000_no_leak)
 	for (i = 0; i < 50; i++)	/* warm the caches */
 		ASSERT_EQ(0, cycle(i));
 	/* one record per client, queued and never read, every 100 cycles */
-	ASSERT_EQ(0, sysfs_read_u64("clients", &clients0));
+	ASSERT_EQ(0, attr_read_u64("clients", &clients0));
 	before = kernel_bytes();
 	ASSERT_LT(0, before);
 	for (i = 0; i < CYCLES; i++) {
@@ -131,13 +131,13 @@ TEST(open_close_1000_no_leak)
 		if (i % 100 == 0) {
 			fd = umm_client("queued", 0, 0, 0);
 			ASSERT_LE(0, fd);
-			ASSERT_EQ(0, sysfs_write("enabled", "0"));
-			ASSERT_EQ(0, sysfs_write("enabled", "1"));
+			ASSERT_EQ(0, attr_write("enabled", "0"));
+			ASSERT_EQ(0, attr_write("enabled", "1"));
 			close(fd);
 		}
 	}
 	after = kernel_bytes();
-	ASSERT_EQ(0, sysfs_read_u64("clients", &clients1));
+	ASSERT_EQ(0, attr_read_u64("clients", &clients1));
 	EXPECT_EQ(clients0, clients1);
 	TH_LOG("kernel memory %lld -> %lld bytes (%+lld) over %d cycles",
 	       before, after, after - before, CYCLES);
@@ -152,8 +152,8 @@ TEST(largest_rings_are_freed)
 	uint64_t old;
 	int fds[16];
 
-	ASSERT_EQ(0, sysfs_read_u64("queue_len", &old));
-	ASSERT_EQ(0, sysfs_write_u64("queue_len", 65536));
+	ASSERT_EQ(0, attr_read_u64("queue_len", &old));
+	ASSERT_EQ(0, attr_write_u64("queue_len", 65536));
 	before = free_bytes_all();
 	for (int r = 0; r < 4; r++) {
 		for (int i = 0; i < 16; i++) {
@@ -165,7 +165,7 @@ TEST(largest_rings_are_freed)
 	}
 	usleep(300 * 1000);
 	after = free_bytes_all();
-	sysfs_write_u64("queue_len", old);
+	attr_write_u64("queue_len", old);
 	/* 16 rings of 4 MiB: a leak of even one round is 64 MiB */
 	EXPECT_GT(16LL << 20, before - after)
 		TH_LOG("free (with per-CPU lists) %lld -> %lld", before, after);

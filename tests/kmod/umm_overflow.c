@@ -29,9 +29,9 @@ FIXTURE_SETUP(small)
 	struct umm_api api;
 
 	self->fd = -1;
-	ASSERT_EQ(0, sysfs_read_u64("queue_len", &self->old_qlen));
-	ASSERT_EQ(0, sysfs_write_u64("queue_len", SMALL_QUEUE));
-	ASSERT_EQ(0, sysfs_write("enabled", "1"));
+	ASSERT_EQ(0, attr_read_u64("queue_len", &self->old_qlen));
+	ASSERT_EQ(0, attr_write_u64("queue_len", SMALL_QUEUE));
+	ASSERT_EQ(0, attr_write("enabled", "1"));
 	self->fd = umm_open(0);
 	ASSERT_LE(0, self->fd);
 	ASSERT_EQ(0, umm_handshake(self->fd, "overflow", 0, 0, &api));
@@ -40,8 +40,8 @@ FIXTURE_SETUP(small)
 
 FIXTURE_TEARDOWN(small)
 {
-	sysfs_write("enabled", "1");
-	sysfs_write_u64("queue_len", self->old_qlen);
+	attr_write("enabled", "1");
+	attr_write_u64("queue_len", self->old_qlen);
 	if (self->fd >= 0)
 		close(self->fd);
 }
@@ -50,7 +50,7 @@ FIXTURE_TEARDOWN(small)
 static int raise_records(int n)
 {
 	for (int i = 0; i < n; i++) {
-		int ret = sysfs_write("enabled", (i & 1) ? "1" : "0");
+		int ret = attr_write("enabled", (i & 1) ? "1" : "0");
 
 		if (ret)
 			return ret;
@@ -98,8 +98,8 @@ TEST_F(small, overflow_counts_every_lost_record)
 	struct tally t = { 0 };
 	const int n = 20;
 
-	ASSERT_EQ(0, sysfs_read_u64("events_dropped", &drops0));
-	ASSERT_EQ(0, sysfs_read_u64("overflows", &ovf0));
+	ASSERT_EQ(0, attr_read_u64("events_dropped", &drops0));
+	ASSERT_EQ(0, attr_read_u64("overflows", &ovf0));
 	ASSERT_EQ(0, raise_records(n));
 	tally_all(self->fd, &t);
 	EXPECT_EQ(0, t.bad_seq);
@@ -110,8 +110,8 @@ TEST_F(small, overflow_counts_every_lost_record)
 		TH_LOG("%d read + %llu lost != %d raised", t.records,
 		       (unsigned long long)t.lost, n);
 	EXPECT_EQ((uint64_t)n, t.last_seq) TH_LOG("a fresh client's seq");
-	ASSERT_EQ(0, sysfs_read_u64("events_dropped", &drops1));
-	ASSERT_EQ(0, sysfs_read_u64("overflows", &ovf1));
+	ASSERT_EQ(0, attr_read_u64("events_dropped", &drops1));
+	ASSERT_EQ(0, attr_read_u64("overflows", &ovf1));
 	EXPECT_EQ(t.lost, drops1 - drops0);
 	EXPECT_EQ((uint64_t)t.overflows, ovf1 - ovf0);
 }
@@ -173,10 +173,10 @@ TEST(queue_len_applies_to_new_files_only)
 	uint64_t old;
 	int fd1, fd2;
 
-	ASSERT_EQ(0, sysfs_read_u64("queue_len", &old));
+	ASSERT_EQ(0, attr_read_u64("queue_len", &old));
 	fd1 = umm_open(0);
 	ASSERT_LE(0, fd1);
-	ASSERT_EQ(0, sysfs_write_u64("queue_len", old + 7));
+	ASSERT_EQ(0, attr_write_u64("queue_len", old + 7));
 	ASSERT_EQ(0, umm_handshake(fd1, "old", 0, 0, &a1));
 	fd2 = umm_client("new", 0, 0, 0);
 	ASSERT_LE(0, fd2);
@@ -186,7 +186,7 @@ TEST(queue_len_applies_to_new_files_only)
 	ASSERT_EQ(0, umm_handshake(fd2, "new", 0, 0, &a2));
 	EXPECT_EQ(old, a1.queue_len) TH_LOG("taken when the file was opened");
 	EXPECT_EQ(old + 7, a2.queue_len);
-	EXPECT_EQ(0, sysfs_write_u64("queue_len", old));
+	EXPECT_EQ(0, attr_write_u64("queue_len", old));
 	close(fd1);
 	close(fd2);
 }

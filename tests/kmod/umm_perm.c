@@ -107,7 +107,7 @@ static int nobody_debugfs(void *arg)
 	char buf[256];
 
 	(void)arg;
-	if (sysfs_read(UMM_DEBUGFS "/clients", buf, sizeof(buf)) >= 0)
+	if (attr_read(UMM_DEBUGFS "/clients", buf, sizeof(buf)) >= 0)
 		return 20;
 	return 0;
 }
@@ -118,7 +118,7 @@ TEST(nobody_cannot_read_client_table)
 	int fd = umm_client("secret-client", 0, 0, 0);
 
 	ASSERT_LE(0, fd);
-	ASSERT_LT(0, sysfs_read(UMM_DEBUGFS "/clients", buf, sizeof(buf)))
+	ASSERT_LT(0, attr_read(UMM_DEBUGFS "/clients", buf, sizeof(buf)))
 		TH_LOG("root reads the table");
 	EXPECT_NONNULL(strstr(buf, "secret-client"));
 	EXPECT_EQ(0, run_as_nobody(nobody_debugfs, NULL));

@@ -27,11 +27,11 @@
  * queues an ENABLED record as well. */
 static int toggle(void)
 {
-	int ret = sysfs_write("enabled", "0");
+	int ret = attr_write("enabled", "0");
 
 	if (ret)
 		return ret;
-	return sysfs_write("enabled", "1");
+	return attr_write("enabled", "1");
 }
 
 /* Wait until thread @tid sleeps (state S) in the kernel. */
@@ -41,7 +41,7 @@ static int wait_sleeping(pid_t tid)
 
 	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
 	for (int i = 0; i < 20000; i++) {
-		if (sysfs_read(path, buf, sizeof(buf)) > 0) {
+		if (attr_read(path, buf, sizeof(buf)) > 0) {
 			p = strrchr(buf, ')');
 			if (p && p[1] == ' ' && p[2] == 'S')
 				return 0;
@@ -59,13 +59,13 @@ FIXTURE_SETUP(client)
 {
 	self->fd = umm_client("read", 0, 0, 0);
 	ASSERT_LE(0, self->fd) TH_LOG("client: %s", strerror(-self->fd));
-	ASSERT_EQ(0, sysfs_write("enabled", "1"));
+	ASSERT_EQ(0, attr_write("enabled", "1"));
 	umm_drain(self->fd);
 }
 
 FIXTURE_TEARDOWN(client)
 {
-	sysfs_write("enabled", "1");
+	attr_write("enabled", "1");
 	close(self->fd);
 }
 
@@ -75,7 +75,7 @@ TEST_F(client, record_fields)
 	uint64_t t0, t1;
 
 	t0 = now_ns();
-	ASSERT_EQ(0, sysfs_write("enabled", "0"));
+	ASSERT_EQ(0, attr_write("enabled", "0"));
 	t1 = now_ns();
 	ASSERT_EQ(1, umm_next_event(self->fd, &ev, 10000));
 	EXPECT_EQ(UMM_EVENT_DISABLED, ev.type);
@@ -87,7 +87,7 @@ TEST_F(client, record_fields)
 	EXPECT_LE(1, ev.seq);
 	EXPECT_LE(t0, ev.ts_ns) TH_LOG("ts_ns is CLOCK_MONOTONIC");
 	EXPECT_GE(t1, ev.ts_ns);
-	ASSERT_EQ(0, sysfs_write("enabled", "1"));
+	ASSERT_EQ(0, attr_write("enabled", "1"));
 	ASSERT_EQ(1, umm_next_event(self->fd, &ev, 10000));
 	EXPECT_EQ(UMM_EVENT_ENABLED, ev.type);
 }
@@ -111,7 +111,7 @@ TEST_F(client, short_buffer_einval_loses_nothing)
 	char buf[UMM_EVENT_SIZE * 2];
 	struct umm_event ev;
 
-	ASSERT_EQ(0, sysfs_write("enabled", "0"));
+	ASSERT_EQ(0, attr_write("enabled", "0"));
 	ASSERT_EQ(1, poll(&(struct pollfd){ .fd = self->fd,
 					     .events = POLLIN }, 1, 10000));
 	EXPECT_EQ(-1, read(self->fd, buf, UMM_EVENT_SIZE - 1));
@@ -145,8 +145,8 @@ TEST_F(client, whole_records_only)
 	struct umm_event *ev = (struct umm_event *)buf;
 
 	ASSERT_EQ(0, toggle());		/* DISABLED, ENABLED */
-	ASSERT_EQ(0, sysfs_write("enabled", "0"));	/* DISABLED */
-	ASSERT_EQ(0, sysfs_write("enabled", "1"));	/* ENABLED */
+	ASSERT_EQ(0, attr_write("enabled", "0"));	/* DISABLED */
+	ASSERT_EQ(0, attr_write("enabled", "1"));	/* ENABLED */
 	/* room for 2.5 records: 2 are returned */
 	ASSERT_EQ(2 * UMM_EVENT_SIZE,
 		  read(self->fd, buf, 2 * UMM_EVENT_SIZE + UMM_EVENT_SIZE / 2));
@@ -204,7 +204,7 @@ TEST_F(client, poll_wakes_on_event)
 	pthread_t t;
 
 	ASSERT_EQ(0, start_waiter(&t, &w)) TH_LOG("poll did not block");
-	ASSERT_EQ(0, sysfs_write("enabled", "0"));
+	ASSERT_EQ(0, attr_write("enabled", "0"));
 	pthread_join(t, NULL);
 	EXPECT_EQ(1, w.ret);
 	EXPECT_TRUE(w.revents & POLLIN);
@@ -217,7 +217,7 @@ TEST_F(client, blocking_read_wakes_on_event)
 	pthread_t t;
 
 	ASSERT_EQ(0, start_waiter(&t, &w)) TH_LOG("read did not block");
-	ASSERT_EQ(0, sysfs_write("enabled", "0"));
+	ASSERT_EQ(0, attr_write("enabled", "0"));
 	pthread_join(t, NULL);
 	ASSERT_EQ(UMM_EVENT_SIZE, w.ret) TH_LOG("errno %d", w.err);
 	EXPECT_EQ(UMM_EVENT_DISABLED, w.ev.type);
@@ -262,7 +262,7 @@ TEST_F(client, io_uring_read_without_worker)
 	ASSERT_EQ(0, uring_read(&ring, self->fd, &ev, sizeof(ev)));
 	/* nothing queued: the read must be parked on poll, not completed */
 	EXPECT_EQ(-EAGAIN, io_uring_peek_cqe(&ring, &cqe));
-	ASSERT_EQ(0, sysfs_write("enabled", "0"));
+	ASSERT_EQ(0, attr_write("enabled", "0"));
 	ASSERT_EQ(0, io_uring_wait_cqe_timeout(&ring, &cqe, &ts));
 	EXPECT_EQ(UMM_EVENT_SIZE, cqe->res) TH_LOG("res %d", cqe->res);
 	EXPECT_EQ(UMM_EVENT_DISABLED, ev.type);
@@ -280,7 +280,7 @@ TEST_F(client, io_uring_read_ready_and_short)
 	struct umm_event ev[2];
 
 	ASSERT_EQ(0, io_uring_queue_init(4, &ring, 0));
-	ASSERT_EQ(0, sysfs_write("enabled", "0"));
+	ASSERT_EQ(0, attr_write("enabled", "0"));
 	ASSERT_EQ(1, poll(&(struct pollfd){ .fd = self->fd,
 					     .events = POLLIN }, 1, 10000));
 	/* short buffer through io_uring: -EINVAL too, the record stays */

@@ -23,7 +23,7 @@ static uint64_t node_sum(const char *what, int nid)
 	uint64_t v = ~0ull;
 
 	snprintf(p, sizeof(p), "nodes/node%d/%s", nid, what);
-	sysfs_read_u64(p, &v);
+	attr_read_u64(p, &v);
 	return v;
 }
 
@@ -33,7 +33,7 @@ static uint64_t gpu_sum(const char *what, int id)
 	uint64_t v = ~0ull;
 
 	snprintf(p, sizeof(p), "gpus/gpu%d/%s", id, what);
-	sysfs_read_u64(p, &v);
+	attr_read_u64(p, &v);
 	return v;
 }
 
@@ -182,8 +182,8 @@ TEST_F(cl, ack_rules)
 	EXPECT_EQ(-EINVAL, umm_ack(self->fd, 1, 0, NULL));
 	EXPECT_EQ(-EINVAL, umm_ack(self->fd, 0, 0, NULL));
 	ASSERT_EQ(0, umm_report(self->fd, &t, 1, 0));
-	ASSERT_EQ(0, sysfs_read_u64("acks", &acks0));
-	ASSERT_EQ(0, sysfs_read_u64("bytes_freed", &freed0));
+	ASSERT_EQ(0, attr_read_u64("acks", &acks0));
+	ASSERT_EQ(0, attr_read_u64("bytes_freed", &freed0));
 	ASSERT_EQ(0, umm_inject("node 0 critical"));
 	ASSERT_EQ(1, umm_wait_type(self->fd, UMM_EVENT_PRESSURE, &ev, 10000));
 	umm_inject("node 0 clear");
@@ -206,9 +206,9 @@ TEST_F(cl, ack_rules)
 	EXPECT_GE(t_ack - ev.ts_ns, lat) TH_LOG("from the event to the ACK");
 	EXPECT_EQ(-ENOENT, umm_ack(self->fd, ev.seq, 0, NULL))
 		TH_LOG("acknowledged already");
-	ASSERT_EQ(0, sysfs_read_u64("acks", &acks1));
-	ASSERT_EQ(0, sysfs_read_u64("bytes_freed", &freed1));
-	ASSERT_EQ(0, sysfs_read_u64("ack_latency_ns_max", &lmax));
+	ASSERT_EQ(0, attr_read_u64("acks", &acks1));
+	ASSERT_EQ(0, attr_read_u64("bytes_freed", &freed1));
+	ASSERT_EQ(0, attr_read_u64("ack_latency_ns_max", &lmax));
 	EXPECT_EQ(acks0 + 1, acks1);
 	EXPECT_EQ(freed0 + 3 * MiB, freed1);
 	EXPECT_LE(lat, lmax);
@@ -256,7 +256,7 @@ TEST_F(cl, query_describes_sources)
 	EXPECT_EQ(UMM_LEVEL_MEDIUM, lv[1].level);
 	EXPECT_TRUE(lv[1].flags & UMM_LEVEL_F_INJECTED);
 	EXPECT_FALSE(lv[0].flags & UMM_LEVEL_F_INJECTED);
-	ASSERT_EQ(0, sysfs_read_u64("nodes/node0/total_bytes", &total));
+	ASSERT_EQ(0, attr_read_u64("nodes/node0/total_bytes", &total));
 	EXPECT_EQ(total, lv[0].total_bytes);
 	EXPECT_GE(lv[0].total_bytes, lv[0].free_bytes);
 	for (int i = 2; i < n && i < 2 + UMM_MAX_GPUS; i++) {
@@ -289,8 +289,8 @@ TEST_F(cl, query_last_seq)
 	struct umm_query q;
 	struct umm_event ev;
 
-	ASSERT_EQ(0, sysfs_write("enabled", "0"));
-	ASSERT_EQ(0, sysfs_write("enabled", "1"));
+	ASSERT_EQ(0, attr_write("enabled", "0"));
+	ASSERT_EQ(0, attr_write("enabled", "1"));
 	ASSERT_EQ(1, umm_next_event(self->fd, &ev, 10000));
 	ASSERT_EQ(1, umm_next_event(self->fd, &ev, 10000));
 	ASSERT_LE(0, umm_query(self->fd, NULL, 0, &q));

@@ -79,13 +79,13 @@ static int check_value(struct __test_metadata *_metadata, const char *path,
 	int64_t v;
 
 	if (f->kind == WO) {
-		if (sysfs_read(path, buf, sizeof(buf)) >= 0) {
+		if (attr_read(path, buf, sizeof(buf)) >= 0) {
 			TH_LOG("%s: write-only, yet readable", path);
 			return 1;
 		}
 		return 0;
 	}
-	if (sysfs_read(path, buf, sizeof(buf)) < 0) {
+	if (attr_read(path, buf, sizeof(buf)) < 0) {
 		TH_LOG("%s: unreadable", path);
 		return 1;
 	}
@@ -93,7 +93,7 @@ static int check_value(struct __test_metadata *_metadata, const char *path,
 		TH_LOG("%s: more than one line", path);
 		return 1;
 	}
-	if (f->kind == NUM && sysfs_read_s64(path, &v)) {
+	if (f->kind == NUM && attr_read_s64(path, &v)) {
 		TH_LOG("%s: \"%s\" is not a number", path, buf);
 		return 1;
 	}
@@ -118,7 +118,7 @@ static int check_dir(struct __test_metadata *_metadata, const char *dir,
 
 	for (const struct file_spec *f = spec; f->name; f++) {
 		snprintf(path, sizeof(path), "%s/%s", dir, f->name);
-		mode = sysfs_mode(path);
+		mode = attr_mode(path);
 		if (mode != f->mode) {
 			TH_LOG("%s: mode %o (%d), the ABI says %o", path,
 			       mode < 0 ? 0 : mode, mode, f->mode);
@@ -189,13 +189,13 @@ TEST(node_figures_are_consistent)
 {
 	uint64_t free, total, api;
 
-	ASSERT_EQ(0, sysfs_read_u64("nodes/node0/free_bytes", &free));
-	ASSERT_EQ(0, sysfs_read_u64("nodes/node0/total_bytes", &total));
+	ASSERT_EQ(0, attr_read_u64("nodes/node0/free_bytes", &free));
+	ASSERT_EQ(0, attr_read_u64("nodes/node0/total_bytes", &total));
 	EXPECT_LT(256ull << 20, total) TH_LOG("node0 has 512 MiB");
 	EXPECT_GE(512ull << 20, total);
 	EXPECT_LT(0, free);
 	EXPECT_GE(total, free);
-	ASSERT_EQ(0, sysfs_read_u64("api_version", &api));
+	ASSERT_EQ(0, attr_read_u64("api_version", &api));
 	EXPECT_EQ(UMM_API_VERSION, api);
 }
 
@@ -229,16 +229,16 @@ TEST(knobs_take_valid_and_refuse_invalid_values)
 	for (size_t k = 0; k < sizeof(knobs) / sizeof(knobs[0]); k++) {
 		const struct knob_case *kc = &knobs[k];
 
-		ASSERT_LE(0, sysfs_read(kc->file, old, sizeof(old)));
+		ASSERT_LE(0, attr_read(kc->file, old, sizeof(old)));
 		for (size_t i = 0; i < 6 && kc->good[i]; i++)
-			EXPECT_EQ(0, sysfs_write(kc->file, kc->good[i]))
+			EXPECT_EQ(0, attr_write(kc->file, kc->good[i]))
 				TH_LOG("%s <- \"%s\"", kc->file, kc->good[i]);
 		/* known state before the bad writes */
-		ASSERT_EQ(0, sysfs_write(kc->file, old));
+		ASSERT_EQ(0, attr_write(kc->file, old));
 		for (size_t i = 0; i < 10 && kc->bad[i]; i++) {
-			EXPECT_EQ(-EINVAL, sysfs_write(kc->file, kc->bad[i]))
+			EXPECT_EQ(-EINVAL, attr_write(kc->file, kc->bad[i]))
 				TH_LOG("%s <- \"%s\"", kc->file, kc->bad[i]);
-			ASSERT_LE(0, sysfs_read(kc->file, now, sizeof(now)));
+			ASSERT_LE(0, attr_read(kc->file, now, sizeof(now)));
 			EXPECT_STREQ(old, now)
 				TH_LOG("%s changed by a refused write",
 				       kc->file);
@@ -250,16 +250,16 @@ TEST(knob_values_read_back)
 {
 	uint64_t v, old;
 
-	ASSERT_EQ(0, sysfs_read_u64("interval_ms", &old));
-	ASSERT_EQ(0, sysfs_write("interval_ms", "0x7b"));
-	ASSERT_EQ(0, sysfs_read_u64("interval_ms", &v));
+	ASSERT_EQ(0, attr_read_u64("interval_ms", &old));
+	ASSERT_EQ(0, attr_write("interval_ms", "0x7b"));
+	ASSERT_EQ(0, attr_read_u64("interval_ms", &v));
 	EXPECT_EQ(123, v);
-	ASSERT_EQ(0, sysfs_write_u64("interval_ms", old));
-	ASSERT_EQ(0, sysfs_write("enabled", "n"));
-	ASSERT_EQ(0, sysfs_read_u64("enabled", &v));
+	ASSERT_EQ(0, attr_write_u64("interval_ms", old));
+	ASSERT_EQ(0, attr_write("enabled", "n"));
+	ASSERT_EQ(0, attr_read_u64("enabled", &v));
 	EXPECT_EQ(0, v);
-	ASSERT_EQ(0, sysfs_write("enabled", "y"));
-	ASSERT_EQ(0, sysfs_read_u64("enabled", &v));
+	ASSERT_EQ(0, attr_write("enabled", "y"));
+	ASSERT_EQ(0, attr_read_u64("enabled", &v));
 	EXPECT_EQ(1, v);
 }
 
@@ -273,9 +273,9 @@ TEST(figures_refuse_writes)
 	char before[64], after[64];
 
 	for (size_t i = 0; i < sizeof(figs) / sizeof(figs[0]); i++) {
-		ASSERT_LE(0, sysfs_read(figs[i], before, sizeof(before)));
-		EXPECT_NE(0, sysfs_write(figs[i], "0")) TH_LOG("%s", figs[i]);
-		ASSERT_LE(0, sysfs_read(figs[i], after, sizeof(after)));
+		ASSERT_LE(0, attr_read(figs[i], before, sizeof(before)));
+		EXPECT_NE(0, attr_write(figs[i], "0")) TH_LOG("%s", figs[i]);
+		ASSERT_LE(0, attr_read(figs[i], after, sizeof(after)));
 		if (strcmp(figs[i], "nodes/node0/free_bytes"))
 			EXPECT_STREQ(before, after) TH_LOG("%s", figs[i]);
 	}
@@ -288,11 +288,11 @@ static void read_wm(struct __test_metadata *_metadata, int nid, struct wm *w)
 	char p[128];
 
 	snprintf(p, sizeof(p), "nodes/node%d/low_bp", nid);
-	ASSERT_EQ(0, sysfs_read_u64(p, &w->low));
+	ASSERT_EQ(0, attr_read_u64(p, &w->low));
 	snprintf(p, sizeof(p), "nodes/node%d/medium_bp", nid);
-	ASSERT_EQ(0, sysfs_read_u64(p, &w->medium));
+	ASSERT_EQ(0, attr_read_u64(p, &w->medium));
 	snprintf(p, sizeof(p), "nodes/node%d/critical_bp", nid);
-	ASSERT_EQ(0, sysfs_read_u64(p, &w->critical));
+	ASSERT_EQ(0, attr_read_u64(p, &w->critical));
 }
 
 TEST(watermarks_stay_ordered)
@@ -305,27 +305,27 @@ TEST(watermarks_stay_ordered)
 	EXPECT_GE(10000, w0.low);
 
 	/* each refused write leaves all three as they were */
-	EXPECT_EQ(-EINVAL, sysfs_write_u64("nodes/node1/low_bp", w0.medium));
-	EXPECT_EQ(-EINVAL, sysfs_write_u64("nodes/node1/low_bp",
+	EXPECT_EQ(-EINVAL, attr_write_u64("nodes/node1/low_bp", w0.medium));
+	EXPECT_EQ(-EINVAL, attr_write_u64("nodes/node1/low_bp",
 					   w0.critical));
-	EXPECT_EQ(-EINVAL, sysfs_write_u64("nodes/node1/medium_bp", w0.low));
-	EXPECT_EQ(-EINVAL, sysfs_write_u64("nodes/node1/medium_bp",
+	EXPECT_EQ(-EINVAL, attr_write_u64("nodes/node1/medium_bp", w0.low));
+	EXPECT_EQ(-EINVAL, attr_write_u64("nodes/node1/medium_bp",
 					   w0.critical));
-	EXPECT_EQ(-EINVAL, sysfs_write_u64("nodes/node1/critical_bp",
+	EXPECT_EQ(-EINVAL, attr_write_u64("nodes/node1/critical_bp",
 					   w0.medium));
-	EXPECT_EQ(-EINVAL, sysfs_write_u64("nodes/node1/low_bp", 10001));
-	EXPECT_EQ(-EINVAL, sysfs_write("nodes/node1/critical_bp", "-1"));
-	EXPECT_EQ(-EINVAL, sysfs_write("nodes/node1/low_bp", "abc"));
+	EXPECT_EQ(-EINVAL, attr_write_u64("nodes/node1/low_bp", 10001));
+	EXPECT_EQ(-EINVAL, attr_write("nodes/node1/critical_bp", "-1"));
+	EXPECT_EQ(-EINVAL, attr_write("nodes/node1/low_bp", "abc"));
 	read_wm(_metadata, 1, &w);
 	EXPECT_EQ(w0.low, w.low);
 	EXPECT_EQ(w0.medium, w.medium);
 	EXPECT_EQ(w0.critical, w.critical);
 
 	/* a valid new set, written in an order that keeps it valid */
-	EXPECT_EQ(0, sysfs_write_u64("nodes/node1/low_bp", 10000));
-	EXPECT_EQ(0, sysfs_write_u64("nodes/node1/medium_bp", 9999));
-	EXPECT_EQ(0, sysfs_write_u64("nodes/node1/critical_bp", 9998));
-	EXPECT_EQ(0, sysfs_write_u64("nodes/node1/critical_bp", 0));
+	EXPECT_EQ(0, attr_write_u64("nodes/node1/low_bp", 10000));
+	EXPECT_EQ(0, attr_write_u64("nodes/node1/medium_bp", 9999));
+	EXPECT_EQ(0, attr_write_u64("nodes/node1/critical_bp", 9998));
+	EXPECT_EQ(0, attr_write_u64("nodes/node1/critical_bp", 0));
 	read_wm(_metadata, 1, &w);
 	EXPECT_EQ(10000, w.low);
 	EXPECT_EQ(9999, w.medium);
@@ -335,9 +335,9 @@ TEST(watermarks_stay_ordered)
 	EXPECT_EQ(w0.low, w.low);
 
 	/* back: critical and medium first, low last */
-	EXPECT_EQ(0, sysfs_write_u64("nodes/node1/critical_bp", w0.critical));
-	EXPECT_EQ(0, sysfs_write_u64("nodes/node1/medium_bp", w0.medium));
-	EXPECT_EQ(0, sysfs_write_u64("nodes/node1/low_bp", w0.low));
+	EXPECT_EQ(0, attr_write_u64("nodes/node1/critical_bp", w0.critical));
+	EXPECT_EQ(0, attr_write_u64("nodes/node1/medium_bp", w0.medium));
+	EXPECT_EQ(0, attr_write_u64("nodes/node1/low_bp", w0.low));
 	read_wm(_metadata, 1, &w);
 	EXPECT_EQ(w0.low, w.low);
 	EXPECT_EQ(w0.medium, w.medium);
