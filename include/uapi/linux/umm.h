@@ -17,10 +17,12 @@
  * read(): returns as many whole records as fit in the buffer (at least
  * one). A buffer shorter than 64 bytes: -EINVAL. Nothing queued: blocks
  * (interruptibly), or -EAGAIN with O_NONBLOCK or IOCB_NOWAIT (io_uring then
- * waits for poll instead of using a worker thread). After a SHUTDOWN record
- * read() returns 0. Before the handshake: -EBADFD.
- * poll(): EPOLLIN | EPOLLRDNORM when a record is queued; EPOLLHUP after
- * SHUTDOWN; EPOLLERR before the handshake.
+ * waits for poll instead of using a worker thread). Before the handshake:
+ * -EBADFD.
+ * poll(): EPOLLIN | EPOLLRDNORM when a record is queued; EPOLLERR before the
+ * handshake.
+ * An open file holds a reference on the module: rmmod fails (EBUSY, "in
+ * use") while any client exists.
  *
  * Conventions: only fixed-width types; every enum reserves 0; every ioctl
  * argument begins with its own size (callers set it to sizeof the struct as
@@ -113,8 +115,9 @@ enum umm_level {
  *			 dropped since the previous OVERFLOW (their seq
  *			 numbers were used: the gap is visible). Delivered
  *			 once room is available, in order.
- * @UMM_EVENT_SHUTDOWN:	 the module is going away; the client should close
- *			 the file. Followed by POLLHUP and end of file.
+ * @UMM_EVENT_SHUTDOWN:	 reserved for a module going away under its clients
+ *			 (close the file). Not sent by API version 1: open
+ *			 files pin the module.
  * @UMM_EVENT_ENABLED:	 the enabled knob went from 0 to 1.
  * @UMM_EVENT_DISABLED:	 the enabled knob went from 1 to 0: no more pressure
  *			 events until ENABLED; the client should fall back to
