@@ -78,6 +78,15 @@ run_step() {
 		[ -n "$bad" ] && what="$what: $bad"
 	fi
 	[ -z "$out" ] && rm -f "$log"
+	# A killed harness leaves its forked test (own process group) behind:
+	# end those, by pid, so the next step has the GPU to itself.
+	if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+		local p
+		for p in $(pgrep -x "$(basename "$1" | cut -c1-15)" 2>/dev/null); do
+			say "killing leftover $(basename "$1") pid $p"
+			kill -9 "$p" 2>/dev/null
+		done
+	fi
 	[ "$rc" -ne 0 ] && failed=1
 	summary+=("$(printf '%-14s %4ss  %s' "$name" "$((t1 - t0))" "$what")")
 }
