@@ -108,15 +108,16 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 "usage: umbench --gpu [--gpu-bytes SIZE] [--adam-params COUNT] [--reps N]\n"
-"                     [--pieces K] [--threads N] [--json] [--json-file PATH]\n"
+"                     [--pieces K] [--threads N] [-J] [--json-file PATH] [-q]\n"
 "  --gpu-bytes SIZE     bytes per transfer test (default 4G, 64M..1T)\n"
 "  --adam-params COUNT  fp32 parameters of the Adam step (default 512M;\n"
 "                       K/M/G multiply by 1024; 0 skips the Adam table)\n"
 "  --reps N             timed repetitions after one warm-up, best kept (3)\n"
 "  --pieces K           pieces of the pipelined TIERED Adam step (16)\n"
 "  --threads N          CPU Adam threads (default: online CPUs)\n"
-"  --json               one JSON object on stdout instead of tables\n"
-"  --json-file PATH     also write that JSON object to PATH\n");
+"  -J, --json           one JSON object on stdout instead of tables\n"
+"  --json-file PATH     also write that JSON object to PATH\n"
+"  -q, --quiet          no progress lines (else on stderr when a TTY)\n");
 }
 
 static int parse_int(const char *s, int lo, int hi, int *out)
@@ -151,8 +152,12 @@ static int parse_opts(int argc, char **argv, struct bg_opts *o)
 
 		if (!strcmp(a, "--gpu"))
 			continue;
-		if (!strcmp(a, "--json")) {
+		if (!strcmp(a, "--json") || !strcmp(a, "-J")) {
 			o->json = 1;
+			continue;
+		}
+		if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
+			o->progress = 0;
 			continue;
 		}
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
