@@ -20,7 +20,8 @@
 # command printed "# expect-dmesg: ERE" (an extended regular expression) and
 # the line matches one of its expectations. An expectation that matches
 # "Out of memory" or "oom" admits the whole OOM report family. A "Call Trace"
-# (and the stack after it) that follows an admitted line is admitted too. A
+# or "RIP:" line (the stack and registers of that report) that follows an
+# admitted line is admitted too. A
 # command may also print "# require-dmesg: ERE": its section then fails unless
 # some line matches.
 
@@ -97,7 +98,7 @@ function judge_dmesg(sec,    i, l, ok, ctx, nviol, nexp, oomok, j, req, name) {
 				ok = 1
 		if (!ok && oomok && l ~ OOMFAM)
 			ok = 1
-		if (!ok && ctx && l ~ /Call Trace/)
+		if (!ok && ctx && l ~ /Call Trace|RIP: /)
 			ok = 1
 		if (ok) {
 			ctx = 1

@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Description: the umm shrinker under real reclaim. Clients declare
+ * reclaimable bytes per node; a child bound to node 0 allocates until the
+ * kernel reclaims on node 0 (kswapd wakes below the zones' low watermark).
+ * The shrinker's scan must queue a SHRINK event for node 0 to the client
+ * that declared reclaimable bytes there, asking for no more than it
+ * declared, and to nobody else; it must not wait for userspace (the
+ * allocation keeps going while the event sits unread).
+ *
+ * vm.watermark_scale_factor is raised for the test so that kswapd starts
+ * reclaiming while tens of MiB are still free: reclaim happens for real, far
+ * from the OOM killer.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "helpers.h"
+
+#define MiB (1ull << 20)
+#define GiB (1ull << 30)
+
+TEST_TIMEOUT_SET(reclaim_on_node0_asks_node0_holders, 300);
+
+FIXTURE(reclaim) {
+	char old_wsf[32];
+	uint64_t old_wm[3];
+	struct hog hog;
+	int a, b, c;
+};
+
+static uint64_t node_u64(int nid, const char *what)
+{
+	char p[128];
+	uint64_t v = 0;
+
+	snprintf(p, sizeof(p), "nodes/node%d/%s", nid, what);
+	attr_read_u64(p, &v);
+	return v;
+}
+
+FIXTURE_SETUP(reclaim)
+{
+	/* a: node 0, reclaimable; b: node 1 only; c: node 0, none of it
+	 * reclaimable. The declared sizes exceed the node: the shrinker
+	 * reports them to the kernel as they are. */
+	struct umm_tier_report ta = {
+		.tier_type = UMM_TIER_HOST_NODE, .tier_id = 0,
+		.resident_bytes = 2 * GiB, .reclaimable_bytes = 2 * GiB,
+	};
+	struct umm_tier_report tb = ta, tc = ta;
+
+	tb.tier_id = 1;
+	tc.reclaimable_bytes = 0;
+	self->hog.pid = 0;
+	ASSERT_LT(0, sysctl_read("vm/watermark_scale_factor", self->old_wsf,
+				 sizeof(self->old_wsf)));
+	ASSERT_EQ(0, sysctl_write("vm/watermark_scale_factor", "1000"));
+	/* keep node-0 PRESSURE out of the way: this test is about reclaim */
+	self->old_wm[0] = node_u64(0, "low_bp");
+	self->old_wm[1] = node_u64(0, "medium_bp");
+	self->old_wm[2] = node_u64(0, "critical_bp");
+	ASSERT_EQ(0, attr_write("nodes/node0/critical_bp", "2"));
+	ASSERT_EQ(0, attr_write("nodes/node0/medium_bp", "3"));
+	ASSERT_EQ(0, attr_write("nodes/node0/low_bp", "4"));
+	ASSERT_EQ(0, attr_write("enabled", "1"));
+	ASSERT_EQ(0, set_oom_score_adj(-1000));
+	self->a = umm_client("a-node0", 0, 0, 0);
+	self->b = umm_client("b-node1", 0, 0, 0);
+	self->c = umm_client("c-none", 0, UMM_FEATURE_ALL_PRESSURE, 0);
+	ASSERT_LE(0, self->a);
+	ASSERT_LE(0, self->b);
+	ASSERT_LE(0, self->c);
+	ASSERT_EQ(0, umm_report(self->a, &ta, 1, 0));
+	ASSERT_EQ(0, umm_report(self->b, &tb, 1, 0));
+	ASSERT_EQ(0, umm_report(self->c, &tc, 1, 0));
+	ASSERT_EQ(0, hog_start(&self->hog, 0, 1000));
+}
+
+FIXTURE_TEARDOWN(reclaim)
+{
+	if (self->hog.pid > 0)
+		hog_stop(&self->hog);
+	sysctl_write("vm/watermark_scale_factor", self->old_wsf);
+	attr_write_u64("nodes/node0/low_bp", self->old_wm[0]);
+	attr_write_u64("nodes/node0/medium_bp", self->old_wm[1]);
+	attr_write_u64("nodes/node0/critical_bp", self->old_wm[2]);
+	close(self->a);
+	close(self->b);
+	close(self->c);
+}
+
+TEST_F(reclaim, reclaim_on_node0_asks_node0_holders)
+{
+	uint64_t calls0 = 0, calls1 = 0, kmin = node_min_wmark_bytes(0);
+	long long ooms = vmstat("oom_kill");
+	struct umm_event ev;
+	int got = 0;
+
+	ASSERT_EQ(0, attr_read_u64("shrinker_calls", &calls0));
+	while (!got) {
+		uint64_t free = node_free_bytes(0);
+
+		ASSERT_LT(kmin + 12 * MiB, free)
+			TH_LOG("%llu MiB free on node 0, still no SHRINK",
+			       (unsigned long long)(free / MiB));
+		ASSERT_EQ(0, hog_step(&self->hog, 4 * MiB));
+		/* kswapd runs on its own: give it a moment */
+		for (int i = 0; i < 5 && !got; i++) {
+			got = umm_wait_tier(self->a, UMM_EVENT_SHRINK,
+					    UMM_TIER_HOST_NODE, 0, &ev, 20);
+			ASSERT_LE(0, got);
+		}
+	}
+	printf("# SHRINK for node 0 after %llu MiB allocated, %llu MiB free (kernel min %llu MiB): asks %llu MiB\n",
+	       (unsigned long long)(self->hog.bytes / MiB),
+	       (unsigned long long)(node_free_bytes(0) / MiB),
+	       (unsigned long long)(kmin / MiB),
+	       (unsigned long long)(ev.bytes_to_free / MiB));
+	EXPECT_EQ(UMM_EVENT_F_ACK, ev.flags) TH_LOG("real, asks to free");
+	EXPECT_LT(0, ev.bytes_to_free);
+	EXPECT_GE(2 * GiB, ev.bytes_to_free);
+	EXPECT_EQ(1, ev.dest_node);
+	EXPECT_EQ(0, kill(self->hog.pid, 0)) TH_LOG("the hog is alive");
+	EXPECT_EQ(ooms, vmstat("oom_kill"));
+	ASSERT_EQ(0, attr_read_u64("shrinker_calls", &calls1));
+	EXPECT_LT(calls0, calls1);
+	/* the event was answered after the fact: reclaim did not wait */
+	EXPECT_EQ(0, umm_ack(self->a, ev.seq, ev.bytes_to_free, NULL));
+
+	hog_stop(&self->hog);
+	/* nobody else was asked about node 0 */
+	while (umm_next_event(self->b, &ev, 0) == 1)
+		EXPECT_FALSE(ev.type == UMM_EVENT_SHRINK && ev.tier_id == 0);
+	while (umm_next_event(self->c, &ev, 0) == 1)
+		EXPECT_NE(UMM_EVENT_SHRINK, ev.type)
+			TH_LOG("declared nothing reclaimable");
+}
+
+TEST_HARNESS_MAIN
