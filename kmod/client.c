@@ -153,16 +153,18 @@ static int umm_open(struct inode *inode, struct file *file)
 	struct umm_client *c;
 	int ret;
 
-	c = kzalloc(sizeof(*c), GFP_KERNEL);
+	/* charged to the opener's memory cgroup: a client's memory is its own */
+	c = kzalloc(sizeof(*c), GFP_KERNEL_ACCOUNT);
 	if (!c)
 		return -ENOMEM;
-	c->nodes = kcalloc(nr_node_ids, sizeof(*c->nodes), GFP_KERNEL);
+	c->nodes = kcalloc(nr_node_ids, sizeof(*c->nodes), GFP_KERNEL_ACCOUNT);
 	if (!c->nodes) {
 		ret = -ENOMEM;
 		goto free_client;
 	}
 	c->queue_len = READ_ONCE(umm.queue_len);
-	c->ring = kvcalloc(c->queue_len + 1, sizeof(*c->ring), GFP_KERNEL);
+	c->ring = kvcalloc(c->queue_len + 1, sizeof(*c->ring),
+			   GFP_KERNEL_ACCOUNT);
 	if (!c->ring) {
 		ret = -ENOMEM;
 		goto free_nodes;

@@ -11,7 +11,11 @@ set -u
 kmod=$(cd "$(dirname "$0")/.." && pwd)
 top=$(cd "$kmod/.." && pwd)
 uapi=$top/include/uapi/linux/umm.h
-[ $# -gt 0 ] || set -- $(ls -d /lib/modules/*/build 2>/dev/null)
+if [ $# -eq 0 ]; then
+	for m in /lib/modules/*/build/Makefile; do
+		[ -f "$m" ] && set -- "$@" "${m%/Makefile}"
+	done
+fi
 
 pass=0 fail=0 skip=0 n=0
 plan=$(( $# * 2 + 2 ))
