@@ -271,28 +271,48 @@ static int check_acquire_tier(struct um_context *ctx, struct um_region *r,
 
 /* ---- acquire / release ------------------------------------------------ */
 
-static int acquire_device(struct um_context *ctx, struct um_region *r,
-			  void *stream)
+/*
+ * The device refused memory our books allow (others use the device too):
+ * evict the first victim in policy order, beyond what the budget asks.
+ * Returns true if an eviction was issued.
+ */
+static bool evict_beyond_budget(struct um_context *ctx, struct um_region *r)
 {
-	const struct um_backend_ops *ops = ctx->be.ops;
+	struct um_region **v;
+	uint64_t vbytes;
+	bool issued = false;
+	int n = victims(ctx, UM_TIER_GPU(r->device), r, &v, &vbytes);
+
+	for (int i = 0; i < n && !issued; i++)
+		issued = !um__evict(ctx, v[i], UM_TIER_HOST_ANY, true) &&
+			 um__draining(v[i]);
+	free(v);
+	return issued;
+}
+
+static int acquire_device(struct um_context *ctx, struct um_region *r)
+{
 	int ret = um__make_room(ctx, r);
+	struct um_mig *m;
 
 	if (ret)
 		return ret;
 	ret = um__restore(ctx, r);
-	if (ret == -ENOMEM && oldest_drain(ctx, (int)r->device)) {
+	if (ret == -ENOMEM) {
 		/* the device itself is short: let evictions land, retry */
-		um__wait_mig(ctx, oldest_drain(ctx, (int)r->device));
-		return -EAGAIN;
+		m = oldest_drain(ctx, (int)r->device);
+		if (!m && evict_beyond_budget(ctx, r))
+			m = oldest_drain(ctx, (int)r->device);
+		if (m) {
+			um__log(ctx, UM_LOG_DEBUG,
+				"acquire: device %u short of memory for \"%s\"; waiting for an eviction",
+				(unsigned int)r->device, r->name);
+			um__wait_mig(ctx, m);
+			return -EAGAIN;
+		}
+		refuse(ctx, r, "; the device refused the memory");
 	}
-	if (ret) {
-		if (ret == -ENOMEM)
-			refuse(ctx, r, "; the device refused the memory");
-		return ret;
-	}
-	(void)ops;
-	(void)stream;
-	return 0;
+	return ret;
 }
 
 /*
@@ -389,7 +409,7 @@ int um_acquire(struct um_context *ctx, um_region_t h, um_tier_t tier,
 			break;
 		}
 		if (um__tier_is_dev(tier))
-			ret = acquire_device(ctx, r, stream);
+			ret = acquire_device(ctx, r);
 		else
 			ret = acquire_host(ctx, r, tier);
 		if (ret == -EAGAIN)

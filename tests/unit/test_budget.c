@@ -280,4 +280,62 @@ TEST(inflight_evictions_still_count)
 	ASSERT_EQ(0, um_context_destroy(ctx));
 }
 
+/* A device shared with others: it refuses memory our books still allow. */
+static struct um_backend_ops shared_dev;
+static uint64_t phys_limit, phys_used;
+
+static int limited_phys_map(struct um_backend *be, int dev, void *va,
+			    size_t len, void **handle)
+{
+	int ret;
+
+	if (phys_used + len > phys_limit)
+		return -ENOMEM;
+	ret = um_backend_sim.phys_map(be, dev, va, len, handle);
+	if (!ret)
+		phys_used += len;
+	return ret;
+}
+
+static void limited_phys_unmap(struct um_backend *be, int dev, void *va,
+			       size_t len, void *handle)
+{
+	um_backend_sim.phys_unmap(be, dev, va, len, handle);
+	phys_used -= len;
+}
+
+TEST(device_refuses_below_budget)
+{
+	struct um_context *ctx = ctx_sim(8 * SLOT, 64 * MiB);
+	um_region_t r[5];
+
+	ASSERT_NONNULL(ctx);
+	shared_dev = um_backend_sim;
+	shared_dev.phys_map = limited_phys_map;
+	shared_dev.phys_unmap = limited_phys_unmap;
+	phys_limit = 3 * SLOT;	/* others hold the rest of the device */
+	ctx->be.ops = &shared_dev;
+	for (int i = 0; i < 5; i++) {
+		r[i] = region(ctx, UM_KIND_OPTIMIZER_STATE, 0, SLOT, "s");
+		/* the 4th and 5th only fit by evicting beyond the budget */
+		ASSERT_EQ(0, put_pattern(ctx, r[i], SLOT, 70 + (uint64_t)i));
+		EXPECT_GE(3 * SLOT, phys_used);
+	}
+	for (int i = 0; i < 5; i++)
+		EXPECT_EQ(0, get_pattern(ctx, r[i], SLOT, 70 + (uint64_t)i));
+	/* all acquired up to the physical limit: the next one is refused */
+	for (int i = 0; i < 3; i++)
+		ASSERT_EQ(0, um_acquire(ctx, r[i], UM_TIER_GPU(0), NULL));
+	logcap_reset();
+	EXPECT_EQ(-ENOMEM, um_acquire(ctx, r[3], UM_TIER_GPU(0), NULL));
+	EXPECT_TRUE(logcap_has(UM_LOG_ERR, "device refused", NULL));
+	for (int i = 0; i < 3; i++)
+		ASSERT_EQ(0, um_release(ctx, r[i]));
+	for (int i = 0; i < 5; i++) {
+		EXPECT_EQ(0, get_pattern(ctx, r[i], SLOT, 70 + (uint64_t)i));
+		ASSERT_EQ(0, um_free(ctx, r[i]));
+	}
+	ASSERT_EQ(0, um_context_destroy(ctx));
+}
+
 TEST_HARNESS_MAIN
