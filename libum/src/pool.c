@@ -296,6 +296,9 @@ int um__pool_alloc(struct um_pool *pool, size_t bytes, int node,
 got:
 		if (ret != -EAGAIN)
 			break;
+		/* what this thread keeps back may be enough */
+		if (um__pool_tc_give_back(pool))
+			continue;
 		if (flags & UM_POOL_NOGROW)
 			return -EAGAIN;
 		ret = um__pool_heap_grow(pool, hi, need);

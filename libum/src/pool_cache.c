@@ -220,6 +220,24 @@ void um__pool_tc_drop_large(struct um_pool *pool, struct tcache *tc)
 	pool_unlock(pool);
 }
 
+bool um__pool_tc_give_back(struct um_pool *pool)
+{
+	struct tcache *tc = um__pool_tc;
+	bool any = false;
+
+	if (!tc || tc->pool != pool)
+		return false;
+	pool_lock(pool);
+	if (tc->pool == pool) {
+		any = tc->large_p != NULL;
+		for (unsigned int k = 0; k < NCLASSES && !any; k++)
+			any = tc->bin[k].n != 0;
+		tc_flush_all(pool, tc);
+	}
+	pool_unlock(pool);
+	return any;
+}
+
 void um__pool_cache_flush_self(struct um_pool *pool)
 {
 	struct tcache *tc = um__pool_tc;

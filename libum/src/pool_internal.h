@@ -268,6 +268,9 @@ int um__pool_tc_refill(struct um_pool *pool, struct tcache *tc,
 void um__pool_tc_trim_bin(struct um_pool *pool, struct tcache *tc,
 			  unsigned int k);
 void um__pool_tc_drop_large(struct um_pool *pool, struct tcache *tc);
+/* Give back what the calling thread's cache of pool holds, before the
+ * pool grows for want of it; true if there was anything. Takes the lock. */
+bool um__pool_tc_give_back(struct um_pool *pool);
 /* Under the lock: empty the calling thread's cache if bound to pool. */
 void um__pool_cache_flush_self(struct um_pool *pool);
 /* Is p in the calling thread's cache of pool? (double-free check) */
