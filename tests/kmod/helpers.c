@@ -7,7 +7,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <numa.h>
+#include <linux/mempolicy.h>
+#include <sys/syscall.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <poll.h>
@@ -405,17 +406,17 @@ int run_as_nobody(int (*fn)(void *), void *arg)
 
 static void hog_child(int node, int oom_adj, int go, int done)
 {
-	struct bitmask *bm;
+	unsigned long mask = 1ul << node;
 	uint64_t bytes;
 	long page = sysconf(_SC_PAGESIZE);
 	int free_run = 0;
 
 	set_oom_score_adj(oom_adj);
-	if (numa_available() < 0)
+	/* the system call itself: static libnuma.a drags its resolver
+	 * (getaddrinfo) into every program that calls any of it */
+	if (node < 0 || node >= 64 ||
+	    syscall(SYS_set_mempolicy, MPOL_BIND, &mask, sizeof(mask) * 8))
 		_exit(20);
-	bm = numa_allocate_nodemask();
-	numa_bitmask_setbit(bm, (unsigned int)node);
-	numa_set_membind(bm);
 	for (;;) {
 		char *p;
 

@@ -72,6 +72,13 @@ case "$tag" in ''|*/*|.*) die "--tag wants a plain name" ;; esac
 b=$here/build/$ver/$tag
 out=${out:-$b}
 mkdir -p "$b" "$out"
+# Two runs with one tag would overwrite each other's files: the second
+# waits for the first.
+exec 9>"$b.lock"
+if ! flock -n 9; then
+	echo "# run-vm.sh: $ver/$tag is in use by another run; waiting" >&2
+	flock 9
+fi
 out=$(cd "$out" && pwd)
 
 # --- umm.ko for this kernel --------------------------------------------------

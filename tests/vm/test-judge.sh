@@ -28,6 +28,7 @@ tail_ok='### UM-RMMOD rc=0
 oom='[    3.1] a.out invoked oom-killer: gfp_mask=0x140dca
 [    3.2] Call Trace:
 [    3.3]  <TASK>
+[    3.35] RIP: 0033:0x405fab
 [    3.4] Mem-Info:
 [    3.5] Out of memory: Killed process 77 (a.out)'
 

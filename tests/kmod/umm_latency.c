@@ -1,0 +1,263 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Description: event latency benchmark, run in the VM. A waiter thread
+ * sleeps on /dev/umm (a blocking read(), then an io_uring read) while the
+ * main thread writes "node 0 critical" to the inject file; each injected
+ * event wakes the waiter. Measured per event, N times per mode:
+ *   inject -> wakeup: from just before the inject write to the waiter
+ *                     running again with the record in hand;
+ *   event  -> wakeup: from the record's ts_ns (when the module raised it).
+ * Prints p50/p99/max in microseconds for both modes side by side, and the
+ * io_uring/read ratio, as TAP (a test passes when every event arrived, in
+ * order, without loss, and io_uring used no worker thread) or, with --json,
+ * as one JSON object. Software emulation inflates every figure; compare the
+ * modes with each other, not with real hardware.
+ *
+ * Usage: umm_latency [-n N] [--json]
+ */
+#include <errno.h>
+#include <liburing.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "helpers.h"
+
+enum mode { M_READ, M_URING, M_NR };
+static const char *const mode_name[M_NR] = { "read", "io_uring" };
+
+struct bench {
+	enum mode mode;
+	int fd, n;
+	pid_t tid;
+	volatile int ready;		/* waiter is about to sleep */
+	volatile int done;		/* events received */
+	uint64_t *t_wake, *t_event;	/* per event */
+	uint64_t last_seq;
+	int bad;			/* lost, out of order, errors */
+	int workers;			/* iou-wrk threads seen */
+};
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+static void got(struct bench *b, const struct umm_event *ev, ssize_t len)
+{
+	uint64_t t = now_ns();
+
+	if (len != (ssize_t)sizeof(*ev) || ev->type != UMM_EVENT_PRESSURE ||
+	    (b->last_seq && ev->seq != b->last_seq + 1))
+		b->bad++;
+	b->last_seq = ev->seq;
+	b->t_wake[b->done] = t;
+	b->t_event[b->done] = ev->ts_ns;
+	__atomic_store_n(&b->done, b->done + 1, __ATOMIC_RELEASE);
+}
+
+static void *waiter(void *arg)
+{
+	struct bench *b = arg;
+	struct io_uring ring;
+	struct umm_event ev;
+
+	b->tid = (pid_t)syscall(SYS_gettid);
+	if (b->mode == M_URING && io_uring_queue_init(4, &ring, 0)) {
+		b->bad = b->n;
+		__atomic_store_n(&b->ready, -1, __ATOMIC_RELEASE);
+		return NULL;
+	}
+	for (int i = 0; i < b->n; i++) {
+		if (b->mode == M_READ) {
+			__atomic_store_n(&b->ready, i + 1, __ATOMIC_RELEASE);
+			got(b, &ev, read(b->fd, &ev, sizeof(ev)));
+		} else {
+			struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
+			struct io_uring_cqe *cqe;
+
+			io_uring_prep_read(sqe, b->fd, &ev, sizeof(ev), -1);
+			io_uring_submit(&ring);
+			__atomic_store_n(&b->ready, i + 1, __ATOMIC_RELEASE);
+			if (io_uring_wait_cqe(&ring, &cqe)) {
+				b->bad++;
+				continue;
+			}
+			got(b, &ev, cqe->res);
+			io_uring_cqe_seen(&ring, cqe);
+		}
+	}
+	if (b->mode == M_URING) {
+		b->workers = count_iou_workers();
+		io_uring_queue_exit(&ring);
+	}
+	return NULL;
+}
+
+/* Is thread @tid asleep (state S)? */
+static int sleeping(pid_t tid)
+{
+	char path[64], buf[256], *p;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+	if (attr_read(path, buf, sizeof(buf)) <= 0)
+		return 0;
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && p[2] == 'S';
+}
+
+static int run(struct bench *b, uint64_t *t_inject)
+{
+	pthread_t t;
+
+	if (pthread_create(&t, NULL, waiter, b))
+		return -1;
+	for (int i = 0; i < b->n; i++) {
+		int r;
+
+		while ((r = __atomic_load_n(&b->ready, __ATOMIC_ACQUIRE)) <
+		       i + 1 && r >= 0)
+			usleep(50);
+		if (r < 0)
+			break;
+		/* only inject once the waiter sleeps in the kernel */
+		while (!sleeping(b->tid))
+			usleep(50);
+		t_inject[i] = now_ns();
+		if (umm_inject("node 0 critical")) {
+			b->bad++;
+			break;
+		}
+		while (__atomic_load_n(&b->done, __ATOMIC_ACQUIRE) < i + 1)
+			usleep(20);
+	}
+	pthread_join(t, NULL);
+	return 0;
+}
+
+struct stats {
+	double p50, p99, max, mean;
+};
+
+static struct stats summarise(uint64_t *d, int n)
+{
+	struct stats s = { 0 };
+	double sum = 0;
+
+	if (n <= 0)
+		return s;
+	qsort(d, (size_t)n, sizeof(*d), cmp_u64);
+	for (int i = 0; i < n; i++)
+		sum += (double)d[i];
+	s.p50 = (double)d[n / 2] / 1e3;
+	s.p99 = (double)d[(n * 99) / 100 < n ? (n * 99) / 100 : n - 1] / 1e3;
+	s.max = (double)d[n - 1] / 1e3;
+	s.mean = sum / n / 1e3;
+	return s;
+}
+
+int main(int argc, char **argv)
+{
+	struct stats inj[M_NR], evt[M_NR];
+	struct umm_tier_report t = {
+		.tier_type = UMM_TIER_HOST_NODE, .tier_id = 0,
+		.resident_bytes = 1 << 20, .reclaimable_bytes = 1 << 20,
+	};
+	struct bench b[M_NR];
+	uint64_t old_q = 256;
+	int n = 1000, json = 0, fail = 0;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--json"))
+			json = 1;
+		else if (!strcmp(argv[i], "-n") && i + 1 < argc)
+			n = atoi(argv[++i]);
+		else {
+			fprintf(stderr, "usage: %s [-n N] [--json]\n", argv[0]);
+			return 2;
+		}
+	}
+	if (n < 1 || n > 1000000) {
+		fprintf(stderr, "%s: -n wants 1..1000000\n", argv[0]);
+		return 2;
+	}
+	if (!json)
+		printf("TAP version 13\n1..%d\n", M_NR);
+	attr_read_u64("queue_len", &old_q);
+	attr_write("enabled", "1");
+	for (int m = 0; m < M_NR; m++) {
+		uint64_t *t_inj = calloc((size_t)n, sizeof(uint64_t));
+		uint64_t *d1 = calloc((size_t)n, sizeof(uint64_t));
+		uint64_t *d2 = calloc((size_t)n, sizeof(uint64_t));
+
+		b[m] = (struct bench){
+			.mode = m, .n = n,
+			.t_wake = calloc((size_t)n, sizeof(uint64_t)),
+			.t_event = calloc((size_t)n, sizeof(uint64_t)),
+		};
+		b[m].fd = umm_client("latency", 0, 0, 0);
+		if (b[m].fd < 0 || !t_inj || !d1 || !d2 || !b[m].t_wake ||
+		    !b[m].t_event || umm_report(b[m].fd, &t, 1, 0) ||
+		    run(&b[m], t_inj)) {
+			fprintf(stderr, "%s: setup failed (%s)\n", argv[0],
+				b[m].fd < 0 ? strerror(-b[m].fd) : "");
+			b[m].bad = n;
+		}
+		for (int i = 0; i < b[m].done; i++) {
+			d1[i] = b[m].t_wake[i] - t_inj[i];
+			d2[i] = b[m].t_wake[i] - b[m].t_event[i];
+		}
+		inj[m] = summarise(d1, b[m].done);
+		evt[m] = summarise(d2, b[m].done);
+		umm_inject("node 0 clear");
+		if (b[m].fd >= 0)
+			close(b[m].fd);
+		free(t_inj);
+		free(d1);
+		free(d2);
+		free(b[m].t_wake);
+		free(b[m].t_event);
+	}
+	for (int m = 0; m < M_NR; m++) {
+		int ok = b[m].done == n && !b[m].bad && !b[m].workers;
+
+		fail |= !ok;
+		if (json)
+			continue;
+		printf("# %-8s inject->wakeup p50 %8.1f us  p99 %8.1f us  max %8.1f us | event->wakeup p50 %8.1f us  p99 %8.1f us (n=%d)\n",
+		       mode_name[m], inj[m].p50, inj[m].p99, inj[m].max,
+		       evt[m].p50, evt[m].p99, b[m].done);
+		if (b[m].workers)
+			printf("# %s: %d io-wq worker thread(s): the read was punted\n",
+			       mode_name[m], b[m].workers);
+		printf("%s %d latency.%s # %d/%d events, %d bad\n",
+		       ok ? "ok" : "not ok", m + 1, mode_name[m], b[m].done,
+		       n, b[m].bad);
+	}
+	if (json) {
+		printf("{\"n\":%d,\"unit\":\"us\"", n);
+		for (int m = 0; m < M_NR; m++)
+			printf(",\"%s\":{\"received\":%d,\"bad\":%d,\"io_wq_workers\":%d,"
+			       "\"inject_to_wakeup\":{\"p50\":%.1f,\"p99\":%.1f,\"max\":%.1f,\"mean\":%.1f},"
+			       "\"event_to_wakeup\":{\"p50\":%.1f,\"p99\":%.1f,\"max\":%.1f,\"mean\":%.1f}}",
+			       mode_name[m], b[m].done, b[m].bad, b[m].workers,
+			       inj[m].p50, inj[m].p99, inj[m].max, inj[m].mean,
+			       evt[m].p50, evt[m].p99, evt[m].max, evt[m].mean);
+		printf(",\"io_uring_over_read_p50\":%.3f}\n",
+		       inj[M_READ].p50 > 0 ? inj[M_URING].p50 / inj[M_READ].p50 : 0);
+	} else {
+		printf("# io_uring / read, inject->wakeup p50: %.2f\n",
+		       inj[M_READ].p50 > 0 ? inj[M_URING].p50 / inj[M_READ].p50 : 0);
+		printf("# Totals: pass:%d fail:%d xfail:0 xpass:0 skip:0 error:0\n",
+		       (b[0].done == n && !b[0].bad && !b[0].workers) +
+		       (b[1].done == n && !b[1].bad && !b[1].workers),
+		       (b[0].done != n || b[0].bad || b[0].workers) +
+		       (b[1].done != n || b[1].bad || b[1].workers));
+	}
+	return fail;
+}
