@@ -300,8 +300,11 @@ static void fill_column(const struct opts *o, const struct run *r,
 	snprintf(cells[i++], 32, "%s", ut_size_str(st->spill.peak, b));
 	snprintf(cells[i++], 32, "%llu", (unsigned long long)st->migrations);
 	snprintf(cells[i++], 32, "%s", ut_size_str(st->migrated_bytes, b));
-	snprintf(cells[i++], 32, "%.2f",
-		 gbps(st->migrated_bytes, st->migration_ns));
+	if (st->migration_ns)
+		snprintf(cells[i++], 32, "%.2f",
+			 gbps(st->migrated_bytes, st->migration_ns));
+	else
+		snprintf(cells[i++], 32, "-");
 	snprintf(cells[i++], 32, "%llu", (unsigned long long)st->evict_count);
 	snprintf(cells[i++], 32, "%s", ut_size_str(st->evict_bytes, b));
 	snprintf(cells[i++], 32, "%llu", (unsigned long long)st->restore_count);

@@ -251,7 +251,7 @@ int bench_pool(const struct bench_opts *o)
 	if (!pb)
 		return -ENOMEM;
 	pb->o = o;
-	pb->target_ns = o->quick ? 2e5 : 2e6;
+	pb->target_ns = o->quick ? 5e4 : 2e5;
 	for (s = 0; s < o->nsizes; s++)
 		for (m = 0; m < M_COUNT; m++) {
 			pb->ns[s][m] = calloc(o->rounds, sizeof(double));
