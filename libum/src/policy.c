@@ -507,8 +507,12 @@ static int evict_to_spill(struct um_context *ctx, um_region_t h)
 			return -ENOENT;
 		if (r->acquired)
 			return -EBUSY;	/* taken back meanwhile */
-		if (ret && !r->pending)
+		if (ret == -EPROTO)
+			return -EIO;
+		if (ret && !r->pending) {
+			r->error = 0;	/* reported here */
 			return ret;
+		}
 	}
 	if (r->residency == UM_TIER_NONE)
 		return 0;
@@ -624,7 +628,8 @@ static int64_t shed_device(struct um_context *ctx, int dev, uint64_t bytes,
 		struct um_region *r = um__region_get(ctx, spill[i]);
 
 		while (r && r->pending) {
-			um__wait_region(ctx, r);
+			if (um__wait_region(ctx, r) == -EPROTO)
+				break;
 			r = um__region_get(ctx, spill[i]);
 		}
 		if (r && !r->acquired && !(r->flags & UM_REGION_NO_SPILL))

@@ -405,7 +405,10 @@ int um_free(struct um_context *ctx, um_region_t h)
 		if (!r->pending)
 			break;
 		/* drops the lock: look the handle up again afterwards */
-		um__wait_region(ctx, r);
+		if (um__wait_region(ctx, r) == -EPROTO) {
+			ret = -EIO;
+			goto out;
+		}
 	}
 	um__region_destroy(ctx, r);
 out:
