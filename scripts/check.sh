@@ -12,19 +12,40 @@
 # error, a missing binary) counts as one failure, so nothing fails silently.
 # Ends with one line "N passed, N failed, N skipped"; exits 1 on any failure.
 #
+# UM_BUILD_DIRS="dir..." (set by the top-level Makefile) first runs
+# `make -C dir all` in each, in order, going on after a failure; a failed
+# build counts as one failure (log: build/check/build.log).
 # UM_SKIP_VM=1 skips the suites that boot kernels in qemu (tests/kmod,
 # tests/vm, tests/e2e); `make check-fast` sets it.
 set -uo pipefail
 
 cd "$(dirname "$0")/.." || exit 1
 MAKE=${MAKE:-make}
-SUITES=(tests/harness tests/unit tests/gpu tools examples tests/kmod tests/vm tests/e2e)
+SUITES=(tests/harness libum tests/unit tests/gpu tools examples kmod tests/kmod tests/vm
+	tests/e2e)
 VM_SUITES=" tests/kmod tests/vm tests/e2e "
 LOGDIR=build/check
 mkdir -p "$LOGDIR"
 
 total_pass=0 total_fail=0 total_skip=0
 summary=()
+
+if [ -n "${UM_BUILD_DIRS:-}" ]; then
+	echo "=== build: make all in $UM_BUILD_DIRS (log: $LOGDIR/build.log)"
+	start=$SECONDS
+	broken=""
+	for d in $UM_BUILD_DIRS; do
+		$MAKE --no-print-directory -C "$d" all || broken+=" $d"
+	done > >(tee "$LOGDIR/build.log") 2>&1
+	wait $! 2>/dev/null	# let tee finish
+	if [ -n "$broken" ]; then
+		total_fail=$((total_fail + 1))
+		summary+=("$(printf '%-14s FAILED in%s: counted as 1 failure' \
+			build "$broken")")
+	else
+		summary+=("$(printf '%-14s ok in %ds' build $((SECONDS - start)))")
+	fi
+fi
 
 for d in "${SUITES[@]}"; do
 	if [ ! -f "$d/Makefile" ]; then
