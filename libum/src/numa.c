@@ -430,3 +430,27 @@ int um__numa_pick(int exclude, uint64_t need)
 	}
 	return best;
 }
+
+int um__numa_default_home(const char *bdf)
+{
+	const char *env = getenv("LIBUM_HOME_NODE");
+	char *end;
+	long n;
+	int node;
+
+	if (env && *env) {
+		if (!strcmp(env, "any"))
+			return UM_NUMA_ANY;
+		n = strtol(env, &end, 10);
+		if (!*end && n >= 0 && n <= INT_MAX && um__numa_node_valid((int)n))
+			return (int)n;
+	}
+	if (um__numa_node_count() < 2)
+		return UM_NUMA_ANY;
+	if (bdf) {
+		node = um__numa_pci_node(bdf);
+		if (node >= 0 && um__numa_node_valid(node))
+			return node;
+	}
+	return um__numa_node_valid(0) ? 0 : UM_NUMA_ANY;
+}

@@ -69,4 +69,12 @@ int um__numa_where(const void *p, size_t len, uint64_t *counts,
  */
 int um__numa_pick(int exclude, uint64_t need);
 
+/*
+ * Default node for a context's host copies: LIBUM_HOME_NODE (a node number,
+ * or "any"), else the GPU's node when bdf names one, else node 0 where the
+ * machine has more than one node (so host copies have a concrete tier the
+ * pressure events can name), else UM_NUMA_ANY.
+ */
+int um__numa_default_home(const char *bdf);
+
 #endif /* UM_NUMA_H */

@@ -33,6 +33,7 @@
 #include <linux/umm.h>
 
 #include "internal.h"
+#include "numa.h"
 #include "pressure.h"
 
 #define EV_BATCH	16
@@ -74,6 +75,9 @@ struct um_pressure {
 	bool sent_valid;
 	uint64_t last_report_ns;
 	uint64_t report_ns;
+
+	/* host placement steered away from a node under pressure */
+	int home_orig;			/* -1: not steered */
 
 	/* PSI */
 	int psi_fd;
@@ -270,12 +274,18 @@ static void fall_back(struct um_pressure *pr, const char *what)
 
 /* ---- books and REPORT --------------------------------------------------- */
 
+/* The node holding r's host copy: its pool heap's, else where its pages are. */
 static int node_of(const struct um_context *ctx, const struct um_region *r)
 {
 	int node = r->host_node;
 
 	if (node < 0)
 		node = ctx->home_node;
+	if (node < 0) {
+		uintptr_t page = (uintptr_t)r->host & ~(uintptr_t)4095;
+
+		node = um__numa_where((const void *)page, 4096, NULL, 0);
+	}
 	if (node < 0 || node >= UM_STATS_MAX_NODES)
 		node = 0;
 	return node;
@@ -474,16 +484,58 @@ static um_tier_t dest_for(const struct um_pressure *pr, int dest_node,
 	return UM_TIER_NONE;
 }
 
+/*
+ * New host copies (evictions, restores from the spill) go to the context's
+ * home node. While that node is under pressure and the module names one
+ * with headroom, place them there instead, or the next step of the trainer
+ * would bring back what was just moved away; back home on RELIEF.
+ */
+static void steer_home(struct um_pressure *pr, int from, int to)
+{
+	struct um_context *ctx = pr->ctx;
+
+	if (to < 0 || to == from || to >= UM_POOL_MAX_NODES ||
+	    !um__numa_node_valid(to) || um__enter(ctx))
+		return;
+	if (ctx->home_node == from) {
+		if (pr->home_orig < 0)
+			pr->home_orig = from;
+		ctx->home_node = to;
+		um__log(ctx, UM_LOG_INFO,
+			"pressure: node %d is under pressure; new host copies go to node %d",
+			from, to);
+	}
+	um__exit(ctx);
+}
+
+static void steer_back(struct um_pressure *pr, const struct umm_event *ev)
+{
+	struct um_context *ctx = pr->ctx;
+
+	if (pr->home_orig < 0 || ev->tier_type != UMM_TIER_HOST_NODE ||
+	    (int)ev->tier_id != pr->home_orig || ev->level > UMM_LEVEL_NORMAL ||
+	    um__enter(ctx))
+		return;
+	ctx->home_node = pr->home_orig;
+	um__log(ctx, UM_LOG_INFO,
+		"pressure: node %d has room again; new host copies go there",
+		pr->home_orig);
+	pr->home_orig = -1;
+	um__exit(ctx);
+}
+
 static void handle_pressure(struct um_pressure *pr, const struct umm_event *ev)
 {
 	um_tier_t tier, dest;
-	uint64_t freed = 0;
+	uint64_t freed = 0, t0;
 
 	switch (ev->type) {
 	case UMM_EVENT_PRESSURE:
 	case UMM_EVENT_SHRINK:
 		tier = UM_TIER_HOST_NODE(ev->tier_id);
 		dest = dest_for(pr, ev->dest_node, (int)ev->tier_id);
+		if (ev->level >= UMM_LEVEL_LOW)
+			steer_home(pr, (int)ev->tier_id, ev->dest_node);
 		break;
 	case UMM_EVENT_OOM:
 		tier = UM_TIER_HOST_ANY;
@@ -498,17 +550,47 @@ static void handle_pressure(struct um_pressure *pr, const struct umm_event *ev)
 	default:
 		return;
 	}
+	pthread_mutex_lock(&pr->st_lock);
+	if (!pr->st.first_event_ns && ev->level >= UMM_LEVEL_LOW) {
+		pr->st.first_event_ns = now_ns();
+		pr->st.first_eta_ms = ev->eta_ms;
+	}
+	if (ev->level > pr->st.max_level)
+		pr->st.max_level = ev->level;
+	pthread_mutex_unlock(&pr->st_lock);
 	post_event(pr->ctx, tier, dest, ev->bytes_to_free, ev->level);
 	if (!ev->bytes_to_free)
 		return;
+	t0 = now_ns();
 	freed = shed(pr, tier, ev->bytes_to_free, dest);
+	um__log(pr->ctx, UM_LOG_DEBUG,
+		"pressure: freed %llu of %llu bytes asked in %.1f ms",
+		(unsigned long long)freed,
+		(unsigned long long)ev->bytes_to_free,
+		(double)(now_ns() - t0) / 1e6);
 	if (ev->flags & UMM_EVENT_F_ACK)
 		ack(pr, ev, freed);
 	atomic_store(&pr->dirty, true);
 }
 
+static const char *umm_event_name(uint32_t type)
+{
+	static const char *const names[] = {
+		"invalid", "pressure", "relief", "shrink", "oom", "gpu_budget",
+		"overflow", "shutdown", "enabled", "disabled",
+	};
+
+	return type < sizeof(names) / sizeof(names[0]) ? names[type] : "?";
+}
+
 static void handle_event(struct um_pressure *pr, const struct umm_event *ev)
 {
+	um__log(pr->ctx, UM_LOG_DEBUG,
+		"pressure: umm %s seq %llu tier %u/%u level %u ask %llu free %llu dest %d eta %u ms",
+		umm_event_name(ev->type), (unsigned long long)ev->seq,
+		ev->tier_type, ev->tier_id, ev->level,
+		(unsigned long long)ev->bytes_to_free,
+		(unsigned long long)ev->bytes_free, ev->dest_node, ev->eta_ms);
 	pthread_mutex_lock(&pr->st_lock);
 	pr->st.events++;
 	pr->st.umm_events++;
@@ -547,6 +629,7 @@ static void handle_event(struct um_pressure *pr, const struct umm_event *ev)
 		/* end of file follows: the read completion closes the fd */
 		break;
 	case UMM_EVENT_RELIEF:
+		steer_back(pr, ev);
 		post_event(pr->ctx,
 			   ev->tier_type == UMM_TIER_GPU ?
 				   UM_TIER_GPU(ev->tier_id) :
@@ -761,6 +844,25 @@ static uint64_t env_ms(const char *name, uint64_t def)
 	return ms;
 }
 
+/*
+ * Host copies near the GPU by default, on a concrete node where there are
+ * several, so that events naming a node find them (see numa.h). This is the
+ * first issue-5 hook um_context_create() calls once the context works.
+ */
+static void place_home(struct um_context *ctx)
+{
+	int node = um__numa_default_home(NULL);
+
+	if (um__enter(ctx))
+		return;
+	if (ctx->home_node == UM_POOL_NODE_ANY && node >= 0 &&
+	    node < UM_POOL_MAX_NODES) {
+		ctx->home_node = node;
+		um__log(ctx, UM_LOG_DEBUG, "numa: host copies on node %d", node);
+	}
+	um__exit(ctx);
+}
+
 static void pr_free(struct um_pressure *pr)
 {
 	umm_close(pr);
@@ -780,6 +882,7 @@ int um__pressure_start(struct um_context *ctx)
 
 	if (!ctx || ctx->pressure)
 		return -EINVAL;
+	place_home(ctx);
 	if (env_off("LIBUM_PRESSURE")) {
 		um__log(ctx, UM_LOG_INFO,
 			"pressure: LIBUM_PRESSURE=0; sources: own budgets");
@@ -790,6 +893,7 @@ int um__pressure_start(struct um_context *ctx)
 		return -ENOMEM;
 	pr->ctx = ctx;
 	pr->umm_fd = pr->psi_fd = pr->wake_fd = -1;
+	pr->home_orig = -1;
 	pthread_mutex_init(&pr->st_lock, NULL);
 	pr->report_ns = env_ms("LIBUM_PRESSURE_REPORT_MS", DEF_REPORT_MS) *
 			1000000ull;

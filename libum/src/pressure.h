@@ -68,6 +68,9 @@ struct um_pressure_stats {
 	uint64_t sum_ack_ns;
 	uint32_t sources;		/* enum um_pressure_source */
 	uint32_t fallbacks;		/* times the module went away */
+	uint64_t first_event_ns;	/* CLOCK_MONOTONIC, first pressure */
+	uint32_t first_eta_ms;		/* its estimate of ms to critical */
+	uint32_t max_level;		/* worst enum umm_level seen */
 };
 
 int um__pressure_stats(struct um_context *ctx, struct um_pressure_stats *st);
