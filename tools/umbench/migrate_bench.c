@@ -24,7 +24,7 @@ struct migrate_bench {
 	const struct bench_opts *o;
 	struct um_context *ctx;
 	um_region_t *r;
-	uint8_t *src, *dst;		/* memcpy baseline */
+	uint8_t **src, **dst;		/* memcpy baseline, one pair a region */
 	double *gbps[F_COUNT];		/* per round */
 	double med[F_COUNT];
 	bool data_ok;
@@ -99,14 +99,14 @@ static int check_regions(struct migrate_bench *mb)
 static int round_once(struct migrate_bench *mb, unsigned int r)
 {
 	struct um_stats a = { .size = sizeof(a) }, b = { .size = sizeof(b) };
-	uint64_t n = mb->o->region_bytes, t0, t1, t2, cp = 0;
+	uint64_t n = mb->o->region_bytes, t0, t2, cp = 0;
 	unsigned int i;
 	int rc;
 
 	for (i = 0; i < mb->o->regions; i++) {
 		t0 = ut_now_ns();
-		memcpy(mb->dst, mb->src, n);
-		memcpy(mb->src, mb->dst, n);
+		memcpy(mb->dst[i], mb->src[i], n);
+		memcpy(mb->src[i], mb->dst[i], n);
 		cp += ut_now_ns() - t0;
 	}
 	rc = um_stats_get(mb->ctx, &a);
@@ -117,7 +117,6 @@ static int round_once(struct migrate_bench *mb, unsigned int r)
 		rc = um_acquire(mb->ctx, mb->r[i], UM_TIER_GPU(0), NULL);
 	if (!rc)
 		rc = um_wait_all(mb->ctx);
-	t1 = ut_now_ns();
 	for (i = 0; !rc && i < mb->o->regions; i++)
 		rc = um_release(mb->ctx, mb->r[i]);
 	for (i = 0; !rc && i < mb->o->regions; i++)
@@ -129,7 +128,6 @@ static int round_once(struct migrate_bench *mb, unsigned int r)
 		rc = um_stats_get(mb->ctx, &b);
 	if (rc)
 		return rc;
-	(void)t1;
 	if (b.evict_bytes - a.evict_bytes != n * mb->o->regions ||
 	    b.restore_bytes - a.restore_bytes != n * mb->o->regions) {
 		ut_warn("migrate: libum moved %llu/%llu bytes, expected %llu "
@@ -244,13 +242,20 @@ static int setup(struct migrate_bench *mb)
 			return rc;
 		}
 	}
-	mb->src = malloc(mb->o->region_bytes);
-	mb->dst = malloc(mb->o->region_bytes);
+	/* As many bytes as libum moves, so caches favour neither side. */
+	mb->src = calloc(mb->o->regions, sizeof(*mb->src));
+	mb->dst = calloc(mb->o->regions, sizeof(*mb->dst));
 	if (!mb->src || !mb->dst)
 		return -ENOMEM;
-	/* Fault the baseline's pages in, as libum's are after a round. */
-	memset(mb->src, 0x5a, mb->o->region_bytes);
-	memset(mb->dst, 0xa5, mb->o->region_bytes);
+	for (i = 0; i < mb->o->regions; i++) {
+		mb->src[i] = malloc(mb->o->region_bytes);
+		mb->dst[i] = malloc(mb->o->region_bytes);
+		if (!mb->src[i] || !mb->dst[i])
+			return -ENOMEM;
+		/* Fault the pages in, as libum's are after a round. */
+		memset(mb->src[i], 0x5a, mb->o->region_bytes);
+		memset(mb->dst[i], 0xa5, mb->o->region_bytes);
+	}
 	rc = fill_regions(mb);
 	if (rc)
 		ut_warn("migrate: writing the regions: %s", strerror(-rc));
@@ -304,6 +309,12 @@ out:
 			if (mb.r[i])
 				um_free(mb.ctx, mb.r[i]);
 		um_context_destroy(mb.ctx);
+	}
+	for (i = 0; i < o->regions; i++) {
+		if (mb.src)
+			free(mb.src[i]);
+		if (mb.dst)
+			free(mb.dst[i]);
 	}
 	free(mb.src);
 	free(mb.dst);
