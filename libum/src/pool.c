@@ -143,7 +143,7 @@ static inline struct tcache *tc_get(struct um_pool *pool, int hi)
 
 /* 0 done, 1 not for the cache (locked path), -EAGAIN grow, -ENOMEM. */
 static inline int cache_alloc(struct um_pool *pool, int hi, size_t bytes,
-			      void **out)
+			      bool user, void **out)
 {
 	struct tcache *tc = tc_get(pool, hi);
 	struct tc_bin *b;
@@ -160,6 +160,7 @@ static inline int cache_alloc(struct um_pool *pool, int hi, size_t bytes,
 		*out = tc->large_p;
 		/* the block is ours: no one else touches its span */
 		TC_SET(tc->large_s->requested, bytes);
+		TC_SET(tc->large_s->user, (uint8_t)user);
 		tc->large_p = NULL;
 		TC_SET(tc->large_bytes, 0);
 	} else {
@@ -174,7 +175,7 @@ static inline int cache_alloc(struct um_pool *pool, int hi, size_t bytes,
 		TC_SET(b->n, n);
 		/* the slot is ours: its slab, and so its meta, stays */
 		TC_SET(b->s[n]->meta->req[b->idx[n]], (uint16_t)bytes);
-		TC_SET(b->s[n]->meta->state[b->idx[n]], (uint8_t)SLOT_LIVE);
+		TC_SET(b->s[n]->meta->state[b->idx[n]], slot_live(user));
 		*out = b->p[n];
 	}
 	TC_SET(tc->req_delta, tc->req_delta + (int64_t)bytes);
@@ -187,7 +188,7 @@ static inline int cache_alloc(struct um_pool *pool, int hi, size_t bytes,
  * cache, 1 anything else (the locked path decides). The span is read under
  * its sequence count; any change or doubt sends us to the locked path.
  */
-static inline int cache_free(struct um_pool *pool, void *p)
+static inline int cache_free(struct um_pool *pool, void *p, bool user)
 {
 	struct tcache *tc = um__pool_tc;
 	unsigned int seq, state, k = 0;
@@ -195,7 +196,7 @@ static inline int cache_free(struct um_pool *pool, void *p)
 	struct slab_meta *meta = NULL;
 	struct span *s;
 	uint32_t idx = 0;
-	uint8_t slot = SLOT_LIVE;
+	uint8_t slot = slot_live(user);
 	char *base;
 
 	if (!tc || tc->pool != pool)
@@ -226,7 +227,8 @@ static inline int cache_free(struct um_pool *pool, void *p)
 		req = LOAD(meta->req[idx]);
 	} else if (state == SPAN_LARGE) {
 		len = LOAD(s->npages) << POOL_PAGE_SHIFT;
-		if ((char *)p != base || len > TC_LARGE_MAX)
+		if ((char *)p != base || len > TC_LARGE_MAX ||
+		    LOAD(s->user) != user)
 			return 1;
 		req = LOAD(s->requested);
 	} else {
@@ -235,7 +237,7 @@ static inline int cache_free(struct um_pool *pool, void *p)
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	if (LOAD(s->seq) != seq)
 		return 1;
-	if (state == SPAN_SLAB && slot != SLOT_LIVE)
+	if (state == SPAN_SLAB && slot != slot_live(user))
 		return slot == SLOT_CACHED ? -EINVAL : 1;	/* freed twice? */
 
 	if (state == SPAN_LARGE) {
@@ -268,20 +270,22 @@ int um__pool_alloc(struct um_pool *pool, size_t bytes, int node,
 		   unsigned int flags, void **out)
 {
 	int hi = heap_index(node);
+	bool user = flags & UM_POOL_USER;
 	struct heap *h;
 	size_t need;
 	void *p = NULL;
 	int ret;
 
 	if (!pool || !out || !bytes || hi < 0 ||
-	    (flags & ~(unsigned int)(UM_POOL_NOGROW | UM_POOL_ZERO)))
+	    (flags & ~(unsigned int)(UM_POOL_NOGROW | UM_POOL_ZERO |
+				     UM_POOL_USER)))
 		return -EINVAL;
 	if (bytes > POOL_MAX_BYTES)
 		return -ENOMEM;
 	h = &pool->heaps[hi];
 	for (;;) {
 		if (bytes <= TC_LARGE_MAX) {
-			ret = cache_alloc(pool, hi, bytes, &p);
+			ret = cache_alloc(pool, hi, bytes, user, &p);
 			if (!ret)
 				break;
 			if (ret < 0) {	/* only small blocks refill */
@@ -291,7 +295,7 @@ int um__pool_alloc(struct um_pool *pool, size_t bytes, int node,
 			}
 		}
 		pool_lock(pool);
-		ret = um__pool_heap_alloc(pool, h, bytes, &need, &p);
+		ret = um__pool_heap_alloc(pool, h, bytes, user, &need, &p);
 		pool_unlock(pool);
 got:
 		if (ret != -EAGAIN)
@@ -313,25 +317,31 @@ got:
 	return 0;
 }
 
-int um__pool_free(struct um_pool *pool, void *ptr)
+int um__pool_free_flags(struct um_pool *pool, void *ptr, unsigned int flags)
 {
+	bool user = flags & UM_POOL_USER;
 	struct span *s;
 	uint32_t idx;
 	int ret;
 
-	if (!pool || !ptr)
+	if (!pool || !ptr || (flags & ~(unsigned int)UM_POOL_USER))
 		return -EINVAL;
-	ret = cache_free(pool, ptr);
+	ret = cache_free(pool, ptr, user);
 	if (ret <= 0)
 		return ret;
 	pool_lock(pool);
-	ret = um__pool_block_lookup(pool, ptr, &s, &idx);
+	ret = um__pool_block_lookup(pool, ptr, user, &s, &idx);
 	if (!ret && um__pool_cache_holds(pool, ptr))
 		ret = -EINVAL;			/* freed twice */
 	if (!ret)
 		um__pool_block_free(pool, s, idx);
 	pool_unlock(pool);
 	return ret;
+}
+
+int um__pool_free(struct um_pool *pool, void *ptr)
+{
+	return um__pool_free_flags(pool, ptr, 0);
 }
 
 int um__pool_block_info(struct um_pool *pool, const void *ptr, size_t *usable,
@@ -344,7 +354,7 @@ int um__pool_block_info(struct um_pool *pool, const void *ptr, size_t *usable,
 	if (!pool || !ptr)
 		return -EINVAL;
 	pool_lock(pool);
-	ret = um__pool_block_lookup(pool, ptr, &s, &idx);
+	ret = um__pool_block_lookup(pool, ptr, -1, &s, &idx);
 	if (!ret && um__pool_cache_holds(pool, ptr))
 		ret = -EINVAL;			/* already freed */
 	if (!ret) {

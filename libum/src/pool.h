@@ -68,6 +68,13 @@ struct um_pool_config {
 enum um_pool_alloc_flags {
 	UM_POOL_NOGROW = 1u << 0,	/* -EAGAIN instead of host_alloc */
 	UM_POOL_ZERO = 1u << 1,		/* zero the block */
+	/*
+	 * Mark the block as the user's (um_host_alloc): it can then only be
+	 * freed by um__pool_free_flags(..., UM_POOL_USER), and unmarked blocks
+	 * (regions' host copies) only without it. So um_host_free needs no
+	 * set of its own to refuse a pointer that is not the user's.
+	 */
+	UM_POOL_USER = 1u << 2,
 };
 
 struct um_pool_stats {
@@ -122,6 +129,8 @@ int um__pool_alloc(struct um_pool *pool, size_t bytes, int node,
  * handed out again).
  */
 int um__pool_free(struct um_pool *pool, void *ptr);
+/* Same, for blocks allocated with UM_POOL_USER when flags has it. */
+int um__pool_free_flags(struct um_pool *pool, void *ptr, unsigned int flags);
 
 /*
  * Rounded size of a live block (>= what was asked), its node, and the bytes

@@ -532,7 +532,7 @@ void um__pool_drop_empty_slabs(struct um_pool *pool, struct heap *h)
 /* ---- blocks ------------------------------------------------------------------ */
 
 int um__pool_heap_alloc(struct um_pool *pool, struct heap *h, size_t bytes,
-			size_t *npages_out, void **out)
+			bool user, size_t *npages_out, void **out)
 {
 	struct span *s;
 	void *p;
@@ -544,7 +544,7 @@ int um__pool_heap_alloc(struct um_pool *pool, struct heap *h, size_t bytes,
 		*npages_out = um__pool_slab_pages(k);
 		if (!h->partial[k] && !tlsf_find(h, *npages_out))
 			return -EAGAIN;
-		p = slot_take(pool, h, k, SLOT_LIVE, &s, &i);
+		p = slot_take(pool, h, k, slot_live(user), &s, &i);
 		if (!p)
 			return -ENOMEM;
 		s->meta->req[i] = (uint16_t)bytes;
@@ -560,6 +560,7 @@ int um__pool_heap_alloc(struct um_pool *pool, struct heap *h, size_t bytes,
 		seq_begin(s);
 		s->state = SPAN_LARGE;
 		s->requested = bytes;
+		s->user = user;
 		seq_end(s);
 		h->st.used += n << POOL_PAGE_SHIFT;
 		p = s->base;
@@ -571,7 +572,7 @@ int um__pool_heap_alloc(struct um_pool *pool, struct heap *h, size_t bytes,
 	return 0;
 }
 
-int um__pool_block_lookup(struct um_pool *pool, const void *p,
+int um__pool_block_lookup(struct um_pool *pool, const void *p, int user,
 			  struct span **sp, uint32_t *idx)
 {
 	struct span *s = pm_get(pool, p);
@@ -582,16 +583,21 @@ int um__pool_block_lookup(struct um_pool *pool, const void *p,
 	    cp >= s->base + (s->npages << POOL_PAGE_SHIFT))
 		return -EINVAL;
 	if (s->state == SPAN_LARGE) {
-		if (cp != s->base)
+		if (cp != s->base || (user >= 0 && s->user != user))
 			return -EINVAL;
 		*idx = 0;
 	} else if (s->state == SPAN_SLAB) {
 		size_t off = (size_t)(cp - s->base);
 		uint32_t i = slot_index(off, s->klass);
 
+		uint8_t st;
+
+		if ((size_t)i * class_size[s->klass] != off || i >= s->nslots)
+			return -EINVAL;
 		/* a CACHED slot is free as far as its user knows */
-		if ((size_t)i * class_size[s->klass] != off ||
-		    i >= s->nslots || s->meta->state[i] != SLOT_LIVE)
+		st = s->meta->state[i];
+		if (user >= 0 ? st != slot_live(user) :
+				(st != SLOT_LIVE && st != SLOT_LIVE_USER))
 			return -EINVAL;
 		*idx = i;
 	} else {

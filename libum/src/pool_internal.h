@@ -52,7 +52,17 @@ enum span_state {
 	SPAN_SLAB,		/* slots of one size class */
 };
 
-enum slot_state { SLOT_FREE = 0, SLOT_LIVE, SLOT_CACHED };
+enum slot_state {
+	SLOT_FREE = 0,
+	SLOT_LIVE = 1,
+	SLOT_CACHED = 2,		/* free, waiting in a thread cache */
+	SLOT_LIVE_USER = 3,		/* live, allocated with UM_POOL_USER */
+};
+
+static inline uint8_t slot_live(bool user)
+{
+	return user ? SLOT_LIVE_USER : SLOT_LIVE;
+}
 
 struct slab_meta {
 	struct slab_meta *next;		/* free list */
@@ -71,6 +81,7 @@ struct span {
 	unsigned int seq;	/* SLAB changes: odd while in progress */
 	uint8_t state;
 	uint8_t klass;		/* SLAB */
+	uint8_t user;		/* LARGE: allocated with UM_POOL_USER */
 	uint16_t hint;		/* SLAB: first bitmap word with a free bit */
 	int hi;			/* heap index */
 	struct chunk *chunk;
@@ -231,14 +242,14 @@ void um__pool_pm_clear(struct um_pool *pool, const char *p, size_t len);
  * pages, retry); -ENOMEM: no memory for metadata.
  */
 int um__pool_heap_alloc(struct um_pool *pool, struct heap *h, size_t bytes,
-			size_t *npages_out, void **out);
+			bool user, size_t *npages_out, void **out);
 /* Take one slot of class k for a thread cache (no requested/blocks). */
 int um__pool_slot_take(struct um_pool *pool, struct heap *h, unsigned int k,
 		       struct span **sp, uint16_t *idx, void **out);
 /* Give back a slot a thread cache held. */
 void um__pool_slot_put(struct um_pool *pool, struct span *s, uint16_t idx);
-/* The live block at p, or -EINVAL. */
-int um__pool_block_lookup(struct um_pool *pool, const void *p,
+/* The live block at p (user: 0 unmarked, 1 UM_POOL_USER, -1 either). */
+int um__pool_block_lookup(struct um_pool *pool, const void *p, int user,
 			  struct span **sp, uint32_t *idx);
 /* Free the block found by block_lookup. */
 void um__pool_block_free(struct um_pool *pool, struct span *s, uint32_t idx);

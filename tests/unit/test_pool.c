@@ -565,6 +565,57 @@ TEST(bad_input)
 	free(heap);
 }
 
+struct xfree_u {
+	struct um_pool *pool;
+	void *p;
+	int plain, user;
+};
+
+static void *free_user(void *arg)
+{
+	struct xfree_u *x = arg;
+
+	x->plain = um__pool_free(x->pool, x->p);
+	x->user = um__pool_free_flags(x->pool, x->p, UM_POOL_USER);
+	return NULL;
+}
+
+TEST(user_blocks_are_kept_apart)
+{
+	static const size_t sizes[] = { 24, 3000, 32768, 100 * KiB, 3 * MiB };
+	struct um_pool *pool = new_pool(2 * MiB, 0);
+	struct xfree_u x;
+	pthread_t th;
+	void *u, *r;
+
+	ASSERT_NONNULL(pool);
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		ASSERT_EQ(0, um__pool_alloc(pool, sizes[i], UM_POOL_NODE_ANY,
+					    UM_POOL_USER, &u));
+		ASSERT_EQ(0, um__pool_alloc(pool, sizes[i], UM_POOL_NODE_ANY,
+					    0, &r));
+		/* each kind is refused by the other's free */
+		EXPECT_EQ(-EINVAL, um__pool_free(pool, u)) TH_LOG("%zu", sizes[i]);
+		EXPECT_EQ(-EINVAL, um__pool_free_flags(pool, r, UM_POOL_USER));
+		EXPECT_EQ(-EINVAL, um__pool_free_flags(pool, r, 0x40));
+		EXPECT_EQ(0, um__pool_block_info(pool, u, NULL, NULL, NULL));
+		EXPECT_EQ(0, um__pool_free_flags(pool, u, UM_POOL_USER));
+		EXPECT_EQ(-EINVAL, um__pool_free_flags(pool, u, UM_POOL_USER));
+		EXPECT_EQ(0, um__pool_free(pool, r));
+		/* same through the locked path of a thread without a cache */
+		ASSERT_EQ(0, um__pool_alloc(pool, sizes[i], UM_POOL_NODE_ANY,
+					    UM_POOL_USER, &u));
+		x.pool = pool;
+		x.p = u;
+		ASSERT_EQ(0, pthread_create(&th, NULL, free_user, &x));
+		pthread_join(th, NULL);
+		EXPECT_EQ(-EINVAL, x.plain);
+		EXPECT_EQ(0, x.user);
+	}
+	EXPECT_EQ(0, stats(pool).blocks);
+	EXPECT_EQ(0, um__pool_destroy(pool));
+}
+
 TEST(destroy_reports_leaks)
 {
 	struct um_pool *pool = new_pool(2 * MiB, 0);
