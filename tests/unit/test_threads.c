@@ -19,9 +19,11 @@
 #define BUDGET (9 * SZ)
 
 TEST_TIMEOUT_SET(many_threads_one_context, 120);
+TEST_TIMEOUT_SET(many_threads_with_spill, 120);
 
 struct shared {
 	struct um_context *ctx;
+	int spill;		/* the meddler also sheds host copies to disk */
 	um_region_t shared[SHARED];
 	volatile int stop;
 	int failures;
@@ -158,7 +160,10 @@ static void *meddle(void *arg)
 		switch (x % 4) {
 		case 0:
 			um_shed(sh->ctx, UM_TIER_GPU(0), SZ * (x >> 8) % (4 * SZ),
+				sh->spill && (x >> 12) % 2 ? UM_TIER_DISK :
 				UM_TIER_NONE);
+			if (sh->spill)
+				um_shed(sh->ctx, UM_TIER_HOST_ANY, SZ, UM_TIER_NONE);
 			break;
 		case 1:
 			/* between 6 slots and the full budget: -EBUSY is fine */
@@ -179,46 +184,73 @@ static void *meddle(void *arg)
 	return NULL;
 }
 
-TEST(many_threads_one_context)
+static void run(struct shared *shp, struct um_context *ctx)
 {
-	struct shared sh = { .mu = PTHREAD_MUTEX_INITIALIZER };
+	struct shared local = { .mu = PTHREAD_MUTEX_INITIALIZER };
+	struct shared *S = shp ? shp : &local;
 	struct worker w[WORKERS];
 	pthread_t t[WORKERS], m;
 	struct um_stats st = { .size = sizeof(st) };
 
-	sh.ctx = ctx_sim(BUDGET, 64 * MiB);
-	ASSERT_NONNULL(sh.ctx);
-	ASSERT_EQ(0, um_set_event_callback(sh.ctx, on_event, &sh));
+	S->ctx = ctx;
+	ASSERT_NONNULL(S->ctx);
+	ASSERT_EQ(0, um_set_event_callback(S->ctx, on_event, S));
 	for (int s = 0; s < SHARED; s++) {
-		sh.shared[s] = region(sh.ctx, UM_KIND_PARAM, 10, SZ, "shared");
-		ASSERT_EQ(0, put_pattern(sh.ctx, sh.shared[s], SZ, 900 + (uint64_t)s));
+		S->shared[s] = region(S->ctx, UM_KIND_PARAM, 10, SZ, "shared");
+		ASSERT_EQ(0, put_pattern(S->ctx, S->shared[s], SZ, 900 + (uint64_t)s));
 	}
-	ASSERT_EQ(0, pthread_create(&m, NULL, meddle, &sh));
+	ASSERT_EQ(0, pthread_create(&m, NULL, meddle, S));
 	for (int i = 0; i < WORKERS; i++) {
-		w[i] = (struct worker){ .sh = &sh, .id = i };
+		w[i] = (struct worker){ .sh = S, .id = i };
 		ASSERT_EQ(0, pthread_create(&t[i], NULL, work, &w[i]));
 	}
 	for (int i = 0; i < WORKERS; i++)
 		pthread_join(t[i], NULL);
-	sh.stop = 1;
+	S->stop = 1;
 	pthread_join(m, NULL);
-	EXPECT_EQ(0, sh.failures);
-	ASSERT_EQ(0, um_budget_set(sh.ctx, 0, BUDGET));
+	EXPECT_EQ(0, S->failures);
+	ASSERT_EQ(0, um_budget_set(S->ctx, 0, BUDGET));
 	for (int s = 0; s < SHARED; s++) {
-		EXPECT_EQ(0, get_pattern(sh.ctx, sh.shared[s], SZ, 900 + (uint64_t)s));
-		ASSERT_EQ(0, um_free(sh.ctx, sh.shared[s]));
+		EXPECT_EQ(0, get_pattern(S->ctx, S->shared[s], SZ, 900 + (uint64_t)s));
+		ASSERT_EQ(0, um_free(S->ctx, S->shared[s]));
 	}
-	ASSERT_EQ(0, um_stats_get(sh.ctx, &st));
+	ASSERT_EQ(0, um_stats_get(S->ctx, &st));
 	EXPECT_GE(BUDGET, st.device[0].peak);
 	EXPECT_LT(0, st.evict_count);
 	EXPECT_LT(0, st.restore_count);
 	EXPECT_EQ(0, st.regions);
-	EXPECT_LT(0, sh.events);
-	TH_LOG("evictions %llu restores %llu events %llu",
+	EXPECT_LT(0, S->events);
+	if (S->spill)
+		EXPECT_LT(0, st.spill.total);
+	TH_LOG("evictions %llu restores %llu events %llu spilled %llu",
 	       (unsigned long long)st.evict_count,
 	       (unsigned long long)st.restore_count,
-	       (unsigned long long)sh.events);
-	ASSERT_EQ(0, um_context_destroy(sh.ctx));
+	       (unsigned long long)S->events,
+	       (unsigned long long)st.spill.total);
+	ASSERT_EQ(0, um_context_destroy(S->ctx));
+}
+
+TEST(many_threads_one_context)
+{
+	run(NULL, ctx_sim(BUDGET, 64 * MiB));
+}
+
+TEST(many_threads_with_spill)
+{
+	struct shared sh = { .mu = PTHREAD_MUTEX_INITIALIZER, .spill = 1 };
+	struct um_config cfg;
+	struct um_context *ctx = NULL;
+	char dir[] = "/var/tmp/um-threads-XXXXXX", sub[64], cmd[128];
+
+	ASSERT_NONNULL(mkdtemp(dir));
+	snprintf(sub, sizeof(sub), "%s/spill", dir);
+	cfg_sim(&cfg, BUDGET, 64 * MiB);
+	cfg.spill_dir = sub;
+	setenv("LIBUM_PRESSURE", "0", 0);
+	ASSERT_EQ(0, um_context_create(&cfg, &ctx));
+	run(&sh, ctx);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	EXPECT_EQ(0, system(cmd));
 }
 
 TEST_HARNESS_MAIN
