@@ -78,6 +78,14 @@ struct um_pressure {
 
 	/* host placement steered away from a node under pressure */
 	int home_orig;			/* -1: not steered */
+	/*
+	 * Nodes at LOW or worse since their last event, and where to put
+	 * what we hold there: between events, the loop keeps our released
+	 * host copies off them (a trainer's next step would otherwise bring
+	 * back, through evictions and restores, what an event just moved).
+	 */
+	uint32_t hot;			/* bit per node < 32 */
+	um_tier_t hot_dest[32];
 
 	/* PSI */
 	int psi_fd;
@@ -260,6 +268,7 @@ static void fall_back(struct um_pressure *pr, const char *what)
 {
 	char why[160] = "", src[96];
 
+	pr->hot = 0;	/* no more events to say when it is over */
 	if (pr->psi_fd < 0)
 		psi_open(pr, why, sizeof(why));
 	sources_text(pr, src, sizeof(src));
@@ -508,10 +517,39 @@ static void steer_home(struct um_pressure *pr, int from, int to)
 	um__exit(ctx);
 }
 
+static void mark_hot(struct um_pressure *pr, uint32_t node, um_tier_t dest)
+{
+	if (node >= 32)
+		return;
+	pr->hot |= 1u << node;
+	pr->hot_dest[node] = dest;
+}
+
+/* Between events: push what we hold on a hot node to its destination. */
+static uint64_t shed(struct um_pressure *pr, um_tier_t tier, uint64_t bytes,
+		     um_tier_t dest);
+
+static void keep_off_hot(struct um_pressure *pr)
+{
+	struct books b;
+
+	if (!pr->hot || collect(pr->ctx, &b))
+		return;
+	for (uint32_t n = 0; n < 32 && n < UM_STATS_MAX_NODES; n++) {
+		if (!(pr->hot & (1u << n)) || !b.host_rec[n])
+			continue;
+		shed(pr, UM_TIER_HOST_NODE(n), b.host_rec[n], pr->hot_dest[n]);
+		atomic_store(&pr->dirty, true);
+	}
+}
+
 static void steer_back(struct um_pressure *pr, const struct umm_event *ev)
 {
 	struct um_context *ctx = pr->ctx;
 
+	if (ev->tier_type == UMM_TIER_HOST_NODE && ev->tier_id < 32 &&
+	    ev->level <= UMM_LEVEL_NORMAL)
+		pr->hot &= ~(1u << ev->tier_id);
 	if (pr->home_orig < 0 || ev->tier_type != UMM_TIER_HOST_NODE ||
 	    (int)ev->tier_id != pr->home_orig || ev->level > UMM_LEVEL_NORMAL ||
 	    um__enter(ctx))
@@ -534,8 +572,10 @@ static void handle_pressure(struct um_pressure *pr, const struct umm_event *ev)
 	case UMM_EVENT_SHRINK:
 		tier = UM_TIER_HOST_NODE(ev->tier_id);
 		dest = dest_for(pr, ev->dest_node, (int)ev->tier_id);
-		if (ev->level >= UMM_LEVEL_LOW)
+		if (ev->level >= UMM_LEVEL_LOW) {
 			steer_home(pr, (int)ev->tier_id, ev->dest_node);
+			mark_hot(pr, ev->tier_id, dest);
+		}
 		break;
 	case UMM_EVENT_OOM:
 		tier = UM_TIER_HOST_ANY;
@@ -773,6 +813,7 @@ static void *loop(void *arg)
 {
 	struct um_pressure *pr = arg;
 	int tick_ms = (int)(pr->report_ns / 1000000ull);
+	uint64_t last_keep = 0;
 	struct io_uring_cqe *cqe;
 	uint64_t tag;
 	int ret, res;
@@ -784,6 +825,10 @@ static void *loop(void *arg)
 	maybe_report(pr, true);
 	while (!atomic_load(&pr->stop)) {
 		ret = wait_cqe(pr, tick_ms);
+		if (pr->hot && now_ns() - last_keep >= pr->report_ns) {
+			keep_off_hot(pr);
+			last_keep = now_ns();
+		}
 		if (ret == -ETIME) {
 			if (pr->umm_fd >= 0)
 				maybe_report(pr, false);
