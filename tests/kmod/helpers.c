@@ -431,6 +431,10 @@ static void hog_child(int node, int oom_adj, int go, int done)
 			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (p == MAP_FAILED)
 			_exit(21);
+		/* Order-0 faults, as most real allocations: huge-page faults
+		 * never wake kswapd (they dip below the low watermark down to
+		 * min without reclaim), so the shrinker would not be asked. */
+		madvise(p, bytes, MADV_NOHUGEPAGE);
 		for (uint64_t off = 0; off < bytes; off += (uint64_t)page)
 			p[off] = 1;
 		if (!free_run && write(done, "", 1) != 1)
