@@ -90,10 +90,13 @@ enum umm_level {
  * @UMM_EVENT_PRESSURE:	 a host node's level rose. tier = the node; level =
  *			 the new level; bytes_to_free = this client's share of
  *			 what would bring the node back above its low
- *			 watermark (asked of the clients that declared
- *			 reclaimable bytes there, lowest priority first; 0 when
- *			 the client is told only for information, see
- *			 UMM_FEATURE_ALL_PRESSURE); bytes_free = free bytes on
+ *			 watermark plus the hysteresis (asked of the clients
+ *			 holding bytes there, lowest priority first: first
+ *			 what they declared reclaimable, then the rest of what
+ *			 they hold; 0 when the client is told only for
+ *			 information, see UMM_FEATURE_ALL_PRESSURE). Sent on a
+ *			 rise, and again every repeat_interval_ms while the
+ *			 node stays at LOW or worse. bytes_free = free bytes on
  *			 the node; dest_node = the node with most headroom;
  *			 eta_ms = estimated ms until the critical level.
  * @UMM_EVENT_RELIEF:	 a source's level dropped (only with
@@ -101,20 +104,24 @@ enum umm_level {
  *			 bytes_free as for PRESSURE/GPU_BUDGET.
  * @UMM_EVENT_SHRINK:	 the kernel is reclaiming on a node (the umm
  *			 shrinker was called). tier = the node; bytes_to_free
- *			 = this client's share of what reclaim asked for, at
- *			 most what the client declared reclaimable there.
+ *			 = this client's share of what reclaim asked for (at
+ *			 least 1/16 of all that was declared reclaimable on
+ *			 the node), at most what the client declared
+ *			 reclaimable there. Only those clients get it.
  * @UMM_EVENT_OOM:	 the kernel is about to OOM-kill. tier NONE;
  *			 level CRITICAL; bytes_to_free = everything the client
  *			 declared reclaimable on host nodes.
  * @UMM_EVENT_GPU_BUDGET: the clients' resident bytes on a GPU exceed its
  *			 budget_bytes (or a level was injected). tier = the
  *			 GPU; bytes_to_free = this client's share of the
- *			 excess (lowest priority first); bytes_free = budget
- *			 left (0 when over).
+ *			 excess (asked as for PRESSURE, lowest priority
+ *			 first); bytes_free = budget left (0 when over).
  * @UMM_EVENT_OVERFLOW:	 the client's ring was full; lost = number of records
  *			 dropped since the previous OVERFLOW (their seq
- *			 numbers were used: the gap is visible). Delivered
- *			 once room is available, in order.
+ *			 numbers were used: the gap is visible). It is queued
+ *			 in a slot kept for it, after the last record that
+ *			 fitted; seq is that of the last record dropped, so
+ *			 records seq - lost + 1 .. seq are the lost ones.
  * @UMM_EVENT_SHUTDOWN:	 reserved for a module going away under its clients
  *			 (close the file). Not sent by API version 1: open
  *			 files pin the module.
