@@ -507,6 +507,8 @@ static long umm_ioc_ack(struct umm_client *c, struct umm_ack __user *uarg)
 	while (c->pending_nr && c->pending[c->pending_head].seq <= a.seq) {
 		lat = now - c->pending[c->pending_head].ts_ns;
 		umm_latency_record(lat);
+		c->ack_ns_sum += lat;
+		c->ack_ns_n++;
 		c->pending_head = (c->pending_head + 1) % UMM_ACK_PENDING;
 		c->pending_nr--;
 		n++;

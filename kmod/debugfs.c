@@ -6,6 +6,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/debugfs.h>
+#include <linux/math64.h>
 #include <linux/pid.h>
 #include <linux/seq_file.h>
 
@@ -41,10 +42,10 @@ static int clients_show(struct seq_file *m, void *unused)
 {
 	struct umm_client *c;
 
-	seq_puts(m, "pid name priority ready queue_len queued events drops acks bytes_freed tiers(resident/reclaimable)\n");
+	seq_puts(m, "pid name priority ready queue_len queued events drops acks bytes_freed ack_ns_avg tiers(resident/reclaimable)\n");
 	mutex_lock(&umm.mutex);
 	list_for_each_entry(c, &umm.clients, list) {
-		u64 events, drops, acks, freed;
+		u64 events, drops, acks, freed, lat;
 		u32 queued;
 
 		spin_lock(&c->ring_lock);
@@ -53,10 +54,12 @@ static int clients_show(struct seq_file *m, void *unused)
 		drops = c->drops;
 		acks = c->acks;
 		freed = c->bytes_freed;
+		lat = c->ack_ns_n ? div64_u64(c->ack_ns_sum, c->ack_ns_n) : 0;
 		spin_unlock(&c->ring_lock);
-		seq_printf(m, "%d %s %d %d %u %u %llu %llu %llu %llu",
+		seq_printf(m, "%d %s %d %d %u %u %llu %llu %llu %llu %llu",
 			   pid_nr(c->pid), c->name, c->priority, c->ready,
-			   c->queue_len, queued, events, drops, acks, freed);
+			   c->queue_len, queued, events, drops, acks, freed,
+			   lat);
 		umm_show_books(m, c);
 		seq_putc(m, '\n');
 	}

@@ -138,6 +138,8 @@ struct umm_book {
  * @drops:	records dropped for want of room.
  * @acks:	ACKs accepted.
  * @bytes_freed: sum of bytes_freed in ACKs.
+ * @ack_ns_sum:	sum of this client's event-to-ACK latencies.
+ * @ack_ns_n:	number of those latencies.
  * @wq:		readers and pollers.
  * @read_mutex:	serialises readers.
  */
@@ -169,6 +171,8 @@ struct umm_client {
 	u64 drops;
 	u64 acks;
 	u64 bytes_freed;
+	u64 ack_ns_sum;
+	u64 ack_ns_n;
 
 	wait_queue_head_t wq;
 	struct mutex read_mutex;	/* see the top of this file */
