@@ -316,17 +316,22 @@ static int acquire_device(struct um_context *ctx, struct um_region *r)
 }
 
 /*
- * The region is acquired: order the caller's stream after its restore,
- * with the lock dropped (on sim this blocks until the bytes are there).
+ * The region is acquired: order the caller's stream after its last
+ * migration, with the lock dropped (on sim this blocks until it is done).
  */
 static int order_stream(struct um_context *ctx, um_region_t h, void *stream)
 {
 	struct um_region *r = um__region_get(ctx, h);
 	int ret;
 
-	if (!r || !r->restore_mig)
+	/*
+	 * The latest migration: a restore, or an eviction this acquire
+	 * superseded (still reading the device bytes the caller may now
+	 * write; waiting keeps its host copy whole and the accesses ordered).
+	 */
+	if (!r || !r->mig)
 		return 0;
-	ret = um__stream_wait_mig(ctx, r->restore_mig, stream);
+	ret = um__stream_wait_mig(ctx, r->mig, stream);
 	if (!ret)
 		return 0;
 	r = um__region_get(ctx, h);
@@ -404,7 +409,7 @@ int um_acquire(struct um_context *ctx, um_region_t h, um_tier_t tier,
 			}
 			/* every holder's stream waits for the bytes */
 			r->acquired++;
-			if (r->restore_mig)
+			if (r->mig)
 				ret = order_stream(ctx, h, stream);
 			break;
 		}

@@ -25,7 +25,7 @@ struct shared {
 	struct um_context *ctx;
 	int spill;		/* the meddler also sheds host copies to disk */
 	um_region_t shared[SHARED];
-	volatile int stop;
+	int stop;		/* atomic */
 	int failures;
 	pthread_mutex_t mu;
 	uint64_t events;
@@ -39,7 +39,7 @@ struct worker {
 static void fail(struct shared *sh, const char *what, int i, int ret)
 {
 	pthread_mutex_lock(&sh->mu);
-	if (sh->failures++ < 10)
+	if (__atomic_fetch_add(&sh->failures, 1, __ATOMIC_RELAXED) < 10)
 		fprintf(stderr, "# worker failure: %s %d -> %d\n", what, i, ret);
 	pthread_mutex_unlock(&sh->mu);
 }
@@ -85,7 +85,8 @@ static void *work(void *arg)
 		if (!own[i])
 			fail(sh, "alloc", i, 0);
 	}
-	for (int n = 0; n < ROUNDS && !sh->failures; n++) {
+	for (int n = 0; n < ROUNDS &&
+	     !__atomic_load_n(&sh->failures, __ATOMIC_RELAXED); n++) {
 		int i = (int)((x = mix64(x)) % OWN);
 		uint64_t bytes = SZ - 4096 * (uint64_t)i;
 		void *p;
@@ -155,7 +156,7 @@ static void *meddle(void *arg)
 	char buf[4096];
 	uint64_t x = 99;
 
-	while (!sh->stop) {
+	while (!__atomic_load_n(&sh->stop, __ATOMIC_ACQUIRE)) {
 		x = mix64(x);
 		switch (x % 4) {
 		case 0:
@@ -206,7 +207,7 @@ static void run(struct shared *shp, struct um_context *ctx)
 	}
 	for (int i = 0; i < WORKERS; i++)
 		pthread_join(t[i], NULL);
-	S->stop = 1;
+	__atomic_store_n(&S->stop, 1, __ATOMIC_RELEASE);
 	pthread_join(m, NULL);
 	EXPECT_EQ(0, S->failures);
 	ASSERT_EQ(0, um_budget_set(S->ctx, 0, BUDGET));
