@@ -448,7 +448,8 @@ static uint64_t shed(struct um_pressure *pr, um_tier_t tier, uint64_t bytes,
 	if (got > 0)
 		pr->st.shed_bytes += (uint64_t)got;
 	pthread_mutex_unlock(&pr->st_lock);
-	if (got < 0 && got != -ENOENT)
+	/* nothing to shed, or nowhere to put it: not worth a line each time */
+	if (got < 0 && got != -ENOENT && got != -EOPNOTSUPP && got != -ENOSPC)
 		um__log(ctx, UM_LOG_WARN,
 			"pressure: shedding %llu bytes from %s failed: %s",
 			(unsigned long long)bytes, host ? "host" : "device",
@@ -519,7 +520,8 @@ static void steer_home(struct um_pressure *pr, int from, int to)
 
 static void mark_hot(struct um_pressure *pr, uint32_t node, um_tier_t dest)
 {
-	if (node >= 32)
+	/* with no other node and no spill there is nowhere to keep them */
+	if (node >= 32 || (dest == UM_TIER_NONE && !pr->ctx->spill))
 		return;
 	pr->hot |= 1u << node;
 	pr->hot_dest[node] = dest;

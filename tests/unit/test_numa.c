@@ -274,6 +274,8 @@ TEST(move_rebinds_range)
 	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
 		 -1, 0);
 	ASSERT_NE(MAP_FAILED, p);
+	/* 4 KiB pages: a huge page would make "half touched" more than half */
+	madvise(p, len, MADV_NOHUGEPAGE);
 	memset(p, 1, len / 2);		/* half touched, wherever */
 	ASSERT_EQ(0, um__numa_move(p, len, to, &moved));
 	ASSERT_EQ(len / 2, moved);
@@ -286,19 +288,18 @@ TEST(move_rebinds_range)
 TEST(alloc_on_second_node)
 {
 	int to = second_node();
-	uint64_t counts[64], free0, free1, t;
+	uint64_t counts[64], free_b, t;
 	size_t len = 16 * MiB;
 	void *p;
 
 	if (to < 0)
 		SKIP(return, "one NUMA node with memory here");
-	ASSERT_EQ(0, um__numa_node_mem(to, &free0, &t));
+	ASSERT_EQ(0, um__numa_node_mem(to, &free_b, &t));
+	ASSERT_LE(free_b, t);
 	ASSERT_EQ(0, um__numa_alloc(len, to, &p));
+	/* every page there (the kernel's free counters lag: not asserted) */
 	ASSERT_EQ(to, um__numa_where(p, len, counts, 64));
 	ASSERT_EQ(len, counts[to]);
-	ASSERT_EQ(0, um__numa_node_mem(to, &free1, &t));
-	/* the node's free memory went down by about that much */
-	ASSERT_LT(free1, free0);
 	um__numa_free(p, len);
 }
 
