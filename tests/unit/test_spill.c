@@ -460,23 +460,41 @@ static int try_mount(const char *type, const char *opts, const char *dir)
 	return 0;
 }
 
+/*
+ * A parent directory to mount a small filesystem on. Lazy unmount: the
+ * io_uring ring of a closed store drops its file references asynchronously,
+ * so a plain umount can still find the mount busy for a moment.
+ */
+FIXTURE(mnt) {
+	char parent[4096];
+};
+
+FIXTURE_SETUP(mnt)
+{
+	make_parent(self->parent, sizeof(self->parent));
+	ASSERT_NE(0, self->parent[0]);
+}
+
+FIXTURE_TEARDOWN(mnt)
+{
+	umount2(self->parent, MNT_DETACH);
+	rm_tree(self->parent);
+}
+
 /* A 1 MiB tmpfs: a 4 MiB spill fails with ENOSPC, leaves nothing behind. */
-TEST(enospc_leaves_bytes_and_no_file)
+TEST_F(mnt, enospc_leaves_bytes_and_no_file)
 {
 	struct um_spill_config c = { 0 };
 	struct um_spill_stats st;
 	struct logbook lb = { 0 };
-	char parent[4096], *src, *copy;
+	char *parent = self->parent, *src, *copy;
 	size_t len = 4 * MiB;
 	struct um_spill *sp;
 	int ret;
 
-	make_parent(parent, sizeof(parent));
 	ret = try_mount("tmpfs", "size=1m,mode=0700", parent);
-	if (ret) {
-		rm_tree(parent);
+	if (ret)
 		SKIP(return, "cannot mount a tmpfs (%s)", strerror(-ret));
-	}
 	src = malloc(len);
 	copy = malloc(len);
 	ASSERT_NONNULL(src);
@@ -500,29 +518,24 @@ TEST(enospc_leaves_bytes_and_no_file)
 	EXPECT_EQ(1, st.write_errors);
 	EXPECT_EQ(1, st.files);
 	um__spill_close(sp);
-	umount(parent);
-	rm_tree(parent);
 	free(src);
 	free(copy);
 }
 
 /* ramfs has no O_DIRECT: the store says so once and works buffered. */
-TEST(odirect_fallback_on_ramfs)
+TEST_F(mnt, odirect_fallback_on_ramfs)
 {
 	struct um_spill_config c = { 0 };
 	struct um_spill_stats st;
 	struct logbook lb = { 0 };
-	char parent[4096], *src, *dst;
+	char *parent = self->parent, *src, *dst;
 	size_t len = 3 * MiB + 5;
 	struct um_spill *sp;
 	int ret, i;
 
-	make_parent(parent, sizeof(parent));
 	ret = try_mount("ramfs", "mode=0700", parent);
-	if (ret) {
-		rm_tree(parent);
+	if (ret)
 		SKIP(return, "cannot mount a ramfs (%s)", strerror(-ret));
-	}
 	src = malloc(len);
 	dst = malloc(len);
 	ASSERT_NONNULL(src);
@@ -544,8 +557,6 @@ TEST(odirect_fallback_on_ramfs)
 	EXPECT_EQ(3, count_files(parent, "um-"));
 	um__spill_close(sp);
 	EXPECT_EQ(0, count_files(parent, "um-"));
-	umount(parent);
-	rm_tree(parent);
 	free(src);
 	free(dst);
 }
