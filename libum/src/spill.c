@@ -578,6 +578,8 @@ static int write_file(struct um_spill *sp, const char *name, uint64_t region,
 retry:
 	fd = open_file(sp, name, O_WRONLY | O_CREAT | O_EXCL);
 	if (fd == -EINVAL && sp->direct) {
+		/* the file may exist by now: O_DIRECT is checked after create */
+		unlinkat(sp->dirfd, name, 0);
 		fallback_buffered(sp, fd);
 		goto retry;
 	}
