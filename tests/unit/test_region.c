@@ -5,8 +5,13 @@
  * any interior address, um_region_info (resolved backing, residency,
  * acquire count, copied name), chunked transfers of odd sizes, and free.
  */
+#include <pthread.h>
+#include <unistd.h>
+
 #include "harness.h"
 #include "helpers.h"
+#include "backend_sim.h"
+#include "internal.h"
 
 FIXTURE(reg) {
 	struct um_context *ctx;
@@ -249,6 +254,43 @@ TEST_F(reg, reacquire_during_eviction)
 		ASSERT_EQ(0, get_pattern(self->ctx, r, n, (uint64_t)i));
 	}
 	ASSERT_EQ(0, um_wait_all(self->ctx));
+	ASSERT_EQ(0, um_free(self->ctx, r));
+}
+
+static void *let_go(void *arg)
+{
+	usleep(100 * 1000);
+	um__sim_hold(arg, false);
+	return NULL;
+}
+
+/*
+ * An acquire that supersedes an eviction in flight must not let the caller
+ * write while the eviction still reads the device bytes (found by TSan):
+ * on sim, where the caller's thread is its stream, it returns only after.
+ */
+TEST_F(reg, acquire_waits_for_superseded_eviction)
+{
+	const uint64_t n = 4 * MiB;
+	um_region_t r = region(self->ctx, UM_KIND_OPTIMIZER_STATE, 0, n, "s");
+	struct um_region_info i = { .size = sizeof(i) };
+	pthread_t t;
+	void *p;
+
+	ASSERT_EQ(0, put_pattern(self->ctx, r, n, 3));
+	ASSERT_EQ(0, um__sim_hold(&self->ctx->be, true));
+	ASSERT_EQ(0, um_evict(self->ctx, r, UM_TIER_HOST_ANY));
+	ASSERT_EQ(0, pthread_create(&t, NULL, let_go, &self->ctx->be));
+	ASSERT_EQ(0, um_acquire(self->ctx, r, UM_TIER_GPU(0), NULL));
+	ASSERT_EQ(0, um_region_info(self->ctx, r, &i));
+	EXPECT_EQ(0, i.pending);
+	EXPECT_EQ(UM_TIER_GPU(0), i.residency);
+	ASSERT_EQ(0, um_ptr(self->ctx, r, &p));
+	EXPECT_EQ(-1, pattern_check(p, n, 3));
+	pattern_fill(p, n, 4);
+	ASSERT_EQ(0, um_release(self->ctx, r));
+	pthread_join(t, NULL);
+	EXPECT_EQ(0, get_pattern(self->ctx, r, n, 4));
 	ASSERT_EQ(0, um_free(self->ctx, r));
 }
 
