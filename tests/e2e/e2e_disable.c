@@ -10,6 +10,7 @@
  * region's checksum is intact at the end.
  */
 #define TEST_TIMEOUT 600
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,32 @@ static int step_until(struct trainer *t, unsigned int mask, unsigned int want,
 	return -1;
 }
 
+/*
+ * io_uring worker threads of this process. The loop keeps a read of
+ * /dev/umm armed all the time: had the module's read_iter ignored
+ * IOCB_NOWAIT, io_uring would park an "iou-wrk-*" thread in that read.
+ */
+static int iou_workers(void)
+{
+	char path[300], comm[64];
+	struct dirent *de;
+	DIR *d = opendir("/proc/self/task");
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", de->d_name);
+		if (!e2e_read_str(path, comm, sizeof(comm)) &&
+		    !strncmp(comm, "iou-wrk", 7))
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
 static struct trainer_cfg cfg = {
 	.nregions = 4,
 	.region_bytes = 8 * MiB,
@@ -69,6 +96,8 @@ TEST(disabled_mid_run_falls_back_and_returns)
 	ASSERT_EQ(UM_PSRC_UMM | UM_PSRC_BUDGET, src & (UM_PSRC_UMM | UM_PSRC_BUDGET));
 	for (int i = 0; i < 3; i++)
 		ASSERT_EQ(0, trainer_step(&t));
+	ms_sleep(300);
+	EXPECT_EQ(0, iou_workers()) TH_LOG("the /dev/umm read went to a worker");
 
 	ASSERT_EQ(0, e2e_write_str(ENABLED, "0"));
 	ASSERT_EQ(0, step_until(&t, UM_PSRC_UMM | UM_PSRC_BUDGET, UM_PSRC_BUDGET,

@@ -384,6 +384,16 @@ void scenario_report(const struct scenario *sc,
 	       (unsigned long long)(r->shed_bytes / MiB),
 	       r->acks ? e2e_ms(r->sum_ack_ns / r->acks) : 0,
 	       e2e_ms(r->max_ack_ns), r->sources, r->fallbacks);
+	{
+		uint64_t avg = 0, max = 0, acks = 0;
+
+		if (!e2e_read_u64(UMM_SYSFS "/ack_latency_ns_avg", &avg) &&
+		    !e2e_read_u64(UMM_SYSFS "/ack_latency_ns_max", &max) &&
+		    !e2e_read_u64(UMM_SYSFS "/acks", &acks))
+			printf("# %s: module side, this boot so far: %llu ACKs, event-to-ACK avg %.1f ms max %.1f ms\n",
+			       sc->name, (unsigned long long)acks, e2e_ms(avg),
+			       e2e_ms(max));
+	}
 	if (r->spill_writes || r->spill_reads)
 		printf("# %s: spill %s: %llu writes %.1f MiB/s, %llu reads %.1f MiB/s\n",
 		       sc->name, r->spill_direct ? "O_DIRECT" : "buffered",
