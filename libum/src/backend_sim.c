@@ -129,6 +129,7 @@ struct sim {
 	struct sim_resv *resvs;
 	struct um_queue *queues;
 	bool hold;
+	bool fresh;			/* no MREMAP_DONTUNMAP: see sim_init */
 	int fail_err;
 	unsigned int fail_count;
 	bool mlock_warned;
@@ -834,16 +835,53 @@ static int sim_va_reserve(struct um_backend *be, int dev, size_t len,
 /* Under mu: close va and move its pages back to the arena. */
 static void map_undo(struct sim *s, struct sim_map *m)
 {
-	int ret;
+	int ret = 0;
 
-	mprotect(m->va, m->len, PROT_NONE);
-	ret = move_pages_to(m->va, s->arena + m->off, m->len);
+	if (s->fresh) {
+		/* drop the pages: a PROT_NONE reservation again */
+		if (mmap(m->va, m->len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
+			 MAP_NORESERVE | MAP_FIXED, -1, 0) == MAP_FAILED)
+			ret = -errno;
+	} else {
+		mprotect(m->va, m->len, PROT_NONE);
+		ret = move_pages_to(m->va, s->arena + m->off, m->len);
+	}
 	if (ret)
 		sim_log(s, UM_LOG_ERR,
-			"cannot move %llu bytes back to the arena (%d): leaked",
-			(unsigned long long)m->len, ret);
+			"cannot take %llu bytes back from %p (%d): leaked",
+			(unsigned long long)m->len, (void *)m->va, ret);
 	else
 		ext_free(s, m->off, m->len);
+}
+
+/*
+ * Map rlen bytes of extent off at p. Where mremap cannot keep its source
+ * (MREMAP_DONTUNMAP: Linux < 5.7, or valgrind, which does not know the
+ * flag), the VA gets fresh anonymous pages instead: capacity, faults and
+ * stable VAs behave the same, contents are not kept across unmap (the
+ * core never relies on that) and restores pay for zeroed pages.
+ */
+static int map_extent(struct sim *s, char *p, uint64_t off, uint64_t rlen)
+{
+	int ret;
+
+	if (s->fresh) {
+		if (mmap(p, rlen, PROT_READ | PROT_WRITE, MAP_PRIVATE |
+			 MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0) ==
+		    MAP_FAILED)
+			return -errno;
+		madvise(p, rlen, MADV_HUGEPAGE);
+		return 0;
+	}
+	ret = move_pages_to(s->arena + off, p, rlen);
+	if (!ret && mprotect(p, rlen, PROT_READ | PROT_WRITE))
+		ret = -errno;
+	if (ret) {
+		/* pieces already moved go back with the rest */
+		mprotect(p, rlen, PROT_NONE);
+		move_pages_to(p, s->arena + off, rlen);
+	}
+	return ret;
 }
 
 static void sim_va_release(struct um_backend *be, void *va, size_t len)
@@ -917,13 +955,8 @@ static int sim_phys_map(struct um_backend *be, int dev, void *va, size_t len,
 	ret = ext_alloc(s, rlen, &off);
 	if (ret)
 		goto fail;
-	ret = move_pages_to(s->arena + off, p, rlen);
-	if (!ret && mprotect(p, rlen, PROT_READ | PROT_WRITE))
-		ret = -errno;
+	ret = map_extent(s, p, off, rlen);
 	if (ret) {
-		/* pieces already moved go back with the rest */
-		mprotect(p, rlen, PROT_NONE);
-		move_pages_to(p, s->arena + off, rlen);
 		ext_free(s, off, rlen);
 		goto fail;
 	}
@@ -1066,6 +1099,21 @@ static void sim_fini(struct um_backend *be)
 	be->priv = NULL;
 }
 
+/* Can pages move with MREMAP_DONTUNMAP here? Tried on the arena's start. */
+static bool dontunmap_works(char *arena)
+{
+	char *tmp = map_aligned(SIM_GRAN, SIM_GRAN, PROT_NONE, MAP_PRIVATE |
+				MAP_ANONYMOUS | MAP_NORESERVE);
+	bool ok;
+
+	if (!tmp)
+		return false;
+	ok = !move_pages_to(arena, tmp, SIM_GRAN) &&
+	     !move_pages_to(tmp, arena, SIM_GRAN);
+	munmap(tmp, SIM_GRAN);
+	return ok;
+}
+
 static int sim_init(struct um_backend *be, const struct um_backend_config *cfg)
 {
 	uint64_t cap = SIM_DEFAULT_CAPACITY;
@@ -1099,6 +1147,7 @@ static int sim_init(struct um_backend *be, const struct um_backend_config *cfg)
 		return -ENOMEM;
 	}
 	madvise(s->arena, cap, MADV_HUGEPAGE);
+	s->fresh = !dontunmap_works(s->arena);
 	s->ext[0] = (struct extent){ .off = 0, .len = cap };
 	s->next_cnt = 1;
 	pthread_mutex_init(&s->mu, NULL);
@@ -1108,6 +1157,9 @@ static int sim_init(struct um_backend *be, const struct um_backend_config *cfg)
 	pthread_cond_init(&s->hcv, NULL);
 	pthread_cond_init(&s->hdone, NULL);
 	be->priv = s;
+	if (s->fresh)
+		sim_log(s, UM_LOG_INFO,
+			"mremap(MREMAP_DONTUNMAP) unavailable: fresh pages per map");
 
 	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	for (long i = 0; i < ncpu - 1 && i < SIM_MAX_HELPERS; i++) {

@@ -630,6 +630,43 @@ TEST(destroy_reports_leaks)
 	EXPECT_EQ(0, g_fake.bad_free);
 }
 
+TEST(two_pools_and_pool_reuse)
+{
+	struct um_pool *a = new_pool(2 * MiB, 0), *b = new_pool(2 * MiB, 0);
+	struct um_pool_stats st;
+	void *pa, *pb, *la;
+
+	ASSERT_NONNULL(a);
+	ASSERT_NONNULL(b);
+	/* this thread's cache binds to a; b takes the locked path */
+	ASSERT_EQ(0, um__pool_alloc(a, 500, UM_POOL_NODE_ANY, 0, &pa));
+	ASSERT_EQ(0, um__pool_alloc(b, 500, UM_POOL_NODE_ANY, 0, &pb));
+	ASSERT_EQ(0, um__pool_alloc(a, 200 * KiB, UM_POOL_NODE_ANY, 0, &la));
+	EXPECT_EQ(-EINVAL, um__pool_free(b, pa));
+	EXPECT_EQ(-EINVAL, um__pool_free(a, pb));
+	EXPECT_EQ(-EINVAL, um__pool_free(b, la));
+	EXPECT_EQ(0, um__pool_free(a, pa));
+	EXPECT_EQ(0, um__pool_free(b, pb));
+	EXPECT_EQ(0, um__pool_free(a, la));
+	EXPECT_EQ(0, stats(a).blocks);
+	EXPECT_EQ(0, stats(b).blocks);
+	/* a goes while this thread's cache holds its slots and a block */
+	EXPECT_EQ(0, um__pool_destroy(a));
+	/* a new pool (perhaps at a's address) starts with a clean cache */
+	a = new_pool(2 * MiB, 0);
+	ASSERT_NONNULL(a);
+	ASSERT_EQ(0, um__pool_alloc(a, 500, UM_POOL_NODE_ANY, 0, &pa));
+	st = stats(a);
+	EXPECT_EQ(1, st.blocks);
+	EXPECT_EQ(512, st.used);
+	EXPECT_EQ(500, st.requested);
+	EXPECT_EQ(0, um__pool_free(a, pa));
+	EXPECT_EQ(0, um__pool_destroy(a));
+	EXPECT_EQ(0, um__pool_destroy(b));
+	EXPECT_EQ(0, g_fake.live);
+	EXPECT_EQ(0, g_fake.bad_free);
+}
+
 /* ---- heaps per node ---------------------------------------------------- */
 
 TEST(node_heaps_are_separate)

@@ -241,7 +241,7 @@ TEST_SIGNAL(touch_never_mapped_faults, SIGSEGV)
 	ASSERT_EQ(0, ops->init(&be, NULL));
 	ASSERT_EQ(0, ops->va_reserve(&be, 0, 1, &va));
 	v = va;
-	(void)v[0];
+	v[0] = 1;		/* reserved, never mapped: must fault */
 	TH_LOG("no fault on a reserved, never mapped VA");
 }
 
