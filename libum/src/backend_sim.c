@@ -255,7 +255,7 @@ static void ext_free(struct sim *s, uint64_t off, uint64_t len)
 	s->next_cnt++;
 }
 
-/* ---- moving pages between the arena and a VA ------------------------------ */
+/* ---- moving pages between the arena and a VA ----------------------------- */
 
 /*
  * Move len bytes of pages (and their mapping) from one address to another,
@@ -278,7 +278,7 @@ static int move_pages_to(char *from, char *to, size_t len)
 	return 0;
 }
 
-/* ---- helper threads for split copies --------------------------------------- */
+/* ---- helper threads for split copies ------------------------------------- */
 
 static void part_run(const struct sim_part *p)
 {
@@ -371,7 +371,7 @@ static void sim_copy(struct sim *s, char *dst, const char *src, int byte,
 	pthread_mutex_unlock(&s->hmu);
 }
 
-/* ---- queues ----------------------------------------------------------------- */
+/* ---- queues -------------------------------------------------------------- */
 
 static void fence_reach(struct sim *s, struct um_fence *f, uint64_t gen,
 			int err)
@@ -612,7 +612,7 @@ static int sim_queue_sync(struct um_backend *be, struct um_queue *q)
 	return err;
 }
 
-/* ---- fences ----------------------------------------------------------------- */
+/* ---- fences -------------------------------------------------------------- */
 
 static int sim_fence_create(struct um_backend *be, struct um_fence **f)
 {
@@ -765,7 +765,7 @@ static int sim_stream_record_fence(struct um_backend *be, void *stream,
 	return 0;
 }
 
-/* ---- device memory ----------------------------------------------------------- */
+/* ---- device memory ------------------------------------------------------- */
 
 static int sim_probe(const char **why)
 {
@@ -994,7 +994,7 @@ static void sim_phys_unmap(struct um_backend *be, int dev, void *va,
 	free(handle);
 }
 
-/* ---- pinned host memory -------------------------------------------------------- */
+/* ---- pinned host memory -------------------------------------------------- */
 
 /*
  * The "raw pinned allocation" the pool amortises: anonymous memory, bound
@@ -1058,7 +1058,7 @@ static void sim_host_free(struct um_backend *be, void *p, size_t len)
 		munmap(p, round_up(len, 4096));
 }
 
-/* ---- life cycle ------------------------------------------------------------------ */
+/* ---- life cycle ---------------------------------------------------------- */
 
 static void sim_fini(struct um_backend *be)
 {
@@ -1170,7 +1170,7 @@ static int sim_init(struct um_backend *be, const struct um_backend_config *cfg)
 	return 0;
 }
 
-/* ---- test hooks (backend_sim.h) -------------------------------------------------- */
+/* ---- test hooks (backend_sim.h) ------------------------------------------ */
 
 static bool is_sim(struct um_backend *be)
 {

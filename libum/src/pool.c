@@ -27,7 +27,8 @@ static void class_init(void)
 		um__pool_class_of_64[i] = (uint8_t)c;
 	}
 	for (unsigned int k = 0; k < NCLASSES; k++)
-		um__pool_class_recip[k] = ((uint64_t)1 << 40) / class_size[k] + 1;
+		um__pool_class_recip[k] =
+			((uint64_t)1 << 40) / class_size[k] + 1;
 }
 
 static inline int heap_index(int node)
@@ -126,7 +127,7 @@ int64_t um__pool_destroy(struct um_pool *pool)
 	return live;
 }
 
-/* ---- lock-free fast paths (caches: pool_cache.c) -------------------------- */
+/* ---- lock-free fast paths (caches: pool_cache.c) ------------------------- */
 
 #define TC_SET(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
 #define LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
@@ -153,7 +154,8 @@ static inline int cache_alloc(struct um_pool *pool, int hi, size_t bytes,
 	if (!tc)
 		return 1;
 	if (bytes > UM_POOL_SMALL_MAX) {
-		size_t len = (bytes + UM_POOL_PAGE - 1) & ~(size_t)(UM_POOL_PAGE - 1);
+		size_t len = (bytes + UM_POOL_PAGE - 1) &
+			     ~(size_t)(UM_POOL_PAGE - 1);
 
 		if (!tc->large_p || tc->large_bytes != len)
 			return 1;
@@ -238,7 +240,7 @@ static inline int cache_free(struct um_pool *pool, void *p, bool user)
 	if (LOAD(s->seq) != seq)
 		return 1;
 	if (state == SPAN_SLAB && slot != slot_live(user))
-		return slot == SLOT_CACHED ? -EINVAL : 1;	/* freed twice? */
+		return slot == SLOT_CACHED ? -EINVAL : 1; /* freed twice? */
 
 	if (state == SPAN_LARGE) {
 		if (tc->large_p == p)
@@ -264,7 +266,7 @@ static inline int cache_free(struct um_pool *pool, void *p, bool user)
 	return 0;
 }
 
-/* ---- entry points ------------------------------------------------------------ */
+/* ---- entry points -------------------------------------------------------- */
 
 int um__pool_alloc(struct um_pool *pool, size_t bytes, int node,
 		   unsigned int flags, void **out)
@@ -384,7 +386,8 @@ int um__pool_reserve(struct um_pool *pool, int node, uint64_t bytes)
 		return -ENOMEM;
 	/* returns at once when a span that large is already free */
 	return um__pool_heap_grow(pool, hi,
-				  (bytes + UM_POOL_PAGE - 1) >> POOL_PAGE_SHIFT);
+				  (bytes + UM_POOL_PAGE - 1) >>
+				  POOL_PAGE_SHIFT);
 }
 
 /* Detach whole free chunks of heap h beyond keep bytes; under the lock. */

@@ -138,7 +138,7 @@ void um__pool_pm_clear(struct um_pool *pool, const char *p, size_t len)
 		pm_set(pool, p + o, NULL);
 }
 
-/* ---- span structs and slab metadata --------------------------------------- */
+/* ---- span structs and slab metadata -------------------------------------- */
 
 static struct span *span_get(struct um_pool *pool)
 {
@@ -209,7 +209,7 @@ static inline void span_map(struct um_pool *pool, struct span *s)
 	pm_set(pool, s->base + ((s->npages - 1) << POOL_PAGE_SHIFT), s);
 }
 
-/* ---- TLSF index of free spans --------------------------------------------- */
+/* ---- TLSF index of free spans -------------------------------------------- */
 
 static inline void tlsf_mapping(size_t n, unsigned int *fl, unsigned int *sl)
 {
@@ -367,7 +367,7 @@ static void span_release(struct um_pool *pool, struct heap *h, struct span *s)
 	seq_end(s);
 }
 
-/* ---- slabs ----------------------------------------------------------------- */
+/* ---- slabs --------------------------------------------------------------- */
 
 static struct span *slab_new(struct um_pool *pool, struct heap *h,
 			     unsigned int k)
@@ -529,7 +529,7 @@ void um__pool_drop_empty_slabs(struct um_pool *pool, struct heap *h)
 	}
 }
 
-/* ---- blocks ------------------------------------------------------------------ */
+/* ---- blocks -------------------------------------------------------------- */
 
 int um__pool_heap_alloc(struct um_pool *pool, struct heap *h, size_t bytes,
 			bool user, size_t *npages_out, void **out)
@@ -623,7 +623,7 @@ void um__pool_block_free(struct um_pool *pool, struct span *s, uint32_t idx)
 	h->st.frees++;
 }
 
-/* ---- growth -------------------------------------------------------------------- */
+/* ---- growth -------------------------------------------------------------- */
 
 /*
  * Add a chunk of at least need_pages to heap hi. Called with no lock held;
@@ -649,7 +649,8 @@ int um__pool_heap_grow(struct um_pool *pool, int hi, size_t need_pages)
 		goto out_unlock;
 	}
 	if (need > size)
-		size = (need + UM_POOL_MIN_CHUNK - 1) & ~(UM_POOL_MIN_CHUNK - 1);
+		size = (need + UM_POOL_MIN_CHUNK - 1) &
+		       ~(UM_POOL_MIN_CHUNK - 1);
 	if (pool->max_bytes) {
 		uint64_t room = pool->max_bytes > pool->bytes ?
 				pool->max_bytes - pool->bytes : 0;

@@ -595,7 +595,8 @@ TEST(user_blocks_are_kept_apart)
 		ASSERT_EQ(0, um__pool_alloc(pool, sizes[i], UM_POOL_NODE_ANY,
 					    0, &r));
 		/* each kind is refused by the other's free */
-		EXPECT_EQ(-EINVAL, um__pool_free(pool, u)) TH_LOG("%zu", sizes[i]);
+		EXPECT_EQ(-EINVAL, um__pool_free(pool, u))
+			TH_LOG("%zu", sizes[i]);
 		EXPECT_EQ(-EINVAL, um__pool_free_flags(pool, r, UM_POOL_USER));
 		EXPECT_EQ(-EINVAL, um__pool_free_flags(pool, r, 0x40));
 		EXPECT_EQ(0, um__pool_block_info(pool, u, NULL, NULL, NULL));
@@ -771,7 +772,8 @@ TEST(four_threads)
 
 	ASSERT_NONNULL(pool);
 	for (int i = 0; i < N; i++) {
-		t[i] = (struct thr){ .pool = pool, .seed = 0x9e3779b9ull * (i + 1),
+		t[i] = (struct thr){ .pool = pool,
+				     .seed = 0x9e3779b9ull * (i + 1),
 				     .ops = 20000, .xlock = &xlock,
 				     .xfer = xfer };
 		ASSERT_EQ(0, pthread_create(&th[i], NULL, worker, &t[i]));
@@ -782,7 +784,8 @@ TEST(four_threads)
 	}
 	for (int i = 0; i < 128; i++)
 		if (xfer[i].p) {
-			EXPECT_TRUE(check(xfer[i].p, xfer[i].len, xfer[i].seed));
+			EXPECT_TRUE(check(xfer[i].p, xfer[i].len,
+					  xfer[i].seed));
 			ASSERT_EQ(0, um__pool_free(pool, xfer[i].p));
 		}
 	/* the workers exited: their caches went back to the heap */
@@ -904,12 +907,13 @@ TEST(trim_with_a_cache_held_elsewhere)
 	pthread_mutex_unlock(&h.lock);
 	pthread_join(th, NULL);
 	/* thread exit flushed the rest */
-	EXPECT_EQ((int64_t)(2 * MiB), um__pool_trim(h.pool, UM_POOL_NODE_ALL, 0));
+	EXPECT_EQ((int64_t)(2 * MiB),
+		  um__pool_trim(h.pool, UM_POOL_NODE_ALL, 0));
 	EXPECT_EQ(0, um__pool_destroy(h.pool));
 	EXPECT_EQ(0, g_fake.live);
 }
 
-/* ---- on the sim backend: pinned memory is real ---------------------------- */
+/* ---- on the sim backend: pinned memory is real --------------------------- */
 
 TEST(on_sim_backend)
 {
@@ -928,7 +932,9 @@ TEST(on_sim_backend)
 		memset(p[i], i, (size_t)(i + 1) * MiB);
 	}
 	for (int i = 0; i < 8; i++) {
-		EXPECT_EQ(i, ((unsigned char *)p[i])[(size_t)(i + 1) * MiB - 1]);
+		unsigned char *c = p[i];
+
+		EXPECT_EQ(i, c[(size_t)(i + 1) * MiB - 1]);
 		ASSERT_EQ(0, um__pool_free(pool, p[i]));
 	}
 	st = stats(pool);
