@@ -20,6 +20,9 @@
  *
  * The arena's pages stay allocated once touched, as a GPU's memory exists
  * whether used or not: the sim costs up to `capacity` bytes of host RAM.
+ * Where MREMAP_DONTUNMAP is missing (Linux < 5.7, valgrind), phys_map gives
+ * the VA fresh pages instead (map_extent): same capacity and faults,
+ * slower restores.
  *
  * Queues are worker threads running a FIFO of jobs (copy, fill, fence
  * record, fence wait). Large copies are split across helper threads so a
