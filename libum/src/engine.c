@@ -456,7 +456,7 @@ int um__evict(struct um_context *ctx, struct um_region *r, um_tier_t to,
 	struct um_mig *m;
 	int ret;
 
-	if (r->acquired)
+	if (r->acquired || r->unfenced)
 		return -EBUSY;
 	if (!um__tier_is_dev(r->residency))
 		return 0;

@@ -113,6 +113,8 @@ struct um_region {
 	uint64_t reap_pass;		/* an older migration is still running */
 	struct um_fence *released;	/* user's stream at release, if any */
 	bool released_valid;		/* released was recorded */
+	bool unfenced;			/* release could not fence: keep */
+	bool freeing;			/* um_free is waiting: handle dead */
 	int error;			/* last migration error, for um_wait */
 };
 

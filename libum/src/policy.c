@@ -86,7 +86,7 @@ static int victims(struct um_context *ctx, um_tier_t tier,
 	if (!v)
 		return -ENOMEM;
 	for (r = ctx->regions.next; r != &ctx->regions; r = r->next) {
-		if (r == skip || r->acquired || !on_tier(r, tier))
+		if (r == skip || r->acquired || r->freeing || !on_tier(r, tier))
 			continue;
 		if (um__tier_is_dev(tier) && !r->counted)
 			continue;
@@ -433,29 +433,35 @@ int um_acquire(struct um_context *ctx, um_region_t h, um_tier_t tier,
 	return ret;
 }
 
+/*
+ * Fence the caller's stream, so an eviction (and a free) waits for the work
+ * that still uses the region. If that fails there is nothing to order
+ * after: the region is marked unfenced and is not evicted until a later
+ * release fences it (evicting it could copy bytes a kernel still writes).
+ */
 static void record_release(struct um_context *ctx, struct um_region *r)
 {
 	const struct um_backend_ops *ops = ctx->be.ops;
 	int ret;
 
 	r->released_valid = false;
+	r->unfenced = false;
 	if (!ops->stream_record_fence || !um__tier_is_dev(r->acq_tier))
 		return;
-	if (!r->released && ops->fence_create(&ctx->be, &r->released)) {
+	ret = r->released ? 0 : ops->fence_create(&ctx->be, &r->released);
+	if (ret)
 		r->released = NULL;
-		goto sync;
-	}
-	ret = ops->stream_record_fence(&ctx->be, r->acq_stream, r->released);
+	else
+		ret = ops->stream_record_fence(&ctx->be, r->acq_stream,
+					       r->released);
 	if (!ret) {
 		r->released_valid = true;
 		return;
 	}
-sync:
-	/* cannot order the eviction after the user's work: wait for it */
+	r->unfenced = true;
 	um__log(ctx, UM_LOG_WARN,
-		"release: cannot fence stream %p for \"%s\"; evictions of it will wait for the device",
-		r->acq_stream, r->name);
-	ops->queue_sync(&ctx->be, ctx->dev[r->device].q_restore);
+		"release: cannot fence stream %p for \"%s\" (%d); it stays on the device until released again",
+		r->acq_stream, r->name, ret);
 }
 
 int um_release(struct um_context *ctx, um_region_t h)
@@ -620,7 +626,8 @@ static int64_t shed_device(struct um_context *ctx, int dev, uint64_t bytes,
 		int ret = um__evict(ctx, v[i], to, true);
 
 		if (ret) {
-			last = ret;
+			if (ret != -EBUSY)	/* busy: not a victim after all */
+				last = ret;
 			continue;
 		}
 		done += v[i]->dev_len;

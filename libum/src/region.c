@@ -51,7 +51,7 @@ struct um_region *um__region_get(struct um_context *ctx, um_region_t h)
 	if ((uint16_t)(h >> 48) != ctx->serial || idx >= ctx->nslots)
 		return NULL;
 	s = &ctx->slots[idx];
-	if (!s->r || s->gen != gen)
+	if (!s->r || s->gen != gen || s->r->freeing)
 		return NULL;
 	return s->r;
 }
@@ -344,6 +344,17 @@ void um__region_destroy(struct um_context *ctx, struct um_region *r)
 {
 	struct um_backend *be = &ctx->be;
 
+	/*
+	 * Kernels queued before the release may still use the memory: an
+	 * unmap under them is a fatal fault on CUDA. um_free waited already
+	 * with the lock dropped; this covers context destroy.
+	 */
+	if (r->released_valid)
+		be->ops->fence_wait(be, r->released);
+	else if (r->unfenced && r->mapped)
+		um__log(ctx, UM_LOG_WARN,
+			"free: \"%s\" was released without a fence; its device memory goes now",
+			r->name);
 	um__books_residency(ctx, r, r->residency, UM_TIER_NONE);
 	if (r->mapped) {
 		be->ops->phys_unmap(be, (int)r->device, r->ptr, r->dev_len,
@@ -389,23 +400,33 @@ int um_free(struct um_context *ctx, um_region_t h)
 
 	if (ret)
 		return ret;
-	for (;;) {
-		r = h ? um__region_get(ctx, h) : NULL;
-		if (!r) {
-			ret = h ? -ENOENT : -EINVAL;
-			goto out;
-		}
-		if (r->acquired) {
-			um__log(ctx, UM_LOG_ERR,
-				"free: region \"%s\" is acquired (%u); release it first",
-				r->name, r->acquired);
-			ret = -EBUSY;
-			goto out;
-		}
-		if (!r->pending)
-			break;
-		/* drops the lock: look the handle up again afterwards */
+	r = h ? um__region_get(ctx, h) : NULL;
+	if (!r) {
+		ret = h ? -ENOENT : -EINVAL;
+		goto out;
+	}
+	if (r->acquired) {
+		um__log(ctx, UM_LOG_ERR,
+			"free: region \"%s\" is acquired (%u); release it first",
+			r->name, r->acquired);
+		ret = -EBUSY;
+		goto out;
+	}
+	/*
+	 * From here the handle is dead to every other call (a second free
+	 * gets -ENOENT), so r stays ours while the lock is dropped below.
+	 */
+	r->freeing = true;
+	if (r->released_valid) {
+		/* the work fenced at release, with the lock dropped */
+		pthread_mutex_unlock(&ctx->lock);
+		ctx->be.ops->fence_wait(&ctx->be, r->released);
+		pthread_mutex_lock(&ctx->lock);
+		um__reap(ctx);
+	}
+	while (r->pending) {
 		if (um__wait_region(ctx, r) == -EPROTO) {
+			r->freeing = false;
 			ret = -EIO;
 			goto out;
 		}
