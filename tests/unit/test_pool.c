@@ -800,6 +800,78 @@ TEST(four_threads)
 }
 TEST_TIMEOUT_SET(four_threads, 120);
 
+struct trimmer {
+	struct um_pool *pool;
+	int stop;
+	int rounds;
+	int bad;
+};
+
+static void *trim_loop(void *arg)
+{
+	struct trimmer *t = arg;
+
+	while (!__atomic_load_n(&t->stop, __ATOMIC_ACQUIRE)) {
+		struct um_pool_stats st = { 0 };
+
+		if (um__pool_trim(t->pool, UM_POOL_NODE_ALL, 0) < 0 ||
+		    um__pool_stats(t->pool, UM_POOL_NODE_ALL, &st))
+			t->bad++;
+		/* figures may be approximate while others run, never absurd */
+		if (st.used > st.bytes + (64ull << 20))
+			t->bad++;
+		t->rounds++;
+	}
+	return NULL;
+}
+
+/*
+ * Trim (which releases slabs and whole chunks) and stats run in a loop
+ * while four threads allocate and free through their caches: the lock-free
+ * lookups must never act on a span that changed under them.
+ */
+TEST(trim_and_stats_race_with_workers)
+{
+	enum { N = 4 };
+	struct um_pool *pool = new_pool(2 * MiB, 0);
+	pthread_mutex_t xlock = PTHREAD_MUTEX_INITIALIZER;
+	struct blk xfer[128] = { { 0 } };
+	struct trimmer tr = { 0 };
+	struct thr t[N];
+	pthread_t th[N], tt;
+
+	ASSERT_NONNULL(pool);
+	tr.pool = pool;
+	ASSERT_EQ(0, pthread_create(&tt, NULL, trim_loop, &tr));
+	for (int i = 0; i < N; i++) {
+		t[i] = (struct thr){ .pool = pool, .seed = 77 + (uint64_t)i,
+				     .ops = 15000, .xlock = &xlock,
+				     .xfer = xfer };
+		ASSERT_EQ(0, pthread_create(&th[i], NULL, worker, &t[i]));
+	}
+	for (int i = 0; i < N; i++) {
+		pthread_join(th[i], NULL);
+		EXPECT_EQ(0, t[i].failures) TH_LOG("thread %d", i);
+	}
+	__atomic_store_n(&tr.stop, 1, __ATOMIC_RELEASE);
+	pthread_join(tt, NULL);
+	EXPECT_EQ(0, tr.bad);
+	EXPECT_GT(tr.rounds, 0);
+	for (int i = 0; i < 128; i++)
+		if (xfer[i].p) {
+			EXPECT_TRUE(check(xfer[i].p, xfer[i].len,
+					  xfer[i].seed));
+			ASSERT_EQ(0, um__pool_free(pool, xfer[i].p));
+		}
+	EXPECT_EQ(0, stats(pool).blocks);
+	EXPECT_EQ(0, stats(pool).used);
+	um__pool_trim(pool, UM_POOL_NODE_ALL, 0);
+	EXPECT_EQ(0, g_fake.live);
+	EXPECT_EQ(0, um__pool_destroy(pool));
+	EXPECT_EQ(0, g_fake.bad_free);
+}
+TEST_TIMEOUT_SET(trim_and_stats_race_with_workers, 120);
+
 struct xfree {
 	struct um_pool *pool;
 	void *p;
