@@ -112,7 +112,7 @@ ok "allskip: reason on the result line" has "ok 1 global.skip_a # SKIP no device
 ok "allskip: totals" has "# Totals: pass:0 fail:0 xfail:0 xpass:0 skip:2 error:0"
 
 run "$B/selftest" -l
-ok "filter: -l lists every test" test "$(lines .)" -eq 17
+ok "filter: -l lists every test" test "$(lines .)" -eq 18
 ok "filter: -l runs nothing" hasnt "RUN"
 run "$B/selftest" -t step_adds
 ok "filter: -t selects by test name, every variant" has "1..2"
@@ -131,7 +131,7 @@ run "$B/selftest" -t no_such_test
 ok "filter: nothing selected exits 4" test "$rc" -eq 4
 run "$B/selftest"
 ok "selftest: first lines are TAP 13 and the plan" \
-	test "$(head -2 <<<"$out" | tr '\n' ' ')" = "TAP version 13 1..17 "
+	test "$(head -2 <<<"$out" | tr '\n' ' ')" = "TAP version 13 1..18 "
 
 echo "1..$n"
 echo "# Totals: pass:$pass fail:$fail xfail:0 xpass:0 skip:0 error:0"

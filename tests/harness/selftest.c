@@ -44,6 +44,16 @@ TEST(pass_compare_mixed_types)
 	EXPECT_STREQ(NULL, NULL);
 }
 
+/* gcc -O0 once took this for a read of uninitialized memory */
+TEST(pass_fresh_allocation_is_only_an_address)
+{
+	char *fresh = malloc(16);
+
+	ASSERT_NONNULL(fresh);
+	EXPECT_NE(NULL, fresh);
+	free(fresh);
+}
+
 static int evaluations;
 
 static int count_call(void)
