@@ -137,6 +137,10 @@ function judge_dmesg(sec,    i, l, ok, ctx, nviol, nexp, oomok, j, req, name) {
 /^### UM-INSMOD rc=/ { insmod = substr($3, 4) + 0; next }
 /^### UM-RMMOD rc=/ { rmmod = substr($3, 4); next }
 /^### UM-DONE/ { done = 1; next }
+/^### UM-HANG [0-9]+/ {
+	rig(0, "hang." $3, "still running after UM_VM_HANG_DUMP s; kernel stacks follow")
+	next
+}
 /^### UM-BEGIN [0-9]+ / {
 	cur = $3 + 0; state = "test"
 	if (!(cur in cmd)) cmd[cur] = substr($0, index($0, $4))

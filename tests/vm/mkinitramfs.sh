@@ -179,8 +179,20 @@ n=0
 while read -r line; do
 	n=$((n + 1))
 	echo "### UM-BEGIN $n $line"
+	# Diagnosis only: a command still running after UM_VM_HANG_DUMP
+	# seconds gets the kernel's blocked tasks and CPU backtraces dumped
+	# into its section (which then fails), while it keeps running.
+	( sleep "${UM_VM_HANG_DUMP:-300}" && {
+		echo "### UM-HANG $n"
+		echo w >/proc/sysrq-trigger
+		echo l >/proc/sysrq-trigger
+		dmesg | tail -n 300 | sed 's/^/# hang: /'
+	} ) &
+	watchdog=$!
 	( cd /tmp && eval "$line" ) </dev/null
-	echo "### UM-END $n rc=$?"
+	rc=$?
+	kill $watchdog 2>/dev/null
+	echo "### UM-END $n rc=$rc"
 	section_dmesg $n
 done </etc/um/cmds
 grep -q ' /mnt ' /proc/mounts && umount /mnt
