@@ -9,7 +9,8 @@
 #   # Totals: pass:N fail:N xfail:N xpass:N skip:N error:N
 # in that output is added up (fail, xpass and error count as failed). A
 # suite whose make fails without any failing Totals line (a crash, a build
-# error, a missing binary) counts as one failure, so nothing fails silently.
+# error, a missing binary) counts as one failure, and so does a suite that
+# prints no Totals line at all: nothing fails or passes silently.
 # Ends with one line "N passed, N failed, N skipped"; exits 1 on any failure.
 #
 # UM_BUILD_DIRS="dir..." (set by the top-level Makefile) first runs
@@ -56,7 +57,10 @@ for d in "${SUITES[@]}"; do
 		summary+=("$(printf '%-14s SKIPPED suite (UM_SKIP_VM=1)' "$d")")
 		continue
 	fi
-	if ! $MAKE -C "$d" -n check >/dev/null 2>&1; then
+	# Only a missing target skips a suite; any other dry-run error (say a
+	# prerequisite that failed to build) runs it, so that it is counted.
+	if LC_ALL=C $MAKE -C "$d" -n check 2>&1 >/dev/null |
+		grep -q "No rule to make target 'check'"; then
 		summary+=("$(printf '%-14s no check target' "$d")")
 		continue
 	fi
@@ -85,6 +89,9 @@ for d in "${SUITES[@]}"; do
 		note=" + make exited $rc with no failing test: counted as 1 failure"
 	elif [ "$rc" -ne 0 ]; then
 		note=" (make exited $rc)"
+	elif ! tr -d '\r' <"$log" | grep -q '^[[:space:]]*# Totals: '; then
+		f=1
+		note=" + no '# Totals:' line: counted as 1 failure"
 	fi
 	total_pass=$((total_pass + p))
 	total_fail=$((total_fail + f))
