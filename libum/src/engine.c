@@ -191,6 +191,10 @@ void um__settle(struct um_context *ctx, struct um_region *r)
 	}
 	if (um__tier_is_dev(r->residency) || held_on_device(r))
 		return;
+	/* never unmap under work fenced at release (after failed copies) */
+	if (r->mapped && r->released_valid &&
+	    be->ops->fence_query(be, r->released) == -EAGAIN)
+		return;
 	if (r->mapped) {
 		be->ops->phys_unmap(be, (int)r->device, r->ptr, r->dev_len,
 				    r->phys);
