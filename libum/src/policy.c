@@ -177,6 +177,10 @@ static int64_t evict_to_fit(struct um_context *ctx, int dev, uint64_t need,
 	for (i = 0; i < n && d->used - out + need > d->budget; i++) {
 		int ret = um__evict(ctx, v[i], UM_TIER_HOST_ANY, true);
 
+		um__log(ctx, UM_LOG_DEBUG,
+			"policy: evict \"%s\" (%s, priority %d, %zu bytes) from device %d: %d",
+			v[i]->name, um_kind_name((int)v[i]->kind), v[i]->priority,
+			v[i]->dev_len, dev, ret);
 		if (!ret && um__draining(v[i]))
 			out += v[i]->dev_len;
 	}
