@@ -98,12 +98,14 @@ struct um_queue {
 	pthread_cond_t done_cv;		/* a job finished */
 	struct sim_job *head, *tail;
 	uint64_t submitted, completed;
+	bool busy;			/* a job is running (worker or helper) */
 	bool stop;
 	int err;			/* failure since the last fence */
 	int sync_err;			/* failure since the last queue_sync */
 };
 
 struct um_fence {			/* all fields under sim->fmu */
+	struct um_queue *q;		/* queue of the latest record */
 	uint64_t gen;			/* records issued */
 	uint64_t done;			/* highest record that has run */
 	uint64_t ts;			/* CLOCK_MONOTONIC ns of the latest */
@@ -131,6 +133,7 @@ struct sim {
 	struct sim_map *maps;
 	struct sim_resv *resvs;
 	struct um_queue *queues;
+	struct um_queue *dead;		/* destroyed queues, freed at fini */
 	bool hold;
 	bool fresh;			/* no MREMAP_DONTUNMAP: see sim_init */
 	int fail_err;
@@ -446,32 +449,74 @@ static void job_run(struct um_queue *q, struct sim_job *j)
 	}
 }
 
+/* Under q->mu: take the next job if the queue may start one now. */
+static struct sim_job *queue_take(struct um_queue *q)
+{
+	struct sim_job *j = q->head;
+
+	if (!j || q->busy || __atomic_load_n(&q->sim->hold, __ATOMIC_ACQUIRE))
+		return NULL;
+	q->head = j->next;
+	if (!q->head)
+		q->tail = NULL;
+	q->busy = true;
+	return j;
+}
+
+/* Under q->mu (dropped while the job runs). */
+static void queue_run(struct um_queue *q, struct sim_job *j)
+{
+	pthread_mutex_unlock(&q->mu);
+	job_run(q, j);
+	free(j);
+	pthread_mutex_lock(&q->mu);
+	q->busy = false;
+	q->completed++;
+	pthread_cond_broadcast(&q->done_cv);
+	pthread_cond_signal(&q->cv);
+}
+
+/*
+ * A thread that waits on q runs q's next job itself when the queue is idle
+ * (FIFO order is kept: one job at a time, from the head). On a busy machine
+ * this saves the wake-up of the worker, which can cost more than the copy.
+ * Under q->mu; true if a job ran.
+ */
+static bool queue_help(struct um_queue *q)
+{
+	struct sim_job *j = queue_take(q);
+
+	if (!j)
+		return false;
+	queue_run(q, j);
+	return true;
+}
+
 static void *queue_main(void *arg)
 {
 	struct um_queue *q = arg;
-	struct sim *s = q->sim;
 
 	pthread_mutex_lock(&q->mu);
 	for (;;) {
 		struct sim_job *j;
-		bool hold = __atomic_load_n(&s->hold, __ATOMIC_ACQUIRE);
 
-		if (!q->head || (hold && !q->stop)) {
-			if (q->stop && !q->head)
+		if (q->stop && !q->busy) {
+			/* destroy: run what is left, held or not */
+			j = q->head;
+			if (!j)
 				break;
+			q->head = j->next;
+			if (!q->head)
+				q->tail = NULL;
+			q->busy = true;
+		} else {
+			j = queue_take(q);
+		}
+		if (!j) {
 			pthread_cond_wait(&q->cv, &q->mu);
 			continue;
 		}
-		j = q->head;
-		q->head = j->next;
-		if (!q->head)
-			q->tail = NULL;
-		pthread_mutex_unlock(&q->mu);
-		job_run(q, j);
-		free(j);
-		pthread_mutex_lock(&q->mu);
-		q->completed++;
-		pthread_cond_broadcast(&q->done_cv);
+		queue_run(q, j);
 	}
 	pthread_mutex_unlock(&q->mu);
 	return NULL;
@@ -559,6 +604,15 @@ static void sim_queue_destroy(struct um_backend *be, struct um_queue *q)
 	pthread_cond_broadcast(&q->cv);
 	pthread_mutex_unlock(&q->mu);
 	pthread_join(q->thread, NULL);
+	/* fences may still point here (fence_wait helps their queue) */
+	pthread_mutex_lock(&s->mu);
+	q->next = s->dead;
+	s->dead = q;
+	pthread_mutex_unlock(&s->mu);
+}
+
+static void queue_free(struct um_queue *q)
+{
 	pthread_cond_destroy(&q->done_cv);
 	pthread_cond_destroy(&q->cv);
 	pthread_mutex_destroy(&q->mu);
@@ -608,7 +662,8 @@ static int sim_queue_sync(struct um_backend *be, struct um_queue *q)
 	pthread_mutex_lock(&q->mu);
 	target = q->submitted;
 	while (q->completed < target)
-		pthread_cond_wait(&q->done_cv, &q->mu);
+		if (!queue_help(q))
+			pthread_cond_wait(&q->done_cv, &q->mu);
 	err = q->sync_err ? -EIO : 0;
 	q->sync_err = 0;
 	pthread_mutex_unlock(&q->mu);
@@ -651,6 +706,7 @@ static int sim_fence_record(struct um_backend *be, struct um_fence *f,
 	pthread_mutex_lock(&s->fmu);
 	j.gen = ++f->gen;
 	f->refs++;
+	f->q = q;
 	pthread_mutex_unlock(&s->fmu);
 	ret = queue_push(q, &j);
 	if (ret)
@@ -678,6 +734,7 @@ static int sim_fence_query(struct um_backend *be, struct um_fence *f)
 static int sim_fence_wait(struct um_backend *be, struct um_fence *f)
 {
 	struct sim *s = sim_of(be);
+	struct um_queue *q;
 	uint64_t gen;
 	int ret;
 
@@ -685,8 +742,25 @@ static int sim_fence_wait(struct um_backend *be, struct um_fence *f)
 		return -EINVAL;
 	pthread_mutex_lock(&s->fmu);
 	gen = f->gen;
-	while (f->done < gen)
-		pthread_cond_wait(&s->fcv, &s->fmu);
+	while (f->done < gen) {
+		/* run the fence's queue ourselves while it is idle */
+		q = f->q;
+		pthread_mutex_unlock(&s->fmu);
+		if (q) {
+			bool ran;
+
+			pthread_mutex_lock(&q->mu);
+			ran = queue_help(q);
+			pthread_mutex_unlock(&q->mu);
+			if (ran) {
+				pthread_mutex_lock(&s->fmu);
+				continue;
+			}
+		}
+		pthread_mutex_lock(&s->fmu);
+		if (f->done < gen)
+			pthread_cond_wait(&s->fcv, &s->fmu);
+	}
 	ret = f->err;
 	pthread_mutex_unlock(&s->fmu);
 	return ret;
@@ -846,8 +920,14 @@ static void map_undo(struct sim *s, struct sim_map *m)
 			 MAP_NORESERVE | MAP_FIXED, -1, 0) == MAP_FAILED)
 			ret = -errno;
 	} else {
-		mprotect(m->va, m->len, PROT_NONE);
+		/*
+		 * Move first, then close the emptied VA: mprotect of a range
+		 * with no pages left costs next to nothing, while closing it
+		 * with its pages first walks every page-table entry.
+		 */
 		ret = move_pages_to(m->va, s->arena + m->off, m->len);
+		if (mprotect(m->va, m->len, PROT_NONE) && !ret)
+			ret = -errno;
 	}
 	if (ret)
 		sim_log(s, UM_LOG_ERR,
@@ -876,13 +956,12 @@ static int map_extent(struct sim *s, char *p, uint64_t off, uint64_t rlen)
 		madvise(p, rlen, MADV_HUGEPAGE);
 		return 0;
 	}
+	/* the arena is read-write, so the moved range opens as it lands */
 	ret = move_pages_to(s->arena + off, p, rlen);
-	if (!ret && mprotect(p, rlen, PROT_READ | PROT_WRITE))
-		ret = -errno;
 	if (ret) {
 		/* pieces already moved go back with the rest */
-		mprotect(p, rlen, PROT_NONE);
 		move_pages_to(p, s->arena + off, rlen);
+		mprotect(p, rlen, PROT_NONE);
 	}
 	return ret;
 }
@@ -1071,6 +1150,12 @@ static void sim_fini(struct um_backend *be)
 		return;
 	while (s->queues)
 		sim_queue_destroy(be, s->queues);
+	while (s->dead) {
+		struct um_queue *q = s->dead;
+
+		s->dead = q->next;
+		queue_free(q);
+	}
 	pthread_mutex_lock(&s->hmu);
 	s->hstop = true;
 	pthread_cond_broadcast(&s->hcv);
@@ -1140,7 +1225,9 @@ static int sim_init(struct um_backend *be, const struct um_backend_config *cfg)
 	s->split_min = SIM_SPLIT_MIN;
 	s->next_cap = cap / SIM_GRAN / 2 + 1;
 	s->ext = calloc(s->next_cap, sizeof(*s->ext));
-	s->arena = map_aligned(cap, SIM_GRAN, PROT_NONE,
+	/* read-write, yet never touched here: its pages exist only once a
+	 * region's VA has touched them */
+	s->arena = map_aligned(cap, SIM_GRAN, PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE);
 	if (!s->ext || !s->arena) {
 		if (s->arena)
