@@ -5,8 +5,9 @@
  * Device memory is one anonymous arena of `capacity` bytes (transparent huge
  * pages asked for) managed by a coalescing extent allocator in 2 MiB units.
  * A TIERED region's VA is a PROT_NONE reservation; phys_map moves an
- * extent's pages from the arena to the VA with mremap(MREMAP_DONTUNMAP) and
- * opens it read-write, phys_unmap closes it and moves the pages back. So:
+ * extent's pages (and the arena's read-write protection) from the arena to
+ * the VA with mremap(MREMAP_DONTUNMAP), phys_unmap moves them back and
+ * closes the emptied VA. So:
  * the VA is stable, touching an evicted region faults (SIGSEGV) like a GPU
  * pointer would, no more than `capacity` bytes can ever be mapped (phys_map
  * returns -ENOMEM), and the same physical pages serve region after region.
@@ -15,7 +16,7 @@
  * gets no huge pages unless the admin enables shmem THP, and on the 4 KiB
  * page path every restore paid a page-table rebuild that on the dev VM cost
  * 20x the copy itself (0.7 GB/s restores against 14 GB/s memcpy). Moving
- * 2 MiB page-table entries with mremap costs a few microseconds per
+ * 2 MiB page-table entries with mremap costs tens of microseconds per
  * region. Measurements are in Documentation/design/pool.rst.
  *
  * The arena's pages stay allocated once touched, as a GPU's memory exists
@@ -25,8 +26,9 @@
  * slower restores.
  *
  * Queues are worker threads running a FIFO of jobs (copy, fill, fence
- * record, fence wait). Large copies are split across helper threads so a
- * migration can use every core, as a DMA engine would not steal the CPU.
+ * record, fence wait); a thread waiting on a queue runs its next job itself
+ * while the queue is idle. Large copies are split across helper threads so
+ * a migration can use every core, as a DMA engine would not steal the CPU.
  * Fences carry a generation so they can be recorded again (the core reuses
  * them); a fence is reached when its latest record has run.
  */
