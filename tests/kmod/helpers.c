@@ -531,6 +531,25 @@ uint64_t node_min_wmark_bytes(int node)
 	return (uint64_t)pages * (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
+int node_unreclaimable(int node)
+{
+	char line[256];
+	int n, v, in_node = 0, ret = 0;
+	FILE *f = fopen("/proc/zoneinfo", "re");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "Node %d,", &n) == 1)
+			in_node = n == node;
+		else if (in_node &&
+			 sscanf(line, " node_unreclaimable: %d", &v) == 1)
+			ret |= v;
+	}
+	fclose(f);
+	return ret;
+}
+
 int sysctl_write(const char *path, const char *val)
 {
 	char p[256];

@@ -101,6 +101,8 @@ int hog_stop(struct hog *h);
 long long vmstat(const char *name);
 /* The sum of the "min" watermarks of @node's zones, in bytes. */
 uint64_t node_min_wmark_bytes(int node);
+/* 1 when kswapd gave up on @node (zoneinfo node_unreclaimable), else 0. */
+int node_unreclaimable(int node);
 /* Write @val to /proc/sys/@path (e.g. "vm/watermark_scale_factor"). */
 int sysctl_write(const char *path, const char *val);
 int sysctl_read(const char *path, char *buf, size_t len);

@@ -6,7 +6,9 @@
  * and the client keeps working; if a module ever allows it, the client must
  * be woken with a SHUTDOWN record and POLLHUP instead. With no client the
  * module unloads (its device and sysfs tree go away) and loads again,
- * several times, and honours its dev_mode parameter. Runs last: it unloads
+ * several times, and honours its dev_mode parameter (with 0666 an
+ * unprivileged client works but still reaches no knob and no other
+ * client's data). Runs last: it unloads
  * the module. The kernel log of this section must stay clean.
  */
 #include <errno.h>
@@ -203,6 +205,29 @@ TEST(busybox_rmmod_refused_while_client_open)
 	close(fd);
 }
 
+/* As uid 65534 with /dev/umm 0666: its own client works; the knobs, the
+ * inject file and the other clients' table stay out of reach. */
+static int nobody_with_open_device(void *arg)
+{
+	char buf[256];
+	int fd;
+
+	(void)arg;
+	fd = umm_client("nobody", 0, 0, 0);
+	if (fd < 0)
+		return fd > -100 ? 100 - fd : 30;	/* 100 + errno */
+	if (umm_query(fd, NULL, 0, NULL) < 2)
+		return 31;
+	if (attr_write("enabled", "0") != -EACCES)
+		return 32;
+	if (umm_inject("oom") != -EACCES)
+		return 33;
+	if (attr_read(UMM_DEBUGFS "/clients", buf, sizeof(buf)) >= 0)
+		return 34;
+	close(fd);
+	return 0;
+}
+
 TEST(unload_and_reload_when_idle)
 {
 	struct stat st;
@@ -224,6 +249,15 @@ TEST(unload_and_reload_when_idle)
 	ASSERT_EQ(0, insmod_umm("dev_mode=0600"));
 	ASSERT_EQ(0, stat(UMM_DEVICE_PATH, &st));
 	EXPECT_EQ(0600, st.st_mode & 07777);
+	ASSERT_EQ(0, rmmod_umm());
+	ASSERT_EQ(0, insmod_umm("dev_mode=0666"));
+	ASSERT_EQ(0, stat(UMM_DEVICE_PATH, &st));
+	EXPECT_EQ(0666, st.st_mode & 07777);
+	fd = umm_client("root-too", 0, 0, 0);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(0, run_as_nobody(nobody_with_open_device, NULL))
+		TH_LOG("30s: what it could do; 100 + errno: open failed");
+	close(fd);
 	ASSERT_EQ(0, rmmod_umm());
 	EXPECT_EQ(-EINVAL, insmod_umm("dev_mode=01777"))
 		TH_LOG("not a permission mode");

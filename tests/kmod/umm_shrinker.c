@@ -11,6 +11,12 @@
  * vm.watermark_scale_factor is raised for the test so that kswapd starts
  * reclaiming while tens of MiB are still free: reclaim happens for real, far
  * from the OOM killer.
+ *
+ * Order matters: after 16 kswapd runs that reclaim nothing (anonymous
+ * memory and no swap: this test, or an OOM) the kernel marks the node
+ * unreclaimable and stops waking kswapd for it until direct reclaim makes
+ * progress, so no shrinker is asked. The test must run before anything that
+ * leaves node 0 in that state (the OOM test); it checks.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -100,13 +106,18 @@ TEST_F(reclaim, reclaim_on_node0_asks_node0_holders)
 	struct umm_event ev;
 	int got = 0;
 
+	ASSERT_EQ(0, node_unreclaimable(0))
+		TH_LOG("kswapd gave up on node 0 before this test (an earlier "
+		       "test exhausted it): run this one first");
 	ASSERT_EQ(0, attr_read_u64("shrinker_calls", &calls0));
 	while (!got) {
 		uint64_t free = node_free_bytes(0);
 
 		ASSERT_LT(kmin + 12 * MiB, free)
-			TH_LOG("%llu MiB free on node 0, still no SHRINK",
-			       (unsigned long long)(free / MiB));
+			TH_LOG("%llu MiB free on node 0, still no SHRINK "
+			       "(node_unreclaimable %d, kswapd runs %lld)",
+			       (unsigned long long)(free / MiB),
+			       node_unreclaimable(0), vmstat("pageoutrun"));
 		ASSERT_EQ(0, hog_step(&self->hog, 4 * MiB));
 		/* kswapd runs on its own: give it a moment */
 		for (int i = 0; i < 5 && !got; i++) {

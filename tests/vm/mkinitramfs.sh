@@ -57,6 +57,12 @@ done
 root=$(mktemp -d "${TMPDIR:-/tmp}/um-initramfs.XXXXXX")
 trap 'rm -rf "$root"' EXIT
 mkdir -p "$root"/{bin,sbin,dev,proc,sys,tmp,mnt,t,etc/um,lib/um/mods,root}
+# mktemp made the root 0700: unprivileged test processes (uid 65534) must
+# reach /dev and /sys like on a real system, or every permission test
+# would pass for the wrong reason.
+chmod 0755 "$root" "$root"/{bin,sbin,dev,proc,sys,mnt,t,etc,etc/um,lib,lib/um,lib/um/mods}
+chmod 0700 "$root/root"
+chmod 1777 "$root/tmp"
 cp "$busybox" "$root/bin/busybox"
 
 # --- kernel modules, dependencies first --------------------------------------
