@@ -8,29 +8,39 @@
  *
  *   - a heap per NUMA node (node UM_POOL_NODE_ANY = no placement), each with
  *     its own chunks; a block is always served from the heap it was asked on;
- *   - small blocks (<= UM_POOL_SMALL_MAX) come from size classes, each class
- *     carving slabs of same-sized slots with a per-slab free list;
+ *   - small blocks (<= UM_POOL_SMALL_MAX) come from 27 size classes, each
+ *     class carving slabs of same-sized slots (bitmap + a state byte each);
  *   - larger blocks are runs of 4 KiB pages kept in a two-level segregated
  *     fit (TLSF-like) index of free spans; freeing coalesces with both
- *     neighbours at once through a page map (side metadata: nothing is
- *     written into pinned memory except the free-slot links of small slabs);
+ *     neighbours at once through a page map (side metadata: the pool never
+ *     writes into pinned memory);
  *   - a block larger than the chunk size gets a chunk of its own (rounded up
  *     to 2 MiB) that, once freed, serves smaller blocks like any other chunk
- *     until trimmed.
+ *     until trimmed;
+ *   - each thread keeps a small cache (up to 16 slots per class and the
+ *     last large block, up to 32 MiB, it freed) that it uses without any
+ *     lock or atomic read-modify-write: the fast path of alloc+free is
+ *     ~10 ns, within 2x of glibc malloc+free at every size.
  *
  * Alignment: every block is 64-byte aligned, blocks of 4 KiB or more are
  * 4 KiB aligned (so spill I/O can use them with O_DIRECT).
  *
- * Cost: alloc and free take one uncontended mutex, a binary search in the
- * sorted chunk index (free only) and O(1) list/bitmap work. No call ever
- * walks all chunks or all blocks, except stats, trim and destroy.
+ * Cost: a cache hit is O(1) with no lock; otherwise one uncontended
+ * spinlock, a page-map lookup and O(1) list/bitmap work. No call ever walks
+ * all chunks or all blocks, except stats, trim and destroy.
  *
- * Locking: the pool has its own mutex; callers may or may not hold their own
+ * Locking: the pool has its own lock; callers may or may not hold their own
  * locks (the context lock) when calling any of these, the pool never calls
  * back into the core. Growing calls be->ops->host_alloc WITHOUT the pool
- * mutex held (other threads keep allocating from what is there), serialised
- * by a second mutex so concurrent growers do not over-allocate. Trim and
- * destroy call host_free likewise outside the pool mutex.
+ * lock held (other threads keep allocating from what is there), serialised
+ * by a mutex so concurrent growers do not over-allocate. Trim and destroy
+ * call host_free likewise outside the pool lock. Destroying a pool while
+ * another thread still uses it is a caller bug.
+ *
+ * Thread caches and trim: before the pool grows, the calling thread gives
+ * its cache back; trim makes every other thread flush its cache at its next
+ * call (and a thread's cache is flushed when it exits). Until then an idle
+ * thread's cache pins what it holds. See Documentation/design/pool.rst.
  *
  * Growth: um__pool_alloc grows the heap when nothing fits (a slow call into
  * the backend). Hot paths should not pay that: call um__pool_reserve ahead of
