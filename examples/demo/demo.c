@@ -1,0 +1,513 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * demo.c - the kernel-assisted scene that `make demo` shows (scripts/demo.sh
+ * drives it, on the host when /dev/umm works there, in the VM rig otherwise).
+ *
+ * A trainer (the e2e one: optimizer-state regions on the sim backend, a
+ * deterministic update per step) runs bound to node 0 while umpressure fills
+ * node 0 with real memory. umm.ko sees the node coming down, sends PRESSURE
+ * events naming a node with room; libum sheds its host copies there and ACKs.
+ * The trainer always does exactly --steps steps, so the XXH3 checksum of its
+ * final state can be compared with an unconstrained run (--reference: the
+ * same steps, no pressure, no module), computed by the same function.
+ *
+ * Output: readable "demo:" lines as things happen (levels, events, moves,
+ * ACKs; libum's own lines come as "# libum[pid] ..." and scripts/demo.sh
+ * reformats them), then "DEMO-RESULT key=value" lines for the summary.
+ * Exit: 0 when the scene ran, 1 on a failure to run it, 2 on bad usage.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "e2e.h"
+#include "internal.h"
+#include "pressure.h"
+
+struct opts {
+	unsigned int steps;
+	int nregions;
+	uint64_t region_bytes;
+	double rate_mib;
+	uint64_t margin;
+	bool reference;
+};
+
+/* What the trainer child sends back at the end. */
+struct result {
+	int error;
+	int bad_regions;
+	uint64_t steps;
+	uint64_t checksum;
+	uint64_t host_start[2], host_end[2], host_peak[2];
+	uint64_t to_node[2];		/* bytes that arrived on a node */
+	uint64_t evict_bytes, restore_bytes;
+	struct um_pressure_stats ps;
+};
+
+static uint64_t t_zero;
+
+static double now_s(void)
+{
+	return (double)(e2e_now_ns() - t_zero) / 1e9;
+}
+
+static void sleep_ms(unsigned int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+/* The same function for the reference and the scene: region by region. */
+static int state_checksum(struct trainer *t, uint64_t *sum)
+{
+	XXH3_state_t *h = XXH3_createState();
+	int ret = 0;
+
+	if (!h)
+		return -ENOMEM;
+	XXH3_64bits_reset(h);
+	for (int i = 0; i < t->cfg.nregions && !ret; i++) {
+		void *p;
+
+		ret = um_acquire(t->ctx, t->r[i], UM_TIER_GPU(0), NULL);
+		if (!ret)
+			ret = um_wait(t->ctx, t->r[i]);
+		if (!ret)
+			ret = um_ptr(t->ctx, t->r[i], &p);
+		if (!ret)
+			XXH3_64bits_update(h, p, t->cfg.region_bytes);
+		um_release(t->ctx, t->r[i]);
+	}
+	*sum = XXH3_64bits_digest(h);
+	XXH3_freeState(h);
+	return ret;
+}
+
+static struct trainer_cfg trainer_cfg_of(const struct opts *o)
+{
+	struct trainer_cfg c = {
+		.nregions = o->nregions,
+		.region_bytes = o->region_bytes,
+		.sim_capacity = o->region_bytes,
+	};
+
+	return c;
+}
+
+static int run_reference(const struct opts *o)
+{
+	struct trainer_cfg cfg = trainer_cfg_of(o);
+	struct trainer t;
+	uint64_t sum = 0;
+	int ret, bad;
+
+	setenv("LIBUM_PRESSURE", "0", 1);
+	ret = trainer_init(&t, &cfg);
+	for (unsigned int s = 0; !ret && s < o->steps; s++)
+		ret = trainer_step(&t);
+	if (!ret)
+		ret = state_checksum(&t, &sum);
+	bad = ret ? -1 : trainer_verify(&t);
+	trainer_fini(&t);
+	if (ret) {
+		fprintf(stderr, "demo: reference run failed: %s\n",
+			strerror(-ret));
+		return 1;
+	}
+	printf("DEMO-REF checksum=%016llx steps=%u regions=%d region_mib=%llu bad=%d\n",
+	       (unsigned long long)sum, o->steps, o->nregions,
+	       (unsigned long long)(o->region_bytes / MiB), bad);
+	return bad ? 1 : 0;
+}
+
+/* ---- the trainer child ----------------------------------------------- */
+
+static void where(struct trainer *t, uint64_t h[2], uint64_t *sp)
+{
+	h[0] = h[1] = 0;
+	*sp = 0;
+	trainer_where(t, h, 2, sp, NULL);
+}
+
+/* A line when host copies changed node since the last look. */
+static void track_moves(struct trainer *t, uint64_t prev[2], struct result *r,
+			const char *when)
+{
+	uint64_t h[2], sp;
+
+	where(t, h, &sp);
+	if (h[0] == prev[0] && h[1] == prev[1])
+		return;
+	for (int n = 0; n < 2; n++) {
+		if (h[n] > prev[n])
+			r->to_node[n] += h[n] - prev[n];
+		if (h[n] > r->host_peak[n])
+			r->host_peak[n] = h[n];
+	}
+	printf("demo: %6.1f s  host copies %s: node 0 %llu MiB, node 1 %llu MiB (%s%lld MiB to node 1)\n",
+	       now_s(), when, (unsigned long long)(h[0] / MiB),
+	       (unsigned long long)(h[1] / MiB),
+	       h[1] >= prev[1] ? "+" : "",
+	       (long long)((int64_t)(h[1] - prev[1]) / (int64_t)MiB));
+	fflush(stdout);
+	prev[0] = h[0];
+	prev[1] = h[1];
+}
+
+static void trainer_child(const struct opts *o, int wfd, int rfd)
+{
+	struct trainer_cfg cfg = trainer_cfg_of(o);
+	struct um_stats st = { .size = sizeof(st) };
+	struct result r;
+	struct trainer t;
+	bool stop = false;
+	uint64_t prev[2], sp;
+	char c;
+
+	memset(&r, 0, sizeof(r));
+	e2e_oom_adj(1000);	/* the OOM killer's first choice */
+	e2e_no_mlock();
+	e2e_bind_node(0);
+	setenv("LIBUM_PRESSURE", "1", 1);
+	setenv("E2E_DEBUG", "1", 1);	/* libum's lines, for the stream */
+	r.error = trainer_init(&t, &cfg);
+	if (!r.error) {
+		where(&t, r.host_start, &sp);
+		memcpy(prev, r.host_start, sizeof(prev));
+		memcpy(r.host_peak, r.host_start, sizeof(prev));
+	}
+	if (write(wfd, &r, sizeof(r)) != (ssize_t)sizeof(r) || r.error)
+		_exit(1);
+	fcntl(rfd, F_SETFL, O_NONBLOCK);
+	/* step while the node fills; exactly o->steps in all */
+	while (!r.error && (!stop || t.steps < o->steps)) {
+		if (!stop && read(rfd, &c, 1) >= 0)
+			stop = true;
+		if (t.steps < o->steps) {
+			r.error = trainer_step(&t);
+			track_moves(&t, prev, &r, "after a step");
+		} else {
+			sleep_ms(100);
+			track_moves(&t, prev, &r, "while idle");
+		}
+	}
+	r.steps = t.steps;
+	where(&t, r.host_end, &sp);
+	if (!um_stats_get(t.ctx, &st)) {
+		r.evict_bytes = st.evict_bytes;
+		r.restore_bytes = st.restore_bytes;
+		for (int n = 0; n < 2; n++)
+			if (st.host[n].peak > r.host_peak[n])
+				r.host_peak[n] = st.host[n].peak;
+	}
+	um__pressure_stats(t.ctx, &r.ps);
+	if (!r.error)
+		r.error = state_checksum(&t, &r.checksum);
+	r.bad_regions = trainer_verify(&t);
+	fflush(stdout);
+	if (write(wfd, &r, sizeof(r)) != (ssize_t)sizeof(r))
+		_exit(3);
+	trainer_fini(&t);
+	_exit(0);
+}
+
+/* ---- the scene ------------------------------------------------------- */
+
+/* As the e2e scenarios: critical well above the kernel's min watermark. */
+static void set_watermarks(void)
+{
+	static const char *const knobs[][2] = {
+		{ "low_bp", "2500" }, { "medium_bp", "1500" },
+		{ "critical_bp", "800" },
+	};
+	char path[128];
+
+	for (int n = 0; n < 2; n++) {
+		for (size_t i = 0; i < 3; i++) {
+			snprintf(path, sizeof(path), UMM_SYSFS "/nodes/node%d/%s",
+				 n, knobs[i][0]);
+			if (!access(path, W_OK))
+				e2e_write_str(path, knobs[i][1]);
+		}
+	}
+}
+
+static uint64_t vmstat_oom_kills(void)
+{
+	char line[128];
+	uint64_t v = 0;
+	FILE *f = fopen("/proc/vmstat", "r");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "oom_kill %llu", (unsigned long long *)&v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
+struct watch {
+	pthread_t thread;
+	volatile bool stop;
+	uint64_t critical_ns;
+	int max_level[2];
+};
+
+static const char *level_name(int lv)
+{
+	static const char *const names[] = { "?", "normal", "low", "medium",
+					     "critical" };
+
+	return lv >= 0 && lv < 5 ? names[lv] : "?";
+}
+
+/* Node levels as umm.ko sees them: a line per change, free memory now and then. */
+static void *watcher(void *arg)
+{
+	struct watch *w = arg;
+	int last[2] = { -1, -1 };
+	unsigned int tick = 0;
+
+	while (!w->stop) {
+		for (int n = 0; n < 2; n++) {
+			int lv = e2e_node_level(n);
+			uint64_t fr = 0, tot = 0;
+
+			if (lv > w->max_level[n])
+				w->max_level[n] = lv;
+			if (n == 0 && lv >= 4 && !w->critical_ns)
+				w->critical_ns = e2e_now_ns();
+			if (lv == last[n] && (n || tick % 100))
+				continue;
+			e2e_node_free(n, &fr, &tot);
+			if (lv != last[n])
+				printf("demo: %6.1f s  node %d level %s -> %s (%llu of %llu MiB free)\n",
+				       now_s(), n, level_name(last[n] < 0 ? 0 : last[n]),
+				       level_name(lv), (unsigned long long)(fr / MiB),
+				       (unsigned long long)(tot / MiB));
+			else
+				printf("demo: %6.1f s  node 0 %s, %llu MiB free\n",
+				       now_s(), level_name(lv),
+				       (unsigned long long)(fr / MiB));
+			fflush(stdout);
+			last[n] = lv;
+		}
+		tick++;
+		sleep_ms(20);
+	}
+	return NULL;
+}
+
+static int full_read(int fd, void *buf, size_t len)
+{
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t n = read(fd, (char *)buf + got, len - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -EIO;
+		got += (size_t)n;
+	}
+	return 0;
+}
+
+static int status_code(int st)
+{
+	if (WIFEXITED(st))
+		return WEXITSTATUS(st);
+	return WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 255;
+}
+
+static void print_result(const struct result *r, const struct watch *w,
+			 int trainer_st, int ump_st, uint64_t ooms)
+{
+	const struct um_pressure_stats *ps = &r->ps;
+
+	printf("DEMO-RESULT trainer_status=%d killed=%d error=%d steps=%llu bad=%d checksum=%016llx\n",
+	       status_code(trainer_st),
+	       WIFSIGNALED(trainer_st) && WTERMSIG(trainer_st) == SIGKILL,
+	       r->error, (unsigned long long)r->steps, r->bad_regions,
+	       (unsigned long long)r->checksum);
+	printf("DEMO-RESULT umm_events=%llu acks=%llu acked_mib=%llu shed_mib=%llu ack_avg_ms=%.1f ack_max_ms=%.1f max_event_level=%u\n",
+	       (unsigned long long)ps->umm_events, (unsigned long long)ps->acks,
+	       (unsigned long long)(ps->acked_bytes / MiB),
+	       (unsigned long long)(ps->shed_bytes / MiB),
+	       ps->acks ? e2e_ms(ps->sum_ack_ns / ps->acks) : 0.0,
+	       e2e_ms(ps->max_ack_ns), ps->max_level);
+	printf("DEMO-RESULT node0_start_mib=%llu node0_end_mib=%llu node1_peak_mib=%llu node1_end_mib=%llu to_node1_mib=%llu to_node0_mib=%llu evict_mib=%llu restore_mib=%llu\n",
+	       (unsigned long long)(r->host_start[0] / MiB),
+	       (unsigned long long)(r->host_end[0] / MiB),
+	       (unsigned long long)(r->host_peak[1] / MiB),
+	       (unsigned long long)(r->host_end[1] / MiB),
+	       (unsigned long long)(r->to_node[1] / MiB),
+	       (unsigned long long)(r->to_node[0] / MiB),
+	       (unsigned long long)(r->evict_bytes / MiB),
+	       (unsigned long long)(r->restore_bytes / MiB));
+	printf("DEMO-RESULT first_event_s=%.2f critical_s=%.2f lead_ms=%.0f node0_max_level=%s umpressure_status=%d oom_kills=%llu\n",
+	       ps->first_event_ns ? (double)(ps->first_event_ns - t_zero) / 1e9 : -1.0,
+	       w->critical_ns ? (double)(w->critical_ns - t_zero) / 1e9 : -1.0,
+	       ps->first_event_ns && w->critical_ns ?
+		       (double)((int64_t)w->critical_ns - (int64_t)ps->first_event_ns) / 1e6 : -1.0,
+	       level_name(w->max_level[0]), ump_st, (unsigned long long)ooms);
+}
+
+static int run_scene(const struct opts *o)
+{
+	int to_parent[2], to_child[2], st, trainer_st = 0, ump_st = -1;
+	uint64_t free0 = 0, tot = 0, target, oom0;
+	char tgt[32], rate[32];
+	struct watch w = { 0 };
+	struct result r;
+	pid_t trainer, ump;
+
+	if (!e2e_have_umm()) {
+		fprintf(stderr, "demo: no usable /dev/umm here (scripts/demo.sh boots the VM rig)\n");
+		return 1;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	set_watermarks();
+	e2e_oom_adj(-1000);
+	oom0 = vmstat_oom_kills();
+	if (pipe(to_parent) || pipe(to_child))
+		return 1;
+	fflush(stdout);
+	trainer = fork();
+	if (trainer < 0)
+		return 1;
+	if (trainer == 0) {
+		close(to_parent[0]);
+		close(to_child[1]);
+		trainer_child(o, to_parent[1], to_child[0]);
+	}
+	close(to_parent[1]);
+	close(to_child[0]);
+	if (full_read(to_parent[0], &r, sizeof(r)) || r.error) {
+		fprintf(stderr, "demo: the trainer did not start (%d)\n", r.error);
+		kill(trainer, SIGKILL);
+		e2e_wait(trainer);
+		return 1;
+	}
+	printf("demo: %6.1f s  trainer up: %d optimizer-state regions x %llu MiB, host copies %llu MiB on node 0, bound to node 0\n",
+	       now_s(), o->nregions, (unsigned long long)(o->region_bytes / MiB),
+	       (unsigned long long)(r.host_start[0] / MiB));
+	pthread_create(&w.thread, NULL, watcher, &w);
+
+	/* enough to need the trainer's node-0 copies, as in e2e_node_fill */
+	e2e_node_free(0, &free0, &tot);
+	target = free0 + r.host_start[0] > o->margin ?
+			 free0 + r.host_start[0] - o->margin : free0 / 2;
+	snprintf(tgt, sizeof(tgt), "%llu", (unsigned long long)target);
+	snprintf(rate, sizeof(rate), "%g", o->rate_mib);
+	{
+		const char *const a[] = {
+			"--node", "0", "--force", "--oom-score-adj", "-1000",
+			"--rate", rate, "--target", tgt, "--hold", "2",
+			"--step", "8M", "--json", NULL,
+		};
+
+		printf("demo: %6.1f s  umpressure: take %llu MiB of node 0 (%llu MiB free) at %s MiB/s, hold 2 s\n",
+		       now_s(), (unsigned long long)(target / MiB),
+		       (unsigned long long)(free0 / MiB), rate);
+		fflush(stdout);
+		ump = e2e_spawn_umpressure(a, "/tmp/demo-umpressure.json");
+	}
+	while (ump > 0) {
+		if (trainer > 0 && waitpid(trainer, &trainer_st, WNOHANG) == trainer) {
+			printf("demo: %6.1f s  trainer DIED (status %d)\n", now_s(),
+			       status_code(trainer_st));
+			trainer = -1;
+		}
+		if (waitpid(ump, &st, WNOHANG) == ump) {
+			ump_st = status_code(st);
+			break;
+		}
+		sleep_ms(20);
+	}
+	printf("demo: %6.1f s  umpressure done (exit %d), node 0 memory given back\n",
+	       now_s(), ump_st);
+	fflush(stdout);
+	sleep_ms(1000);
+	if (trainer > 0 && write(to_child[1], "s", 1) != 1)
+		printf("demo: cannot signal the trainer\n");
+	memset(&r, 0, sizeof(r));
+	r.error = full_read(to_parent[0], &r, sizeof(r)) ? -EPIPE : r.error;
+	if (trainer > 0)
+		trainer_st = e2e_wait(trainer);
+	w.stop = true;
+	pthread_join(w.thread, NULL);
+	e2e_cat("/tmp/demo-umpressure.json", "umpressure: ");
+	print_result(&r, &w, trainer_st, ump_st, vmstat_oom_kills() - oom0);
+	return 0;
+}
+
+static uint64_t parse_u(const char *what, const char *s, uint64_t lo,
+			uint64_t hi)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || *end || v < lo || v > hi) {
+		fprintf(stderr, "demo: %s wants a number in %llu..%llu\n", what,
+			(unsigned long long)lo, (unsigned long long)hi);
+		exit(2);
+	}
+	return v;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "reference", no_argument, NULL, 'r' },
+		{ "steps", required_argument, NULL, 'n' },
+		{ "regions", required_argument, NULL, 'R' },
+		{ "region-mib", required_argument, NULL, 'M' },
+		{ "rate", required_argument, NULL, 'a' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct opts o = {
+		.steps = 30, .nregions = 8, .region_bytes = 16 * MiB,
+		.rate_mib = 16, .margin = 64 * MiB,
+	};
+	int c;
+
+	while ((c = getopt_long(argc, argv, "rn:R:M:a:h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'r': o.reference = true; break;
+		case 'n': o.steps = (unsigned int)parse_u("--steps", optarg, 1, 100000); break;
+		case 'R': o.nregions = (int)parse_u("--regions", optarg, 1, 1024); break;
+		case 'M': o.region_bytes = parse_u("--region-mib", optarg, 1, 1024) * MiB; break;
+		case 'a': o.rate_mib = (double)parse_u("--rate", optarg, 1, 4096); break;
+		case 'h':
+			printf("usage: demo [--reference] [--steps N] [--regions N] [--region-mib M] [--rate MIB_S]\n");
+			return 0;
+		default:
+			return 2;
+		}
+	}
+	if (optind != argc) {
+		fprintf(stderr, "demo: unexpected argument %s\n", argv[optind]);
+		return 2;
+	}
+	t_zero = e2e_now_ns();
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	return o.reference ? run_reference(&o) : run_scene(&o);
+}
