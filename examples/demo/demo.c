@@ -156,11 +156,9 @@ static void track_moves(struct trainer *t, uint64_t prev[2], struct result *r,
 		if (h[n] > r->host_peak[n])
 			r->host_peak[n] = h[n];
 	}
-	printf("demo: %6.1f s  host copies %s: node 0 %llu MiB, node 1 %llu MiB (%s%lld MiB to node 1)\n",
+	printf("demo: %6.1f s  trainer's host copies now (%s): node 0 %llu MiB, node 1 %llu MiB\n",
 	       now_s(), when, (unsigned long long)(h[0] / MiB),
-	       (unsigned long long)(h[1] / MiB),
-	       h[1] >= prev[1] ? "+" : "",
-	       (long long)((int64_t)(h[1] - prev[1]) / (int64_t)MiB));
+	       (unsigned long long)(h[1] / MiB));
 	fflush(stdout);
 	prev[0] = h[0];
 	prev[1] = h[1];
@@ -293,11 +291,15 @@ static void *watcher(void *arg)
 			if (lv == last[n] && (n || tick % 100))
 				continue;
 			e2e_node_free(n, &fr, &tot);
-			if (lv != last[n])
-				printf("demo: %6.1f s  node %d level %s -> %s (%llu of %llu MiB free)\n",
-				       now_s(), n, level_name(last[n] < 0 ? 0 : last[n]),
-				       level_name(lv), (unsigned long long)(fr / MiB),
+			if (last[n] < 0)
+				printf("demo: %6.1f s  node %d level %s (%llu of %llu MiB free)\n",
+				       now_s(), n, level_name(lv),
+				       (unsigned long long)(fr / MiB),
 				       (unsigned long long)(tot / MiB));
+			else if (lv != last[n])
+				printf("demo: %6.1f s  node %d level %s -> %s (%llu MiB free)\n",
+				       now_s(), n, level_name(last[n]),
+				       level_name(lv), (unsigned long long)(fr / MiB));
 			else
 				printf("demo: %6.1f s  node 0 %s, %llu MiB free\n",
 				       now_s(), level_name(lv),

@@ -1,0 +1,215 @@
+#!/bin/bash
+# demo.sh - the kernel-assisted scene of `make demo`.
+#
+# A trainer bound to NUMA node 0 keeps stepping while umpressure fills node 0
+# with real memory; umm.ko warns before the node runs out, libum moves the
+# trainer's host copies to node 1 and ACKs. The lines below stream as it
+# happens; a summary ends it: events, bytes moved per tier, lead time to the
+# critical level, OOM kills (from the kernel: must be 0), the final state
+# checksum against an unconstrained run of the same steps, and PASS/FAIL.
+#
+# Where /dev/umm works on this machine (module loaded, device openable) the
+# scene runs here; otherwise in the VM rig (tests/vm/run-vm.sh: Debian's 6.1
+# kernel, or 6.12, two NUMA nodes of 512 MiB, software emulation).
+#
+# Usage: scripts/demo.sh [--vm] [--kernel SERIES] [--steps N]
+#   --vm            use the VM even where /dev/umm works here
+#   --kernel S      kernel series for the VM (default: 6.1, else 6.12)
+#   --steps N       trainer steps (default 30; both runs do exactly N)
+# Exit status: 0 PASS, 1 FAIL, 2 could not run.
+# Expects the programs built (the top-level `make demo` does that).
+set -uo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+demo=$top/examples/demo/build/demo
+ump=$top/tools/umpressure/build/umpressure-static
+work=$top/examples/demo/build
+force_vm=0 series= steps=30
+die() { echo "demo.sh: $*" >&2; exit 2; }
+
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--vm) force_vm=1; shift ;;
+	--kernel) series=$2; shift 2 ;;
+	--steps) steps=$2; shift 2 ;;
+	-h|--help) sed -n '2,/^set -u/p' "$0" | sed 's/^# \{0,1\}//;$d'; exit 0 ;;
+	*) die "unknown argument $1 (see --help)" ;;
+	esac
+done
+case "$steps" in ''|*[!0-9]*) die "--steps wants a number" ;; esac
+[ -x "$demo" ] || die "$demo is missing (make -C examples/demo)"
+[ -x "$ump" ] || die "$ump is missing (make -C tools/umpressure)"
+
+t0=${EPOCHREALTIME/,/.}
+elapsed() { awk -v a="$t0" -v b="${EPOCHREALTIME/,/.}" 'BEGIN { printf "%5.1f", b - a }'; }
+say() { printf '[%s s] %s\n' "$(elapsed)" "$*"; }
+
+# Turns the scene's output into readable lines: the program's own "demo:"
+# lines as they are, libum's log lines about events and shedding reworded,
+# the rest (TAP, per-eviction debug lines, the kernel log) left out.
+pretty() {
+	local line lv=(invalid normal low medium critical) mib=1048576
+	local -a f
+	while IFS= read -r line; do
+		line=${line%$'\r'}
+		case "$line" in
+		demo:*)
+			# the guest's clock is the program's; ours is the one shown
+			line=${line#demo: }
+			line=$(sed 's/^ *[0-9.]* s  //' <<<"$line")
+			say "$line" ;;
+		*"pressure: umm "*" seq "*)
+			# pressure: umm TYPE seq S tier T/I level L ask A free F dest D eta E ms
+			read -r -a f <<<"${line#*pressure: umm }"
+			local type=${f[0]} seq=${f[2]} tier=${f[4]} level=${f[6]}
+			local ask=${f[8]} free=${f[10]} dest=${f[12]} eta=${f[14]}
+			local where=$tier
+			case "$tier" in
+			1/*) where="node ${tier#1/}" ;;
+			2/*) where="gpu${tier#2/}" ;;
+			0/*) where="-" ;;
+			esac
+			local msg="event #$seq ${type^^} $where level ${lv[$level]:-$level}"
+			[ "$ask" != 0 ] && msg+=": free $((ask / mib)) MiB (node has $((free / mib)) MiB free)"
+			if [ "$type" = pressure ]; then
+				[ "$dest" -ge 0 ] 2>/dev/null && msg+=", room on node $dest"
+				[ "$eta" != 0 ] && [ "$eta" != 4294967295 ] &&
+					msg+=", critical in ~$eta ms"
+			fi
+			say "libum <- umm.ko  $msg" ;;
+		*"pressure: freed "*" bytes asked in "*)
+			read -r -a f <<<"${line#*pressure: freed }"
+			say "libum -> umm.ko  shed $((f[0] / mib)) MiB of $((f[2] / mib)) MiB asked in ${f[6]} ms; ACK $((f[0] / mib)) MiB"
+			;;
+		"# umpressure: "*) ;;
+		*"pressure: "*|*"numa: "*|*"spill: "*)
+			case "$line" in *"numa: host copies on node"*) continue ;; esac
+			say "libum: ${line#*] L? }" ;;
+		"# trainer DIED"*|*"Killed process"*|*"invoked oom-killer"*)
+			say "KERNEL: ${line#\# }" ;;
+		esac
+	done
+}
+
+# Where the scene's "DEMO-RESULT k=v" lines are, get the value of k.
+val() { grep -h '^DEMO-' "$2" | grep -o "\b$1=[^ ]*" | tail -n 1 | cut -d= -f2; }
+
+echo "== um demo: umm.ko warns, libum moves optimizer state off a filling node"
+say "reference: the same trainer, $steps steps, no pressure, no module (host, sim backend)"
+"$demo" --reference --steps "$steps" >"$work/reference.log" 2>&1 ||
+	{ cat "$work/reference.log"; die "the reference run failed"; }
+ref=$(val checksum "$work/reference.log")
+say "reference checksum $ref"
+
+host_umm=0
+if [ "$force_vm" = 0 ] && [ -c /dev/umm ] && (exec 3<>/dev/umm) 2>/dev/null &&
+   [ -d /sys/kernel/mm/umm/nodes/node1 ]; then
+	host_umm=1
+fi
+
+res=$work/scene.log
+if [ "$host_umm" = 1 ]; then
+	where="this machine ($(uname -r), /dev/umm)"
+	say "scene: /dev/umm works here; running on $where"
+	oom0=$(dmesg 2>/dev/null | grep -c 'invoked oom-killer')
+	mkdir -p "$work/bin"
+	ln -sf "$ump" "$work/bin/umpressure"
+	PATH=$work/bin:$PATH "$demo" --steps "$steps" 2>&1 | tee "$res" | pretty
+	oom_dmesg=$(( $(dmesg 2>/dev/null | grep -c 'invoked oom-killer') - oom0 ))
+	judge=0
+else
+	if [ -z "$series" ]; then
+		for s in 6.1 6.12; do
+			"$top/tests/vm/kernels.sh" "$s" >/dev/null 2>&1 && { series=$s; break; }
+		done
+	fi
+	[ -n "$series" ] || die "no /dev/umm here and no Debian 6.1/6.12 kernel with headers (scripts/deps.sh)"
+	ver=$("$top/tests/vm/kernels.sh" "$series") || die "kernel $series is not installed with headers"
+	where="VM: Linux $ver under qemu, 2 NUMA nodes x 512 MiB"
+	say "scene: no usable /dev/umm here ($(uname -r)); booting the VM rig ($ver)"
+	# umm.ko once per kernel and source change, in a private copy of kmod/
+	# (run-vm.sh would rebuild it on every boot).
+	kb=$work/kmod-$ver
+	ko=$kb/kmod/umm.ko
+	if [ ! -f "$ko" ] || [ -n "$(find "$top/kmod" "$top/include" -newer "$ko" \
+		\( -name '*.c' -o -name '*.h' -o -name Kbuild -o -name Makefile \) \
+		-print -quit)" ]; then
+		say "building umm.ko for $ver"
+		rm -rf "$kb"
+		mkdir -p "$kb"
+		tar -C "$top" -cf - --exclude='*.o' --exclude='*.ko' --exclude='*.mod' \
+			--exclude='*.mod.c' --exclude='.*.cmd' --exclude=Module.symvers \
+			--exclude=modules.order --exclude=build kmod include |
+			tar -C "$kb" -xf -
+		make -C "/lib/modules/$ver/build" M="$kb/kmod" modules \
+			>"$kb/build.log" 2>&1 || { cat "$kb/build.log"; die "umm.ko does not build for $ver"; }
+	fi
+	say "booting it (software emulation: about 20 s to the first line)"
+	# The rig writes the guest's output to tap.log as it comes: follow it
+	# (a fresh one: the rig creates it again for this boot).
+	vmb=$top/tests/vm/build/$ver/demo
+	rm -f "$vmb/tap.log" "$work/stream"
+	mkfifo "$work/stream"
+	pretty <"$work/stream" &
+	prettypid=$!
+	tail -n +1 -F "$vmb/tap.log" 2>/dev/null >"$work/stream" &
+	tailpid=$!
+	UM_VM_NAME=demo "$top/tests/vm/run-vm.sh" --kernel "$ver" --ko "$ko" \
+		--tag demo --mem 512 --timeout 600 \
+		--file "$ump:/t/umpressure" \
+		-- "$demo --steps $steps" >"$work/judge.log" 2>&1
+	judge=$?
+	sleep 0.5	# let tail see the end of the file
+	kill "$tailpid" 2>/dev/null
+	wait "$prettypid" 2>/dev/null
+	rm -f "$work/stream"
+	cp "$vmb/tap.log" "$res" 2>/dev/null
+	# the kernel's own word: the OOM killer's report in the guest's log
+	oom_dmesg=$(cat "$vmb/tap.log" "$vmb/console.log" 2>/dev/null |
+		grep -c 'invoked oom-killer')
+fi
+
+got=$(val checksum "$res")
+steps_done=$(val steps "$res")
+oom_vm=$(val oom_kills "$res")
+events=$(val umm_events "$res")
+fails=()
+[ -n "$got" ] || fails+=("the scene did not finish (see $res)")
+[ "$(val killed "$res")" = 0 ] || fails+=("the trainer was killed")
+[ "$(val error "$res")" = 0 ] || fails+=("the trainer failed (error $(val error "$res"))")
+[ "$(val bad "$res")" = 0 ] || fails+=("$(val bad "$res") region(s) differ from the expected contents")
+[ "$steps_done" = "$steps" ] || fails+=("the trainer did ${steps_done:-?} of $steps steps")
+[ "$got" = "$ref" ] || fails+=("checksum ${got:-none} differs from the reference $ref")
+[ "${oom_dmesg:-0}" = 0 ] && [ "${oom_vm:-0}" = 0 ] || fails+=("OOM kill(s): ${oom_dmesg:-?} in the kernel log")
+[ "${events:-0}" -gt 0 ] 2>/dev/null || fails+=("no umm.ko event reached the trainer")
+[ "$judge" = 0 ] || fails+=("the VM rig judged the run failed ($work/judge.log)")
+
+lead=$(val lead_ms "$res") first=$(val first_event_s "$res") crit=$(val critical_s "$res")
+if [ -z "$lead" ]; then
+	lead_txt=?
+elif [ "${crit%%.*}" = -1 ]; then
+	lead_txt="never reached critical (max level $(val node0_max_level "$res"); first event at ${first} s)"
+else
+	lead_txt="$lead ms (first event at $first s, critical at $crit s)"
+fi
+cat <<EOF
+
+== summary ($where)
+  events from umm.ko received     ${events:-?} (ACKs $(val acks "$res"): $(val acked_mib "$res") MiB freed; event-to-ACK avg $(val ack_avg_ms "$res") ms, max $(val ack_max_ms "$res") ms)
+  host copies, node 0 -> node 1   $(val to_node1_mib "$res") MiB moved (node 0 held $(val node0_start_mib "$res") MiB at the start; node 1 peak $(val node1_peak_mib "$res") MiB)
+  host copies, node 1 -> node 0   $(val to_node0_mib "$res") MiB back once node 0 had room
+  device <-> host (budget)        $(val evict_mib "$res") MiB evicted, $(val restore_mib "$res") MiB restored (sim device: one region fits)
+  spill to disk                   0 MiB (no spill tier in this scene; see tests/e2e e2e_spill)
+  lead time, event -> critical    $lead_txt
+  OOM kills (kernel log)          ${oom_dmesg:-?}
+  trainer                         ${steps_done:-?} of $steps steps, $(val bad "$res") region(s) differ
+  final state checksum            ${got:-none}
+  unconstrained reference         $ref
+  wall time                       $(elapsed) s
+EOF
+if [ ${#fails[@]} = 0 ]; then
+	echo "PASS: no OOM kill, checksum equal to the unconstrained run"
+	exit 0
+fi
+for f in "${fails[@]}"; do echo "FAIL: $f"; done
+exit 1
