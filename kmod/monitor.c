@@ -44,6 +44,47 @@ static u64 umm_bp_of(u64 total, u32 bp)
 	return div64_u64(total * bp, UMM_BP_MAX);
 }
 
+/*
+ * The critical threshold never sits below the kernel's high watermark plus a
+ * quarter of it. Below high, kswapd is already reclaiming; at min,
+ * allocations stall in direct reclaim and the OOM killer is next. On a small
+ * node the kernel's watermarks are a large share of it (a 512 MiB node: min
+ * 24 MiB, high 36 MiB), so a fixed 5% would arrive together with the OOM
+ * killer or not at all; CRITICAL must come while a client can still act.
+ */
+static u32 umm_node_critical_bp(struct umm_node *n)
+{
+	u64 total = READ_ONCE(n->total_bytes), floor;
+
+	if (!total)
+		return READ_ONCE(n->critical_bp);
+	floor = READ_ONCE(n->kernel_high_bytes);
+	floor += floor / 4;
+	floor = min_t(u64, DIV64_U64_ROUND_UP(floor * UMM_BP_MAX, total),
+		      UMM_BP_MAX);
+	return max_t(u32, READ_ONCE(n->critical_bp), floor);
+}
+
+/**
+ * umm_node_critical_bytes() - the critical threshold in force on a node.
+ * @n:		the node.
+ *
+ * critical_bp of total_bytes, raised to the kernel's high watermark plus a
+ * quarter where that is higher (see umm_node_critical_bp()).
+ *
+ * Context: any; reads the last sample without locks.
+ * Return: bytes; the node is CRITICAL below them.
+ */
+u64 umm_node_critical_bytes(struct umm_node *n)
+{
+	return umm_bp_of(READ_ONCE(n->total_bytes), umm_node_critical_bp(n));
+}
+
+/*
+ * The configured watermark of a level. An injected level acts as if free
+ * memory sat here: injection exercises the knobs as written, so it does not
+ * follow the floor of the effective critical threshold.
+ */
 static u32 umm_node_wm(struct umm_node *n, u32 level)
 {
 	switch (level) {
@@ -61,7 +102,7 @@ static u32 umm_node_wm(struct umm_node *n, u32 level)
 /* Level of a node whose free memory is @free_bp basis points. */
 static u32 umm_node_level_of(struct umm_node *n, s64 free_bp)
 {
-	if (free_bp < n->critical_bp)
+	if (free_bp < umm_node_critical_bp(n))
 		return UMM_LEVEL_CRITICAL;
 	if (free_bp < n->medium_bp)
 		return UMM_LEVEL_MEDIUM;
@@ -91,7 +132,7 @@ static u32 umm_node_level(struct umm_node *n)
 
 static void umm_node_sample(struct umm_node *n, u64 now)
 {
-	unsigned long free = 0, managed = 0;
+	unsigned long free = 0, managed = 0, high = 0;
 	pg_data_t *pgdat = NODE_DATA(n->nid);
 	u64 free_bytes, crit;
 	s64 rate;
@@ -102,6 +143,8 @@ static void umm_node_sample(struct umm_node *n, u64 now)
 
 		free += zone_page_state(zone, NR_FREE_PAGES);
 		managed += zone_managed_pages(zone);
+		/* not high_wmark_pages(): a boost is brief, no new level */
+		high += zone->_watermark[WMARK_HIGH];
 	}
 	free_bytes = (u64)free << PAGE_SHIFT;
 
@@ -120,9 +163,10 @@ static void umm_node_sample(struct umm_node *n, u64 now)
 	}
 	WRITE_ONCE(n->free_bytes, free_bytes);
 	WRITE_ONCE(n->total_bytes, (u64)managed << PAGE_SHIFT);
+	WRITE_ONCE(n->kernel_high_bytes, (u64)high << PAGE_SHIFT);
 	n->sample_ns = now;
 
-	crit = umm_bp_of(n->total_bytes, n->critical_bp);
+	crit = umm_node_critical_bytes(n);
 	if (free_bytes <= crit)
 		WRITE_ONCE(n->eta_ms, 0);
 	else if (n->decline_bps <= 0)

@@ -67,6 +67,9 @@ struct umm_source {
  * @critical_bp:
  * @free_bytes:	last sample.
  * @total_bytes: memory the page allocator manages on the node.
+ * @kernel_high_bytes: sum of the zones' high watermarks (without a
+ *		transient boost), last sample; the floor of the effective
+ *		critical threshold (umm_node_critical_bytes()).
  * @sample_ns:	time of the last sample, 0 before the first.
  * @decline_bps: EWMA of the rate free memory falls, bytes per second
  *		(negative while it grows).
@@ -82,6 +85,7 @@ struct umm_node {
 	u32 critical_bp;
 	u64 free_bytes;
 	u64 total_bytes;
+	u64 kernel_high_bytes;
 	u64 sample_ns;
 	s64 decline_bps;
 	u32 eta_ms;
@@ -267,6 +271,7 @@ void umm_monitor_stop(void);
 void umm_monitor_kick(void);
 int umm_dest_node(int exclude);
 int umm_node_check_wm(u32 low, u32 medium, u32 crit);
+u64 umm_node_critical_bytes(struct umm_node *n);
 void umm_gpu_check(struct umm_gpu *g, bool injected);
 void umm_set_enabled(bool on);
 int umm_inject(const char *cmd);
