@@ -47,27 +47,31 @@ static int __init umm_init(void)
 	umm.nodes = kcalloc(nr_node_ids, sizeof(*umm.nodes), GFP_KERNEL);
 	if (!umm.nodes)
 		return -ENOMEM;
-	umm_monitor_init();
 	ret = umm_sysfs_init();
 	if (ret)
 		goto free_nodes;
+	/*
+	 * The nodes exist now: sample them before anything that reads the
+	 * samples (shrinker, OOM notifier, /dev/umm) is registered.
+	 */
+	umm_monitor_init();
+	umm_monitor_start();
 	umm_debugfs_init();
 	ret = umm_reclaim_init();
 	if (ret)
 		goto remove_debugfs;
-	umm_monitor_start();
 	ret = umm_dev_init();
 	if (ret)
-		goto stop_monitor;
+		goto exit_reclaim;
 	pr_info("API %d, %u node(s), %d GPU ids\n", UMM_API_VERSION,
 		num_node_state(N_MEMORY), UMM_MAX_GPUS);
 	return 0;
 
-stop_monitor:
-	umm_monitor_stop();
+exit_reclaim:
 	umm_reclaim_exit();
 remove_debugfs:
 	umm_debugfs_exit();
+	umm_monitor_stop();
 	umm_sysfs_exit();
 free_nodes:
 	kfree(umm.nodes);
@@ -77,9 +81,9 @@ free_nodes:
 static void __exit umm_exit(void)
 {
 	umm_dev_exit();
-	umm_monitor_stop();
 	umm_reclaim_exit();
 	umm_debugfs_exit();
+	umm_monitor_stop();
 	umm_sysfs_exit();
 	kfree(umm.nodes);
 }
