@@ -197,7 +197,7 @@ cat <<EOF
 == summary ($where)
   events from umm.ko received     ${events:-?} (ACKs $(val acks "$res"): $(val acked_mib "$res") MiB freed; event-to-ACK avg $(val ack_avg_ms "$res") ms, max $(val ack_max_ms "$res") ms)
   host copies, node 0 -> node 1   $(val to_node1_mib "$res") MiB moved (node 0 held $(val node0_start_mib "$res") MiB at the start; node 1 peak $(val node1_peak_mib "$res") MiB)
-  host copies, node 1 -> node 0   $(val to_node0_mib "$res") MiB back once node 0 had room
+  host copies, node 1 -> node 0   $(val to_node0_mib "$res") MiB back home once node 0 had room
   device <-> host (budget)        $(val evict_mib "$res") MiB evicted, $(val restore_mib "$res") MiB restored (sim device: one region fits)
   spill to disk                   0 MiB (no spill tier in this scene; see tests/e2e e2e_spill)
   lead time, event -> critical    $lead_txt

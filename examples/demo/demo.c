@@ -132,6 +132,8 @@ static int run_reference(const struct opts *o)
 	return bad ? 1 : 0;
 }
 
+static int full_read(int fd, void *buf, size_t len);
+
 /* ---- the trainer child ----------------------------------------------- */
 
 static void where(struct trainer *t, uint64_t h[2], uint64_t *sp)
@@ -171,7 +173,7 @@ static void trainer_child(const struct opts *o, int wfd, int rfd)
 	struct result r;
 	struct trainer t;
 	bool stop = false;
-	uint64_t prev[2], sp;
+	uint64_t prev[2], sp, go, span_ms = 0;
 	char c;
 
 	memset(&r, 0, sizeof(r));
@@ -188,13 +190,27 @@ static void trainer_child(const struct opts *o, int wfd, int rfd)
 	}
 	if (write(wfd, &r, sizeof(r)) != (ssize_t)sizeof(r) || r.error)
 		_exit(1);
+	/*
+	 * Go: the parent sends how long the node will fill. The steps are
+	 * spread over that time, so the trainer is at work while its copies
+	 * move (a fast machine would finish them before the first event).
+	 */
+	if (full_read(rfd, &span_ms, sizeof(span_ms)))
+		_exit(1);
+	go = e2e_now_ns();
 	fcntl(rfd, F_SETFL, O_NONBLOCK);
-	/* step while the node fills; exactly o->steps in all */
+	/* exactly o->steps in all */
 	while (!r.error && (!stop || t.steps < o->steps)) {
+		uint64_t due = go + t.steps * span_ms * 1000000ull / o->steps;
+
 		if (!stop && read(rfd, &c, 1) >= 0)
 			stop = true;
-		if (t.steps < o->steps) {
+		if (t.steps < o->steps && (stop || e2e_now_ns() >= due)) {
 			r.error = trainer_step(&t);
+			if (t.steps % 5 == 0 || t.steps == o->steps)
+				printf("demo: %6.1f s  trainer: step %llu of %u\n",
+				       now_s(), (unsigned long long)t.steps,
+				       o->steps);
 			track_moves(&t, prev, &r, "after a step");
 		} else {
 			sleep_ms(100);
@@ -428,6 +444,15 @@ static int run_scene(const struct opts *o)
 		       (unsigned long long)(free0 / MiB), rate);
 		fflush(stdout);
 		ump = e2e_spawn_umpressure(a, "/tmp/demo-umpressure.json");
+	}
+	{
+		/* the fill at that rate, and the hold */
+		uint64_t span_ms = (uint64_t)((double)target / MiB /
+					      o->rate_mib * 1000) + 2000;
+
+		if (write(to_child[1], &span_ms, sizeof(span_ms)) !=
+		    (ssize_t)sizeof(span_ms))
+			printf("demo: cannot start the trainer's steps\n");
 	}
 	while (ump > 0) {
 		if (trainer > 0 && waitpid(trainer, &trainer_st, WNOHANG) == trainer) {
