@@ -123,8 +123,10 @@ enum umm_level {
  *			 fitted; seq is that of the last record dropped, so
  *			 records seq - lost + 1 .. seq are the lost ones.
  * @UMM_EVENT_SHUTDOWN:	 reserved for a module going away under its clients
- *			 (close the file). Not sent by API version 1: open
- *			 files pin the module.
+ *			 (close the file). Never sent by API version 1: every
+ *			 open file holds a module reference, so rmmod is
+ *			 refused while a client exists and exit runs with none
+ *			 left to tell.
  * @UMM_EVENT_ENABLED:	 the enabled knob went from 0 to 1.
  * @UMM_EVENT_DISABLED:	 the enabled knob went from 1 to 0: no more pressure
  *			 events until ENABLED; the client should fall back to
