@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "backend_cuda.h"
-#include "numa.h"
+#include "um_numa.h"
 
 #define UMC_DEFAULT_GRAN (2ull << 20)
 

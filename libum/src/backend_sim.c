@@ -45,7 +45,7 @@
 
 #include "backend.h"
 #include "backend_sim.h"
-#include "numa.h"
+#include "um_numa.h"
 
 #ifndef MREMAP_DONTUNMAP
 #define MREMAP_DONTUNMAP 4

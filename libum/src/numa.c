@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <numa.h>
 #include <numaif.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,17 +20,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "numa.h"
-
-/*
- * libnuma's own <numa.h> has the same name as ours, and whichever comes
- * first on the include path wins (tests add libum/src to it), so the few
- * discovery calls used here are declared by hand; their ABI has not changed
- * since libnuma 2.0. move_pages and mbind come from <numaif.h>.
- */
-int numa_available(void);
-int numa_max_node(void);
-long long numa_node_size64(int node, long long *freep);
+#include "um_numa.h"
 
 #define NODE_BITS	1024
 #define NODE_WORDS	(NODE_BITS / (8 * sizeof(unsigned long)))

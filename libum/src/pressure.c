@@ -33,7 +33,7 @@
 #include <linux/umm.h>
 
 #include "internal.h"
-#include "numa.h"
+#include "um_numa.h"
 #include "pressure.h"
 
 #define EV_BATCH	16
@@ -893,7 +893,7 @@ static uint64_t env_ms(const char *name, uint64_t def)
 
 /*
  * Host copies near the GPU by default, on a concrete node where there are
- * several, so that events naming a node find them (see numa.h). This is the
+ * several, so that events naming a node find them (see um_numa.h). This is the
  * first issue-5 hook um_context_create() calls once the context works.
  */
 static void place_home(struct um_context *ctx)

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * numa.h - host NUMA nodes: discovery, placement and moves (libnuma).
+ * um_numa.h - host NUMA nodes: discovery, placement and moves (libnuma).
+ *
+ * Not named numa.h: libum/src is on the include path, and a numa.h there
+ * would hide libnuma's own <numa.h>, which numa.c includes.
  *
  * Everything degrades to "one node, 0" where libnuma says NUMA is not
  * available, so callers never need two code paths. Node arguments are

@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "numa.h"
+#include "um_numa.h"
 
 #define MiB (1024ull * 1024)
 
