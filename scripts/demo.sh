@@ -12,8 +12,10 @@
 # scene runs here; otherwise in the VM rig (tests/vm/run-vm.sh: Debian's 6.1
 # kernel, or 6.12, two NUMA nodes of 512 MiB, software emulation).
 #
-# Usage: scripts/demo.sh [--vm] [--kernel SERIES] [--steps N]
+# Usage: scripts/demo.sh [--vm] [--kernel SERIES] [--steps N] [--no-reaction]
 #   --vm            use the VM even where /dev/umm works here
+#   --no-reaction   the control run: libum ignores the events
+#                   (LIBUM_PRESSURE=0); expect the OOM killer and a FAIL
 #   --kernel S      kernel series for the VM (default: 6.1, else 6.12)
 #   --steps N       trainer steps (default 30; both runs do exactly N)
 # Exit status: 0 PASS, 1 FAIL, 2 could not run.
@@ -24,7 +26,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 demo=$top/examples/demo/build/demo
 ump=$top/tools/umpressure/build/umpressure-static
 work=$top/examples/demo/build
-force_vm=0 series= steps=30
+force_vm=0 series= steps=30 extra=
 die() { echo "demo.sh: $*" >&2; exit 2; }
 
 while [ $# -gt 0 ]; do
@@ -32,6 +34,7 @@ while [ $# -gt 0 ]; do
 	--vm) force_vm=1; shift ;;
 	--kernel) series=$2; shift 2 ;;
 	--steps) steps=$2; shift 2 ;;
+	--no-reaction) extra=--no-reaction; shift ;;
 	-h|--help) sed -n '2,/^set -u/p' "$0" | sed 's/^# \{0,1\}//;$d'; exit 0 ;;
 	*) die "unknown argument $1 (see --help)" ;;
 	esac
@@ -81,7 +84,7 @@ pretty() {
 			read -r -a f <<<"${line#*pressure: freed }"
 			say "libum -> umm.ko  shed $((f[0] / mib)) MiB of $((f[2] / mib)) MiB asked in ${f[6]} ms; ACK $((f[0] / mib)) MiB"
 			;;
-		"# umpressure: "*) ;;
+		"# umpressure: "*|*"expect-dmesg:"*) ;;
 		*"pressure: "*|*"numa: "*|*"spill: "*)
 			case "$line" in *"numa: host copies on node"*) continue ;; esac
 			say "libum: ${line#*] L? }" ;;
@@ -111,11 +114,11 @@ res=$work/scene.log
 if [ "$host_umm" = 1 ]; then
 	where="this machine ($(uname -r), /dev/umm)"
 	say "scene: /dev/umm works here; running on $where"
-	oom0=$(dmesg 2>/dev/null | grep -c 'invoked oom-killer')
+	oom0=$(dmesg 2>/dev/null | grep -c 'Killed process')
 	mkdir -p "$work/bin"
 	ln -sf "$ump" "$work/bin/umpressure"
-	PATH=$work/bin:$PATH "$demo" --steps "$steps" 2>&1 | tee "$res" | pretty
-	oom_dmesg=$(( $(dmesg 2>/dev/null | grep -c 'invoked oom-killer') - oom0 ))
+	PATH=$work/bin:$PATH "$demo" --steps "$steps" $extra 2>&1 | tee "$res" | pretty
+	oom_dmesg=$(( $(dmesg 2>/dev/null | grep -c 'Killed process') - oom0 ))
 	judge=0
 else
 	if [ -z "$series" ]; then
@@ -157,7 +160,7 @@ else
 	UM_VM_NAME=demo "$top/tests/vm/run-vm.sh" --kernel "$ver" --ko "$ko" \
 		--tag demo --mem 512 --timeout 600 \
 		--file "$ump:/t/umpressure" \
-		-- "$demo --steps $steps" >"$work/judge.log" 2>&1
+		-- "$demo --steps $steps $extra" >"$work/judge.log" 2>&1
 	judge=$?
 	sleep 0.5	# let tail see the end of the file
 	kill "$tailpid" 2>/dev/null
@@ -165,28 +168,41 @@ else
 	rm -f "$work/stream"
 	cp "$vmb/tap.log" "$res" 2>/dev/null
 	# the kernel's own word: the OOM killer's report in the guest's log
-	oom_dmesg=$(cat "$vmb/tap.log" "$vmb/console.log" 2>/dev/null |
-		grep -c 'invoked oom-killer')
+	# (the console has each report once; tap.log may repeat them)
+	oom_dmesg=$(grep -c 'Killed process' "$vmb/console.log" 2>/dev/null)
 fi
 
+# the value, or "?" where the scene did not get that far
+v() { local x; x=$(val "$1" "$res"); echo "${x:-?}"; }
 got=$(val checksum "$res")
 steps_done=$(val steps "$res")
 oom_vm=$(val oom_kills "$res")
 events=$(val umm_events "$res")
 fails=()
-[ -n "$got" ] || fails+=("the scene did not finish (see $res)")
-[ "$(val killed "$res")" = 0 ] || fails+=("the trainer was killed")
-[ "$(val error "$res")" = 0 ] || fails+=("the trainer failed (error $(val error "$res"))")
-[ "$(val bad "$res")" = 0 ] || fails+=("$(val bad "$res") region(s) differ from the expected contents")
-[ "$steps_done" = "$steps" ] || fails+=("the trainer did ${steps_done:-?} of $steps steps")
-[ "$got" = "$ref" ] || fails+=("checksum ${got:-none} differs from the reference $ref")
-[ "${oom_dmesg:-0}" = 0 ] && [ "${oom_vm:-0}" = 0 ] || fails+=("OOM kill(s): ${oom_dmesg:-?} in the kernel log")
-[ "${events:-0}" -gt 0 ] 2>/dev/null || fails+=("no umm.ko event reached the trainer")
+if [ -z "$(val trainer_status "$res")" ]; then
+	fails+=("the scene did not finish (see $res)")
+elif [ "$(val killed "$res")" != 0 ]; then
+	fails+=("the trainer was killed (SIGKILL)")
+else
+	[ "$(val error "$res")" = 0 ] || fails+=("the trainer failed (error $(val error "$res"))")
+	[ "$(val bad "$res")" = 0 ] || fails+=("$(val bad "$res") region(s) differ from the expected contents")
+	[ "$steps_done" = "$steps" ] || fails+=("the trainer did ${steps_done:-?} of $steps steps")
+fi
+[ "$got" = "$ref" ] || fails+=("final checksum ${got:-none} is not the reference $ref")
+# the kernel's oom_kill counter (/proc/vmstat, read by the program) and
+# the kernel log: the larger
+oom=${oom_dmesg:-0}
+[ "${oom_vm:-0}" -gt "$oom" ] 2>/dev/null && oom=$oom_vm
+[ "$oom" = 0 ] || fails+=("$oom OOM kill(s) (kernel log and /proc/vmstat oom_kill)")
+[ -z "$extra" ] && ! [ "${events:-0}" -gt 0 ] 2>/dev/null &&
+	fails+=("no umm.ko event reached the trainer")
 [ "$judge" = 0 ] || fails+=("the VM rig judged the run failed ($work/judge.log)")
 
 lead=$(val lead_ms "$res") first=$(val first_event_s "$res") crit=$(val critical_s "$res")
 if [ -z "$lead" ]; then
 	lead_txt=?
+elif [ "${first%%.*}" = -1 ]; then
+	lead_txt="no pressure event reached the trainer$([ "${crit%%.*}" != -1 ] && echo "; node 0 critical at $crit s")"
 elif [ "${crit%%.*}" = -1 ]; then
 	lead_txt="never reached critical (max level $(val node0_max_level "$res"); first event at ${first} s)"
 else
@@ -195,14 +211,14 @@ fi
 cat <<EOF
 
 == summary ($where)
-  events from umm.ko received     ${events:-?} (ACKs $(val acks "$res"): $(val acked_mib "$res") MiB freed; event-to-ACK avg $(val ack_avg_ms "$res") ms, max $(val ack_max_ms "$res") ms)
-  host copies, node 0 -> node 1   $(val to_node1_mib "$res") MiB moved (node 0 held $(val node0_start_mib "$res") MiB at the start; node 1 peak $(val node1_peak_mib "$res") MiB)
-  host copies, node 1 -> node 0   $(val to_node0_mib "$res") MiB back home once node 0 had room
-  device <-> host (budget)        $(val evict_mib "$res") MiB evicted, $(val restore_mib "$res") MiB restored (sim device: one region fits)
+  events from umm.ko received     $(v umm_events) (ACKs $(v acks): $(v acked_mib) MiB freed; event-to-ACK avg $(v ack_avg_ms) ms, max $(v ack_max_ms) ms)
+  host copies, node 0 -> node 1   $(v to_node1_mib) MiB moved (node 0 held $(v node0_start_mib) MiB at the start; node 1 peak $(v node1_peak_mib) MiB)
+  host copies, node 1 -> node 0   $(v to_node0_mib) MiB back home once node 0 had room
+  device <-> host (budget)        $(v evict_mib) MiB evicted, $(v restore_mib) MiB restored (sim device: one region fits)
   spill to disk                   0 MiB (no spill tier in this scene; see tests/e2e e2e_spill)
   lead time, event -> critical    $lead_txt
-  OOM kills (kernel log)          ${oom_dmesg:-?}
-  trainer                         ${steps_done:-?} of $steps steps, $(val bad "$res") region(s) differ
+  OOM kills (kernel)              $oom (kernel log ${oom_dmesg:-?}, /proc/vmstat oom_kill +$(v oom_kills))
+  trainer                         $(v steps) of $steps steps, $(v bad) region(s) differ
   final state checksum            ${got:-none}
   unconstrained reference         $ref
   wall time                       $(elapsed) s

@@ -41,6 +41,7 @@ struct opts {
 	double rate_mib;
 	uint64_t margin;
 	bool reference;
+	bool no_reaction;		/* LIBUM_PRESSURE=0: the control run */
 };
 
 /* What the trainer child sends back at the end. */
@@ -180,7 +181,7 @@ static void trainer_child(const struct opts *o, int wfd, int rfd)
 	e2e_oom_adj(1000);	/* the OOM killer's first choice */
 	e2e_no_mlock();
 	e2e_bind_node(0);
-	setenv("LIBUM_PRESSURE", "1", 1);
+	setenv("LIBUM_PRESSURE", o->no_reaction ? "0" : "1", 1);
 	setenv("E2E_DEBUG", "1", 1);	/* libum's lines, for the stream */
 	r.error = trainer_init(&t, &cfg);
 	if (!r.error) {
@@ -304,7 +305,7 @@ static void *watcher(void *arg)
 				w->max_level[n] = lv;
 			if (n == 0 && lv >= 4 && !w->critical_ns)
 				w->critical_ns = e2e_now_ns();
-			if (lv == last[n] && (n || tick % 100))
+			if (!lv || (lv == last[n] && (n || tick % 100)))
 				continue;
 			e2e_node_free(n, &fr, &tot);
 			if (last[n] < 0)
@@ -352,15 +353,31 @@ static int status_code(int st)
 	return WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 255;
 }
 
+static void print_levels(const struct um_pressure_stats *ps,
+			 const struct watch *w, int ump_st, uint64_t ooms)
+{
+	printf("DEMO-RESULT first_event_s=%.2f critical_s=%.2f lead_ms=%.0f node0_max_level=%s umpressure_status=%d oom_kills=%llu\n",
+	       ps->first_event_ns ? (double)(ps->first_event_ns - t_zero) / 1e9 : -1.0,
+	       w->critical_ns ? (double)(w->critical_ns - t_zero) / 1e9 : -1.0,
+	       ps->first_event_ns && w->critical_ns ?
+		       (double)((int64_t)w->critical_ns - (int64_t)ps->first_event_ns) / 1e6 : -1.0,
+	       level_name(w->max_level[0]), ump_st, (unsigned long long)ooms);
+}
+
 static void print_result(const struct result *r, const struct watch *w,
 			 int trainer_st, int ump_st, uint64_t ooms)
 {
 	const struct um_pressure_stats *ps = &r->ps;
 
-	printf("DEMO-RESULT trainer_status=%d killed=%d error=%d steps=%llu bad=%d checksum=%016llx\n",
+	printf("DEMO-RESULT trainer_status=%d killed=%d error=%d\n",
 	       status_code(trainer_st),
 	       WIFSIGNALED(trainer_st) && WTERMSIG(trainer_st) == SIGKILL,
-	       r->error, (unsigned long long)r->steps, r->bad_regions,
+	       r->error);
+	print_levels(ps, w, ump_st, ooms);
+	if (r->error == -EPIPE)	/* the trainer never reported */
+		return;
+	printf("DEMO-RESULT steps=%llu bad=%d checksum=%016llx\n",
+	       (unsigned long long)r->steps, r->bad_regions,
 	       (unsigned long long)r->checksum);
 	printf("DEMO-RESULT umm_events=%llu acks=%llu acked_mib=%llu shed_mib=%llu ack_avg_ms=%.1f ack_max_ms=%.1f max_event_level=%u\n",
 	       (unsigned long long)ps->umm_events, (unsigned long long)ps->acks,
@@ -377,12 +394,20 @@ static void print_result(const struct result *r, const struct watch *w,
 	       (unsigned long long)(r->to_node[0] / MiB),
 	       (unsigned long long)(r->evict_bytes / MiB),
 	       (unsigned long long)(r->restore_bytes / MiB));
-	printf("DEMO-RESULT first_event_s=%.2f critical_s=%.2f lead_ms=%.0f node0_max_level=%s umpressure_status=%d oom_kills=%llu\n",
-	       ps->first_event_ns ? (double)(ps->first_event_ns - t_zero) / 1e9 : -1.0,
-	       w->critical_ns ? (double)(w->critical_ns - t_zero) / 1e9 : -1.0,
-	       ps->first_event_ns && w->critical_ns ?
-		       (double)((int64_t)w->critical_ns - (int64_t)ps->first_event_ns) / 1e6 : -1.0,
-	       level_name(w->max_level[0]), ump_st, (unsigned long long)ooms);
+}
+
+/*
+ * The shell that runs us (the VM rig's /init, or scripts/demo.sh) carries
+ * our output: the OOM killer must not pick it if the trainer is not enough
+ * (the control run). Best effort: only root may lower a score.
+ */
+static void protect_parent(void)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/oom_score_adj", (int)getppid());
+	if (!access(path, W_OK))
+		e2e_write_str(path, "-1000");
 }
 
 static int run_scene(const struct opts *o)
@@ -399,8 +424,15 @@ static int run_scene(const struct opts *o)
 		return 1;
 	}
 	signal(SIGPIPE, SIG_IGN);
+	if (o->no_reaction) {
+		/* for the rig's kernel-log judge: this OOM kill is the point */
+		printf("# expect-dmesg: Out of memory|oom-kill|invoked oom-killer|Killed process\n");
+		printf("demo: %6.1f s  control run: libum's reaction is OFF (LIBUM_PRESSURE=0)\n",
+		       now_s());
+	}
 	set_watermarks();
 	e2e_oom_adj(-1000);
+	protect_parent();
 	oom0 = vmstat_oom_kills();
 	if (pipe(to_parent) || pipe(to_child))
 		return 1;
@@ -456,9 +488,12 @@ static int run_scene(const struct opts *o)
 	}
 	while (ump > 0) {
 		if (trainer > 0 && waitpid(trainer, &trainer_st, WNOHANG) == trainer) {
-			printf("demo: %6.1f s  trainer DIED (status %d)\n", now_s(),
-			       status_code(trainer_st));
+			printf("demo: %6.1f s  trainer DIED (status %d%s)\n", now_s(),
+			       status_code(trainer_st),
+			       WIFSIGNALED(trainer_st) &&
+			       WTERMSIG(trainer_st) == SIGKILL ? ", SIGKILL: the OOM killer" : "");
 			trainer = -1;
+			kill(ump, SIGTERM);	/* nothing left to show */
 		}
 		if (waitpid(ump, &st, WNOHANG) == ump) {
 			ump_st = status_code(st);
@@ -507,6 +542,7 @@ int main(int argc, char **argv)
 		{ "regions", required_argument, NULL, 'R' },
 		{ "region-mib", required_argument, NULL, 'M' },
 		{ "rate", required_argument, NULL, 'a' },
+		{ "no-reaction", no_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -516,15 +552,16 @@ int main(int argc, char **argv)
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "rn:R:M:a:h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "rn:R:M:a:oh", lo, NULL)) != -1) {
 		switch (c) {
 		case 'r': o.reference = true; break;
+		case 'o': o.no_reaction = true; break;
 		case 'n': o.steps = (unsigned int)parse_u("--steps", optarg, 1, 100000); break;
 		case 'R': o.nregions = (int)parse_u("--regions", optarg, 1, 1024); break;
 		case 'M': o.region_bytes = parse_u("--region-mib", optarg, 1, 1024) * MiB; break;
 		case 'a': o.rate_mib = (double)parse_u("--rate", optarg, 1, 4096); break;
 		case 'h':
-			printf("usage: demo [--reference] [--steps N] [--regions N] [--region-mib M] [--rate MIB_S]\n");
+			printf("usage: demo [--reference] [--steps N] [--regions N] [--region-mib M] [--rate MIB_S] [--no-reaction]\n");
 			return 0;
 		default:
 			return 2;
