@@ -147,7 +147,7 @@ else
 		make -C "/lib/modules/$ver/build" M="$kb/kmod" modules \
 			>"$kb/build.log" 2>&1 || { cat "$kb/build.log"; die "umm.ko does not build for $ver"; }
 	fi
-	say "booting it (software emulation: about 20 s to the first line)"
+	say "booting it (software emulation: 10-20 s to the first line)"
 	# The rig writes the guest's output to tap.log as it comes: follow it
 	# (a fresh one: the rig creates it again for this boot).
 	vmb=$top/tests/vm/build/$ver/demo
@@ -204,7 +204,8 @@ if [ -z "$lead" ]; then
 elif [ "${first%%.*}" = -1 ]; then
 	lead_txt="no pressure event reached the trainer$([ "${crit%%.*}" != -1 ] && echo "; node 0 critical at $crit s")"
 elif [ "${crit%%.*}" = -1 ]; then
-	lead_txt="never reached critical (max level $(val node0_max_level "$res"); first event at ${first} s)"
+	pk=$(val peak_s "$res")
+	lead_txt="never reached critical; its worst level, $(val node0_max_level "$res"), came $(awk -v a="$first" -v b="$pk" 'BEGIN { printf "%.0f", (b - a) * 1000 }') ms after the first event"
 else
 	lead_txt="$lead ms (first event at $first s, critical at $crit s)"
 fi

@@ -278,6 +278,7 @@ struct watch {
 	pthread_t thread;
 	volatile bool stop;
 	uint64_t critical_ns;
+	uint64_t peak_ns;		/* node 0 first at its worst level */
 	int max_level[2];
 };
 
@@ -301,8 +302,11 @@ static void *watcher(void *arg)
 			int lv = e2e_node_level(n);
 			uint64_t fr = 0, tot = 0;
 
-			if (lv > w->max_level[n])
+			if (lv > w->max_level[n]) {
 				w->max_level[n] = lv;
+				if (n == 0)
+					w->peak_ns = e2e_now_ns();
+			}
 			if (n == 0 && lv >= 4 && !w->critical_ns)
 				w->critical_ns = e2e_now_ns();
 			if (!lv || (lv == last[n] && (n || tick % 100)))
@@ -356,6 +360,8 @@ static int status_code(int st)
 static void print_levels(const struct um_pressure_stats *ps,
 			 const struct watch *w, int ump_st, uint64_t ooms)
 {
+	printf("DEMO-RESULT peak_s=%.2f\n",
+	       w->peak_ns ? (double)(w->peak_ns - t_zero) / 1e9 : -1.0);
 	printf("DEMO-RESULT first_event_s=%.2f critical_s=%.2f lead_ms=%.0f node0_max_level=%s umpressure_status=%d oom_kills=%llu\n",
 	       ps->first_event_ns ? (double)(ps->first_event_ns - t_zero) / 1e9 : -1.0,
 	       w->critical_ns ? (double)(w->critical_ns - t_zero) / 1e9 : -1.0,
