@@ -245,12 +245,15 @@ UMM_NODE_FIGURE(total_bytes, "%llu", READ_ONCE(n->total_bytes));
 UMM_NODE_FIGURE(resident_bytes, "%llu", READ_ONCE(n->src.resident));
 UMM_NODE_FIGURE(reclaimable_bytes, "%llu", READ_ONCE(n->src.reclaimable));
 UMM_NODE_FIGURE(eta_ms, "%u", READ_ONCE(n->eta_ms));
+UMM_NODE_FIGURE(critical_effective_bytes, "%llu",
+		umm_node_critical_bytes(n));
 UMM_NODE_FIGURE(events, "%lld", atomic64_read(&n->src.events));
 
 static struct attribute *umm_node_attrs[] = {
 	&node_low_bp_attr.attr,
 	&node_medium_bp_attr.attr,
 	&node_critical_bp_attr.attr,
+	&node_critical_effective_bytes_attr.attr,
 	&node_level_attr.attr,
 	&node_free_bytes_attr.attr,
 	&node_total_bytes_attr.attr,

@@ -50,6 +50,7 @@ static const struct file_spec node_files[] = {
 	{ "low_bp", 0600, NUM },
 	{ "medium_bp", 0600, NUM },
 	{ "critical_bp", 0600, NUM },
+	{ "critical_effective_bytes", 0400, NUM },
 	{ "level", 0400, LEVEL },
 	{ "free_bytes", 0400, NUM },
 	{ "total_bytes", 0400, NUM },
