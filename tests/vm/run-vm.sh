@@ -152,7 +152,7 @@ qemu=(qemu-system-x86_64 -m $((2 * mem)) -smp 2,sockets=2,cores=1,threads=1
 	"${qdisk[@]}")
 printf '%q ' "${qemu[@]}" >"$out/qemu.cmd"; echo >>"$out/qemu.cmd"
 if [ "$live" = 1 ]; then
-	tail -n +1 -F "$out/tap.log" 2>/dev/null >&2 &
+	tail -n +1 -F "$out/tap.log" >&2 2>/dev/null &
 	tailpid=$!
 fi
 start=$(date +%s.%N)
