@@ -24,6 +24,9 @@
 #if UM_HAVE_SPILL
 #include "spill.h"
 #endif
+#if UM_HAVE_NUMA
+#include "um_numa.h"
+#endif
 
 /* ---- registry of live contexts ---------------------------------------- */
 
@@ -31,8 +34,6 @@ static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct um_context **reg;
 static size_t reg_n, reg_cap;
 static uint16_t reg_serial;
-/* bumped on every add/del, so a thread's cached answer can be trusted */
-static _Atomic uint64_t reg_gen = 1;
 
 static bool reg_has(const struct um_context *ctx)
 {
@@ -70,7 +71,6 @@ static int reg_add(struct um_context *ctx)
 		reg_serial = 1;
 	ctx->serial = reg_serial;
 out:
-	atomic_fetch_add(&reg_gen, 1);
 	pthread_mutex_unlock(&reg_lock);
 	return ret;
 }
@@ -89,7 +89,6 @@ static void reg_del(struct um_context *ctx)
 		reg = NULL;
 		reg_cap = 0;
 	}
-	atomic_fetch_add(&reg_gen, 1);
 	pthread_mutex_unlock(&reg_lock);
 }
 
@@ -136,27 +135,6 @@ int um__enter_const(const struct um_context *ctx)
 	if (!reg_has(ctx) || ctx->magic != UM_CTX_MAGIC)
 		return -EBADF;
 	return 0;
-}
-
-/*
- * Hot calls (um_host_alloc/free) skip the registry lock when this thread
- * already checked ctx and no context was created or destroyed since.
- */
-int um__check_fast(const struct um_context *ctx)
-{
-	static _Thread_local const struct um_context *seen;
-	static _Thread_local uint64_t seen_gen;
-	uint64_t gen = atomic_load_explicit(&reg_gen, memory_order_acquire);
-	int ret;
-
-	if (ctx && ctx == seen && gen == seen_gen)
-		return 0;
-	ret = um__enter_const(ctx);
-	if (!ret) {
-		seen = ctx;
-		seen_gen = gen;
-	}
-	return ret;
 }
 
 int um__enter(struct um_context *ctx)
@@ -349,6 +327,34 @@ static int devices_init(struct um_context *ctx)
 	return 0;
 }
 
+/*
+ * Host copies near the GPU by default: the backend names device 0's node
+ * (cuda: from its PCI address), um__numa_default_home() weighs it against
+ * LIBUM_HOME_NODE and the machine's nodes. Done before the pool reserves
+ * anything, so a pool_size reservation lands there too.
+ */
+void um__context_place_home(struct um_context *ctx)
+{
+#if UM_HAVE_NUMA
+	const struct um_backend_ops *ops = ctx->be.ops;
+	int dev_node = -1, node;
+
+	if (ops && ops->device_numa_node && ctx->ndev > 0)
+		dev_node = ops->device_numa_node(&ctx->be, 0);
+	node = um__numa_default_home(dev_node);
+	if (node < 0 || node >= UM_POOL_MAX_NODES) {
+		ctx->home_node = UM_POOL_NODE_ANY;
+		return;
+	}
+	ctx->home_node = node;
+	um__log(ctx, UM_LOG_DEBUG,
+		"numa: host copies on node %d (device 0 reports %d)", node,
+		dev_node);
+#else
+	ctx->home_node = UM_POOL_NODE_ANY;
+#endif
+}
+
 static int pool_init(struct um_context *ctx)
 {
 	struct um_pool_config pc = {
@@ -406,16 +412,13 @@ static void ctx_free(struct um_context *ctx)
 #endif
 	ctx->spill = NULL;
 	um__engine_fini(ctx);
+	um__uhost_fini(ctx);
 	if (ctx->pool) {
-		/*
-		 * Regions' host copies are gone by now: what is left are
-		 * blocks the caller took with um_host_alloc.
-		 */
 		int64_t left = um__pool_destroy(ctx->pool);
 
 		if (left > 0)
 			um__log(ctx, UM_LOG_WARN,
-				"leak: %lld pinned host block(s) from um_host_alloc still live at destroy",
+				"pool: %lld blocks were still live at destroy",
 				(long long)left);
 	}
 	if (ctx->be.ops)
@@ -482,6 +485,7 @@ int um_context_create(const struct um_config *cfg, struct um_context **out)
 	ret = devices_init(ctx);
 	if (ret)
 		goto fail;
+	um__context_place_home(ctx);
 	ret = pool_init(ctx);
 	if (ret)
 		goto fail;
