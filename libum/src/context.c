@@ -34,6 +34,8 @@ static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct um_context **reg;
 static size_t reg_n, reg_cap;
 static uint16_t reg_serial;
+/* bumped on every add/del, so a thread's cached answer can be trusted */
+static _Atomic uint64_t reg_gen = 1;
 
 static bool reg_has(const struct um_context *ctx)
 {
@@ -71,6 +73,7 @@ static int reg_add(struct um_context *ctx)
 		reg_serial = 1;
 	ctx->serial = reg_serial;
 out:
+	atomic_fetch_add(&reg_gen, 1);
 	pthread_mutex_unlock(&reg_lock);
 	return ret;
 }
@@ -89,6 +92,7 @@ static void reg_del(struct um_context *ctx)
 		reg = NULL;
 		reg_cap = 0;
 	}
+	atomic_fetch_add(&reg_gen, 1);
 	pthread_mutex_unlock(&reg_lock);
 }
 
@@ -135,6 +139,27 @@ int um__enter_const(const struct um_context *ctx)
 	if (!reg_has(ctx) || ctx->magic != UM_CTX_MAGIC)
 		return -EBADF;
 	return 0;
+}
+
+/*
+ * Hot calls (um_host_alloc/free) skip the registry lock when this thread
+ * already checked ctx and no context was created or destroyed since.
+ */
+int um__check_fast(const struct um_context *ctx)
+{
+	static _Thread_local const struct um_context *seen;
+	static _Thread_local uint64_t seen_gen;
+	uint64_t gen = atomic_load_explicit(&reg_gen, memory_order_acquire);
+	int ret;
+
+	if (ctx && ctx == seen && gen == seen_gen)
+		return 0;
+	ret = um__enter_const(ctx);
+	if (!ret) {
+		seen = ctx;
+		seen_gen = gen;
+	}
+	return ret;
 }
 
 int um__enter(struct um_context *ctx)
@@ -412,13 +437,16 @@ static void ctx_free(struct um_context *ctx)
 #endif
 	ctx->spill = NULL;
 	um__engine_fini(ctx);
-	um__uhost_fini(ctx);
 	if (ctx->pool) {
+		/*
+		 * Regions' host copies are gone by now: what is left are
+		 * blocks the caller took with um_host_alloc.
+		 */
 		int64_t left = um__pool_destroy(ctx->pool);
 
 		if (left > 0)
 			um__log(ctx, UM_LOG_WARN,
-				"pool: %lld blocks were still live at destroy",
+				"leak: %lld pinned host block(s) from um_host_alloc still live at destroy",
 				(long long)left);
 	}
 	if (ctx->be.ops)

@@ -13,6 +13,7 @@
 #define UM_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -189,9 +190,6 @@ struct um_context {
 	struct um_event *evq;
 	uint32_t evq_n, evq_cap;
 
-	/* user blocks from um_host_alloc (open addressing, NULL = empty) */
-	void **uhost;
-	uint32_t uhost_n, uhost_cap;
 
 	struct um_books books;
 	bool managed_logged;
@@ -265,7 +263,8 @@ int um__leak_report(struct um_context *ctx);
 void um__books_changed(struct um_context *ctx);
 
 /* host.c */
-int um__uhost_fini(struct um_context *ctx);
+/* um__enter_const without the registry lock on a thread's repeat calls. */
+int um__check_fast(const struct um_context *ctx);
 
 static inline bool um__tier_is_dev(um_tier_t t)
 {
