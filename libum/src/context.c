@@ -189,9 +189,9 @@ void um__exit(struct um_context *ctx)
 	free(q);
 }
 
-void um__event(struct um_context *ctx, int type, struct um_region *r,
-	       um_tier_t from, um_tier_t to, uint64_t bytes, int error,
-	       uint64_t ns)
+void um__event(struct um_context *ctx, int type, unsigned int level,
+	       struct um_region *r, um_tier_t from, um_tier_t to,
+	       uint64_t bytes, int error, uint64_t ns)
 {
 	struct um_event *ev;
 
@@ -215,6 +215,7 @@ void um__event(struct um_context *ctx, int type, struct um_region *r,
 	*ev = (struct um_event){
 		.size = sizeof(*ev),
 		.type = (uint32_t)type,
+		.level = level,
 		.region = r ? r->handle : 0,
 		.from = from,
 		.to = to,

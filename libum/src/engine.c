@@ -638,8 +638,8 @@ static void finish(struct um_context *ctx, struct um_mig *m, int err)
 			"engine: %s of \"%s\" (%llu bytes) failed (%d); bytes kept where they were",
 			m->dir == UM_MIG_EVICT ? "eviction" : "restore", r->name,
 			(unsigned long long)m->bytes, err);
-		um__event(ctx, UM_EVENT_ERROR, r, m->from, m->to, m->bytes,
-			  err, 0);
+		um__event(ctx, UM_EVENT_ERROR, 0, r, m->from, m->to,
+			  m->bytes, err, 0);
 		if (latest && m->dir == UM_MIG_RESTORE &&
 		    um__tier_is_dev(r->residency)) {
 			set_residency(ctx, r, m->from);
@@ -667,13 +667,13 @@ static void finish(struct um_context *ctx, struct um_mig *m, int err)
 			b->restore_bytes += m->bytes;
 			b->restore_ns += ns;
 		}
-		um__event(ctx, UM_EVENT_MIGRATED, r, m->from, m->to, m->bytes,
-			  0, ns);
+		um__event(ctx, UM_EVENT_MIGRATED, 0, r, m->from, m->to,
+			  m->bytes, 0, ns);
 	}
 	if (m->dir == UM_MIG_EVICT && latest && !um__tier_is_dev(r->residency)
 	    && m->policy)
-		um__event(ctx, UM_EVENT_EVICTED, r, m->from, m->to, m->bytes,
-			  0, ns);
+		um__event(ctx, UM_EVENT_EVICTED, 0, r, m->from, m->to,
+			  m->bytes, 0, ns);
 	um__settle(ctx, r);
 }
 

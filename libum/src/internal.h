@@ -209,9 +209,10 @@ int um__enter_const(const struct um_context *ctx);
 void um__exit(struct um_context *ctx);
 void um__log(struct um_context *ctx, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-void um__event(struct um_context *ctx, int type, struct um_region *r,
-	       um_tier_t from, um_tier_t to, uint64_t bytes, int error,
-	       uint64_t ns);
+/* level: PRESSURE's 1 low, 2 medium, 3 critical; 0 for other types */
+void um__event(struct um_context *ctx, int type, unsigned int level,
+	       struct um_region *r, um_tier_t from, um_tier_t to,
+	       uint64_t bytes, int error, uint64_t ns);
 
 /* config.c */
 int um__settings_resolve(struct um_context *ctx, const struct um_config *cfg,

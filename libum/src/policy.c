@@ -148,8 +148,8 @@ static void refuse(struct um_context *ctx, struct um_region *r,
 		r->name, r->dev_len, (unsigned int)r->device, d->budget, held, n,
 		why);
 	ctx->books.nomem++;
-	um__event(ctx, UM_EVENT_NOMEM, r, r->residency, UM_TIER_GPU(r->device),
-		  r->bytes, -ENOMEM, 0);
+	um__event(ctx, UM_EVENT_NOMEM, 0, r, r->residency,
+		  UM_TIER_GPU(r->device), r->bytes, -ENOMEM, 0);
 }
 
 /*

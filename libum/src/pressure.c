@@ -406,9 +406,8 @@ static void post_event(struct um_context *ctx, um_tier_t tier, um_tier_t dest,
 
 	if (um__enter(ctx))
 		return;
-	um__event(ctx, UM_EVENT_PRESSURE, NULL, tier, dest, bytes, 0, 0);
-	if (ctx->evq_n && ctx->evq[ctx->evq_n - 1].type == UM_EVENT_PRESSURE)
-		ctx->evq[ctx->evq_n - 1].level = level;
+	um__event(ctx, UM_EVENT_PRESSURE, level, NULL, tier, dest, bytes, 0,
+		  0);
 	um__exit(ctx);
 }
 

@@ -94,6 +94,44 @@ TEST(callbacks_without_lock)
 	ASSERT_EQ(0, um_context_destroy(ctx));
 }
 
+/*
+ * A PRESSURE event's level reaches the callback as queued (the pressure
+ * loop posts it through um__event), and other events carry level 0.
+ */
+TEST(event_level_delivered)
+{
+	struct um_context *ctx = ctx_sim(0, 64 * MiB);
+	struct rec rec = { .ctx = ctx };
+	um_region_t a;
+	int i;
+
+	ASSERT_NONNULL(ctx);
+	a = region(ctx, UM_KIND_OPTIMIZER_STATE, 0, SZ, "a");
+	ASSERT_EQ(0, put_pattern(ctx, a, SZ, 3));
+	ASSERT_EQ(0, um_set_event_callback(ctx, on_event, &rec));
+	for (unsigned int level = 1; level <= 3; level++) {
+		ASSERT_EQ(0, um__enter(ctx));
+		um__event(ctx, UM_EVENT_PRESSURE, level, NULL,
+			  UM_TIER_HOST_NODE(0), UM_TIER_DISK, level * MiB, 0,
+			  0);
+		um__exit(ctx);
+	}
+	ASSERT_EQ(3, rec.n);
+	for (i = 0; i < 3; i++) {
+		EXPECT_EQ((uint32_t)UM_EVENT_PRESSURE, rec.ev[i].type);
+		EXPECT_EQ((uint32_t)(i + 1), rec.ev[i].level);
+		EXPECT_EQ((uint64_t)(i + 1) * MiB, rec.ev[i].bytes);
+	}
+	ASSERT_EQ(0, um_evict(ctx, a, UM_TIER_HOST_ANY));
+	ASSERT_EQ(0, um_wait(ctx, a));
+	i = find(&rec, UM_EVENT_MIGRATED);
+	ASSERT_LE(3, i);
+	EXPECT_EQ(0u, rec.ev[i].level);
+	ASSERT_EQ(0, get_pattern(ctx, a, SZ, 3));
+	ASSERT_EQ(0, um_free(ctx, a));
+	ASSERT_EQ(0, um_context_destroy(ctx));
+}
+
 TEST(failed_eviction_keeps_bytes_on_device)
 {
 	struct um_context *ctx = ctx_sim(0, 64 * MiB);
