@@ -47,6 +47,11 @@ install: all
 	+@set -e; for d in $(DIRS); do \
 		if $(MAKE) -C $$d -n install >/dev/null 2>&1; then \
 			$(MAKE) -C $$d install; fi; done
+	+@set -e; for p in Documentation/man/*.[0-9]; do \
+		sec=$${p##*.}; \
+		install -d $(DESTDIR)$(PREFIX)/share/man/man$$sec; \
+		install -m 0644 $$p $(DESTDIR)$(PREFIX)/share/man/man$$sec/; \
+	done
 
 clean:
 	+@for d in $(DIRS); do $(MAKE) -C $$d clean; done
