@@ -795,11 +795,9 @@ int um_wait(struct um_context *ctx, um_region_t h)
 	if (ret)
 		return ret;
 	for (;;) {
-		r = h ? um__region_get(ctx, h) : NULL;
-		if (!r) {
-			ret = h ? -ENOENT : -EINVAL;
+		ret = um__region_find(ctx, h, &r);
+		if (ret)
 			break;
-		}
 		if (!r->pending) {
 			ret = r->error;
 			r->error = 0;

@@ -223,6 +223,9 @@ int um__struct_size_ok(const void *p, uint32_t size, size_t min, size_t full);
 
 /* region.c */
 struct um_region *um__region_get(struct um_context *ctx, um_region_t h);
+/* *out = the live region h: 0, -EINVAL for handle 0, -ENOENT otherwise. */
+int um__region_find(struct um_context *ctx, um_region_t h,
+		    struct um_region **out);
 void um__region_destroy(struct um_context *ctx, struct um_region *r);
 void um__regions_fini(struct um_context *ctx);
 

@@ -202,16 +202,24 @@ static int check_range(const void *p, size_t len)
 	return 0;
 }
 
+/* a range for placement on node: both checked */
+static int check_range_node(const void *p, size_t len, int node)
+{
+	int ret = check_range(p, len);
+
+	if (ret)
+		return ret;
+	return um__numa_node_valid(node) ? 0 : -EINVAL;
+}
+
 int um__numa_bind(void *p, size_t len, int node)
 {
 	unsigned long mask[NODE_WORDS];
 	int ret;
 
-	ret = check_range(p, len);
+	ret = check_range_node(p, len, node);
 	if (ret)
 		return ret;
-	if (!um__numa_node_valid(node))
-		return -EINVAL;
 	if (!um__numa_available())
 		return 0;
 	node_mask(mask, node);
@@ -326,11 +334,9 @@ int um__numa_move(void *p, size_t len, int node, uint64_t *moved)
 	char *base = p;
 	int ret;
 
-	ret = check_range(p, len);
+	ret = check_range_node(p, len, node);
 	if (ret)
 		return ret;
-	if (!um__numa_node_valid(node))
-		return -EINVAL;
 	npages = (len + (size_t)page_size() - 1) / (size_t)page_size();
 	if (!um__numa_available()) {
 		if (moved)

@@ -394,11 +394,9 @@ int um_acquire(struct um_context *ctx, um_region_t h, um_tier_t tier,
 	if (ret)
 		return ret;
 	for (;;) {
-		r = h ? um__region_get(ctx, h) : NULL;
-		if (!r) {
-			ret = h ? -ENOENT : -EINVAL;
+		ret = um__region_find(ctx, h, &r);
+		if (ret)
 			break;
-		}
 		ret = check_acquire_tier(ctx, r, tier);
 		if (ret)
 			break;
@@ -475,11 +473,9 @@ int um_release(struct um_context *ctx, um_region_t h)
 
 	if (ret)
 		return ret;
-	r = h ? um__region_get(ctx, h) : NULL;
-	if (!r) {
-		ret = h ? -ENOENT : -EINVAL;
+	ret = um__region_find(ctx, h, &r);
+	if (ret)
 		goto out;
-	}
 	if (!r->acquired) {
 		ret = -EPERM;
 		goto out;

@@ -393,6 +393,15 @@ void um__regions_fini(struct um_context *ctx)
 		um__region_destroy(ctx, ctx->regions.next);
 }
 
+int um__region_find(struct um_context *ctx, um_region_t h,
+		    struct um_region **out)
+{
+	*out = h ? um__region_get(ctx, h) : NULL;
+	if (*out)
+		return 0;
+	return h ? -ENOENT : -EINVAL;
+}
+
 int um_free(struct um_context *ctx, um_region_t h)
 {
 	struct um_region *r;
@@ -400,11 +409,9 @@ int um_free(struct um_context *ctx, um_region_t h)
 
 	if (ret)
 		return ret;
-	r = h ? um__region_get(ctx, h) : NULL;
-	if (!r) {
-		ret = h ? -ENOENT : -EINVAL;
+	ret = um__region_find(ctx, h, &r);
+	if (ret)
 		goto out;
-	}
 	if (r->acquired) {
 		um__log(ctx, UM_LOG_ERR,
 			"free: region \"%s\" is acquired (%u); release it first",

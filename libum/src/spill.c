@@ -125,6 +125,21 @@ static struct spill_file **file_slot(struct um_spill *sp, uint64_t region)
 	return pp;
 }
 
+/* Take region's file out of the table and off the disk; NULL if none. */
+static struct spill_file *file_forget(struct um_spill *sp, uint64_t region,
+				      const char *name)
+{
+	struct spill_file **pp = file_slot(sp, region), *f = *pp;
+
+	if (f) {
+		*pp = f->next;
+		sp->st.files--;
+		sp->st.bytes -= f->len;
+		unlinkat(sp->dirfd, name, 0);
+	}
+	return f;
+}
+
 /* ---- directory ------------------------------------------------------- */
 
 static int open_dir(const char *dir, int *out)
@@ -210,6 +225,18 @@ static void scan_stale(struct um_spill *sp)
 			      "kept (LIBUM_SPILL_REMOVE_STALE=1 removes them)");
 }
 
+/* What open made, in reverse (the ring is the caller's, when it exists). */
+static void sp_free(struct um_spill *sp)
+{
+	if (sp->dirfd >= 0)
+		close(sp->dirfd);
+	free(sp->bufs);
+	XXH3_freeState(sp->xxh);
+	free(sp->dir);
+	pthread_mutex_destroy(&sp->lock);
+	free(sp);
+}
+
 int um__spill_open(const struct um_spill_config *cfg, struct um_spill **out)
 {
 	struct um_spill *sp;
@@ -261,13 +288,7 @@ int um__spill_open(const struct um_spill_config *cfg, struct um_spill **out)
 	*out = sp;
 	return 0;
 err:
-	if (sp->dirfd >= 0)
-		close(sp->dirfd);
-	free(sp->bufs);
-	XXH3_freeState(sp->xxh);
-	free(sp->dir);
-	pthread_mutex_destroy(&sp->lock);
-	free(sp);
+	sp_free(sp);
 	return ret;
 }
 
@@ -288,12 +309,7 @@ void um__spill_close(struct um_spill *sp)
 		}
 	}
 	io_uring_queue_exit(&sp->ring);
-	close(sp->dirfd);
-	free(sp->bufs);
-	XXH3_freeState(sp->xxh);
-	free(sp->dir);
-	pthread_mutex_destroy(&sp->lock);
-	free(sp);
+	sp_free(sp);
 }
 
 /* ---- I/O ------------------------------------------------------------- */
@@ -638,15 +654,9 @@ int um__spill_write(struct um_spill *sp, uint64_t region, const void *src,
 	file_name(sp, region, name, sizeof(name));
 	pthread_mutex_lock(&sp->lock);
 	t0 = now_ns();
-	pp = file_slot(sp, region);
-	f = *pp;
-	if (f) {
-		/* replacing an older spill: it is stale by definition */
-		*pp = f->next;
-		sp->st.files--;
-		sp->st.bytes -= f->len;
-		unlinkat(sp->dirfd, name, 0);
-	} else {
+	/* replacing an older spill: it is stale by definition */
+	f = file_forget(sp, region, name);
+	if (!f) {
 		f = malloc(sizeof(*f));
 		if (!f) {
 			ret = -ENOMEM;
@@ -773,24 +783,19 @@ out:
 
 int um__spill_drop(struct um_spill *sp, uint64_t region)
 {
-	struct spill_file **pp, *f;
+	struct spill_file *f;
 	char name[96];
 
 	if (!sp || !region)
 		return -EINVAL;
 	file_name(sp, region, name, sizeof(name));
 	pthread_mutex_lock(&sp->lock);
-	pp = file_slot(sp, region);
-	f = *pp;
-	if (f) {
-		*pp = f->next;
-		sp->st.files--;
-		sp->st.bytes -= f->len;
-		unlinkat(sp->dirfd, name, 0);
-		free(f);
-	}
+	f = file_forget(sp, region, name);
 	pthread_mutex_unlock(&sp->lock);
-	return f ? 0 : -ENOENT;
+	if (!f)
+		return -ENOENT;
+	free(f);
+	return 0;
 }
 
 int um__spill_has(struct um_spill *sp, uint64_t region)

@@ -220,6 +220,22 @@ static H__UNUSED uint64_t checksum(const void *p, uint64_t bytes)
 	return h;
 }
 
+/* Acquire r on gpu0 and wait for it: *p is its bytes; released on error. */
+static H__UNUSED int acquire_ptr(struct um_context *ctx, um_region_t r,
+				 void **p)
+{
+	int ret = um_acquire(ctx, r, UM_TIER_GPU(0), NULL);
+
+	if (ret)
+		return ret;
+	ret = um_wait(ctx, r);
+	if (!ret)
+		ret = um_ptr(ctx, r, p);
+	if (ret)
+		um_release(ctx, r);
+	return ret;
+}
+
 /*
  * Acquire r on gpu0, write the pattern of seed, release. Returns 0 or the
  * first failing call's error.
@@ -228,17 +244,13 @@ static H__UNUSED int put_pattern(struct um_context *ctx, um_region_t r,
 				 uint64_t bytes, uint64_t seed)
 {
 	void *p;
-	int ret = um_acquire(ctx, r, UM_TIER_GPU(0), NULL);
+	int ret = acquire_ptr(ctx, r, &p);
 
 	if (ret)
 		return ret;
-	ret = um_wait(ctx, r);
-	if (!ret)
-		ret = um_ptr(ctx, r, &p);
-	if (!ret)
-		pattern_fill(p, bytes, seed);
+	pattern_fill(p, bytes, seed);
 	um_release(ctx, r);
-	return ret;
+	return 0;
 }
 
 /*
@@ -249,15 +261,11 @@ static H__UNUSED int get_pattern(struct um_context *ctx, um_region_t r,
 				 uint64_t bytes, uint64_t seed)
 {
 	void *p;
-	int ret = um_acquire(ctx, r, UM_TIER_GPU(0), NULL);
+	int ret = acquire_ptr(ctx, r, &p);
 
 	if (ret)
 		return ret;
-	ret = um_wait(ctx, r);
-	if (!ret)
-		ret = um_ptr(ctx, r, &p);
-	if (!ret && pattern_check(p, bytes, seed) >= 0)
-		ret = 1;
+	ret = pattern_check(p, bytes, seed) >= 0 ? 1 : 0;
 	um_release(ctx, r);
 	return ret;
 }
