@@ -123,7 +123,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 	};
 	uint64_t v;
 	double d;
-	int c;
+	int c, ret;
 
 	while ((c = getopt_long(argc, argv, "H:L:b:n:s:l:B:t:cJqhV", longopts,
 				NULL)) != -1) {
@@ -157,8 +157,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 			parse_budget(o, optarg);
 			break;
 		case OPT_SHARD:
-			if (ut_parse_size(optarg, &v) || v < 64 ||
-			    v > (1ull << 40))
+			if (ut_parse_size_range(optarg, 64, 1ull << 40, &v))
 				ut_die_usage("invalid --shard '%s': need a size "
 					     "of at least 64 bytes", optarg);
 			o->cfg.shard_bytes = v;
@@ -168,15 +167,11 @@ static void parse_args(int argc, char **argv, struct opts *o)
 						    256);
 			break;
 		case OPT_BACKEND:
-			if (!strcmp(optarg, "sim"))
-				o->cfg.backend = UM_BACKEND_SIM;
-			else if (!strcmp(optarg, "cuda"))
-				o->cfg.backend = UM_BACKEND_CUDA;
-			else if (!strcmp(optarg, "auto"))
-				o->cfg.backend = UM_BACKEND_AUTO;
-			else
+			ret = ut_parse_backend(optarg);
+			if (ret < 0)
 				ut_die_usage("invalid --backend '%s': need sim, "
 					     "cuda or auto", optarg);
+			o->cfg.backend = ret;
 			break;
 		case 'c':
 			o->compare = true;
@@ -195,9 +190,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 			       UM_VERSION_MINOR);
 			exit(0);
 		default:
-			fprintf(stderr, "Try '%s --help' for more "
-				"information.\n", ut_progname);
-			exit(2);
+			ut_die_try_help();
 		}
 	}
 	if (optind < argc)

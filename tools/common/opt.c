@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "um.h"
 #include "ut.h"
 
 const char *ut_progname = "um";
@@ -43,6 +44,13 @@ void ut_die_usage(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fprintf(stderr, "\nTry '%s --help' for more information.\n",
+		ut_progname);
+	exit(2);
+}
+
+void ut_die_try_help(void)
+{
+	fprintf(stderr, "Try '%s --help' for more information.\n",
 		ut_progname);
 	exit(2);
 }
@@ -151,4 +159,31 @@ int ut_parse_size(const char *s, uint64_t *out)
 	}
 	*out = v;
 	return 0;
+}
+
+int ut_parse_size_range(const char *s, uint64_t min, uint64_t max,
+			uint64_t *out)
+{
+	uint64_t v;
+	int ret = ut_parse_size(s, &v);
+
+	if (ret)
+		return ret;
+	if (v < min || v > max)
+		return -ERANGE;
+	*out = v;
+	return 0;
+}
+
+int ut_parse_backend(const char *s)
+{
+	if (!s)
+		return -EINVAL;
+	if (!strcmp(s, "sim"))
+		return UM_BACKEND_SIM;
+	if (!strcmp(s, "cuda"))
+		return UM_BACKEND_CUDA;
+	if (!strcmp(s, "auto"))
+		return UM_BACKEND_AUTO;
+	return -EINVAL;
 }

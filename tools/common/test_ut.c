@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "um.h"
 #include "ut.h"
 
 TEST(size_plain_and_suffixes)
@@ -69,6 +70,24 @@ TEST(u64_and_double_bounds)
 	ASSERT_EQ(-EINVAL, ut_parse_double("nan", 0, 1, &d));
 	ASSERT_EQ(-EINVAL, ut_parse_double("0.1x", 0, 1, &d));
 	ASSERT_EQ(-ERANGE, ut_parse_double("inf", 0, 1, &d));
+}
+
+TEST(size_range_and_backend)
+{
+	uint64_t v = 7;
+
+	ASSERT_EQ(0, ut_parse_size_range("4K", 4096, 8192, &v));
+	ASSERT_EQ(4096, v);
+	ASSERT_EQ(-ERANGE, ut_parse_size_range("4095", 4096, 8192, &v));
+	ASSERT_EQ(-ERANGE, ut_parse_size_range("9K", 4096, 8192, &v));
+	ASSERT_EQ(-EINVAL, ut_parse_size_range("4Q", 4096, 8192, &v));
+	ASSERT_EQ(4096, v);
+	ASSERT_EQ(UM_BACKEND_SIM, ut_parse_backend("sim"));
+	ASSERT_EQ(UM_BACKEND_CUDA, ut_parse_backend("cuda"));
+	ASSERT_EQ(UM_BACKEND_AUTO, ut_parse_backend("auto"));
+	ASSERT_EQ(-EINVAL, ut_parse_backend("Sim"));
+	ASSERT_EQ(-EINVAL, ut_parse_backend(""));
+	ASSERT_EQ(-EINVAL, ut_parse_backend(NULL));
 }
 
 TEST(size_strings)

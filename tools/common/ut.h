@@ -29,6 +29,11 @@ int ut_parse_size(const char *s, uint64_t *out);
 int ut_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 /* Finite double in [min, max]. */
 int ut_parse_double(const char *s, double min, double max, double *out);
+/* A size as ut_parse_size, then in [min, max] (-ERANGE outside). */
+int ut_parse_size_range(const char *s, uint64_t min, uint64_t max,
+			uint64_t *out);
+/* "sim", "cuda" or "auto": the UM_BACKEND_* id, or -EINVAL. */
+int ut_parse_backend(const char *s);
 
 /* Program name for messages (set from argv[0] by ut_set_progname). */
 extern const char *ut_progname;
@@ -36,6 +41,11 @@ void ut_set_progname(const char *argv0);
 /* "prog: message\nTry 'prog --help' for more information.\n", exit(2). */
 void ut_die_usage(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2), noreturn));
+/*
+ * "Try 'prog --help' for more information.\n", exit(2): for getopt's '?',
+ * which has already said what was wrong.
+ */
+void ut_die_try_help(void) __attribute__((noreturn));
 /* "prog: message\n" on stderr. */
 void ut_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

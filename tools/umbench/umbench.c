@@ -142,13 +142,8 @@ static const struct section *parse_args(int argc, char **argv,
 			rounds_set = true;
 			break;
 		case OPT_BACKEND:
-			if (!strcmp(optarg, "sim"))
-				o->backend = UM_BACKEND_SIM;
-			else if (!strcmp(optarg, "cuda"))
-				o->backend = UM_BACKEND_CUDA;
-			else if (!strcmp(optarg, "auto"))
-				o->backend = UM_BACKEND_AUTO;
-			else
+			o->backend = ut_parse_backend(optarg);
+			if (o->backend < 0)
 				ut_die_usage("invalid --backend '%s': need sim, "
 					     "cuda or auto", optarg);
 			break;
@@ -156,8 +151,7 @@ static const struct section *parse_args(int argc, char **argv,
 			parse_sizes(o, optarg);
 			break;
 		case OPT_RBYTES:
-			if (ut_parse_size(optarg, &v) || v < 4096 ||
-			    v > (1ull << 36))
+			if (ut_parse_size_range(optarg, 4096, 1ull << 36, &v))
 				ut_die_usage("invalid --region-bytes '%s': need "
 					     "4K..64G", optarg);
 			o->region_bytes = v;
@@ -181,9 +175,7 @@ static const struct section *parse_args(int argc, char **argv,
 			       UM_VERSION_MINOR);
 			exit(0);
 		default:
-			fprintf(stderr, "Try '%s --help' for more "
-				"information.\n", ut_progname);
-			exit(2);
+			ut_die_try_help();
 		}
 	}
 	if (o->quick) {

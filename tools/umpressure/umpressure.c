@@ -486,8 +486,8 @@ static void parse(int argc, char **argv, struct opts *o, double *pct)
 			o->force = true;
 			break;
 		case 's':
-			if (ut_parse_size(optarg, &o->step) || o->step < 4096 ||
-			    o->step > (1ull << 34))
+			if (ut_parse_size_range(optarg, 4096, 1ull << 34,
+						&o->step))
 				ut_die_usage("bad --step '%s' (4K..16G)", optarg);
 			break;
 		case 'O':
