@@ -63,13 +63,6 @@ static double now_s(void)
 	return (double)(e2e_now_ns() - t_zero) / 1e9;
 }
 
-static void sleep_ms(unsigned int ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
-
-	nanosleep(&ts, NULL);
-}
-
 /* The same function for the reference and the scene: region by region. */
 static int state_checksum(struct trainer *t, uint64_t *sum)
 {
@@ -133,8 +126,6 @@ static int run_reference(const struct opts *o)
 	return bad ? 1 : 0;
 }
 
-static int full_read(int fd, void *buf, size_t len);
-
 /* ---- the trainer child ----------------------------------------------- */
 
 static void where(struct trainer *t, uint64_t h[2], uint64_t *sp)
@@ -196,7 +187,7 @@ static void trainer_child(const struct opts *o, int wfd, int rfd)
 	 * spread over that time, so the trainer is at work while its copies
 	 * move (a fast machine would finish them before the first event).
 	 */
-	if (full_read(rfd, &span_ms, sizeof(span_ms)))
+	if (e2e_full_read(rfd, &span_ms, sizeof(span_ms)))
 		_exit(1);
 	go = e2e_now_ns();
 	fcntl(rfd, F_SETFL, O_NONBLOCK);
@@ -214,7 +205,7 @@ static void trainer_child(const struct opts *o, int wfd, int rfd)
 				       o->steps);
 			track_moves(&t, prev, &r, "after a step");
 		} else {
-			sleep_ms(100);
+			e2e_sleep_ms(100);
 			track_moves(&t, prev, &r, "while idle");
 		}
 	}
@@ -239,25 +230,6 @@ static void trainer_child(const struct opts *o, int wfd, int rfd)
 }
 
 /* ---- the scene ------------------------------------------------------- */
-
-/* As the e2e scenarios: critical well above the kernel's min watermark. */
-static void set_watermarks(void)
-{
-	static const char *const knobs[][2] = {
-		{ "low_bp", "2500" }, { "medium_bp", "1500" },
-		{ "critical_bp", "800" },
-	};
-	char path[128];
-
-	for (int n = 0; n < 2; n++) {
-		for (size_t i = 0; i < 3; i++) {
-			snprintf(path, sizeof(path), UMM_SYSFS "/nodes/node%d/%s",
-				 n, knobs[i][0]);
-			if (!access(path, W_OK))
-				e2e_write_str(path, knobs[i][1]);
-		}
-	}
-}
 
 static uint64_t vmstat_oom_kills(void)
 {
@@ -329,32 +301,9 @@ static void *watcher(void *arg)
 			last[n] = lv;
 		}
 		tick++;
-		sleep_ms(20);
+		e2e_sleep_ms(20);
 	}
 	return NULL;
-}
-
-static int full_read(int fd, void *buf, size_t len)
-{
-	size_t got = 0;
-
-	while (got < len) {
-		ssize_t n = read(fd, (char *)buf + got, len - got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -EIO;
-		got += (size_t)n;
-	}
-	return 0;
-}
-
-static int status_code(int st)
-{
-	if (WIFEXITED(st))
-		return WEXITSTATUS(st);
-	return WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 255;
 }
 
 static void print_levels(const struct um_pressure_stats *ps,
@@ -376,7 +325,7 @@ static void print_result(const struct result *r, const struct watch *w,
 	const struct um_pressure_stats *ps = &r->ps;
 
 	printf("DEMO-RESULT trainer_status=%d killed=%d error=%d\n",
-	       status_code(trainer_st),
+	       e2e_status_code(trainer_st),
 	       WIFSIGNALED(trainer_st) && WTERMSIG(trainer_st) == SIGKILL,
 	       r->error);
 	print_levels(ps, w, ump_st, ooms);
@@ -436,7 +385,7 @@ static int run_scene(const struct opts *o)
 		printf("demo: %6.1f s  control run: libum's reaction is OFF (LIBUM_PRESSURE=0)\n",
 		       now_s());
 	}
-	set_watermarks();
+	e2e_set_watermarks(false);
 	e2e_oom_adj(-1000);
 	protect_parent();
 	oom0 = vmstat_oom_kills();
@@ -453,7 +402,7 @@ static int run_scene(const struct opts *o)
 	}
 	close(to_parent[1]);
 	close(to_child[0]);
-	if (full_read(to_parent[0], &r, sizeof(r)) || r.error) {
+	if (e2e_full_read(to_parent[0], &r, sizeof(r)) || r.error) {
 		fprintf(stderr, "demo: the trainer did not start (%d)\n", r.error);
 		kill(trainer, SIGKILL);
 		e2e_wait(trainer);
@@ -495,26 +444,26 @@ static int run_scene(const struct opts *o)
 	while (ump > 0) {
 		if (trainer > 0 && waitpid(trainer, &trainer_st, WNOHANG) == trainer) {
 			printf("demo: %6.1f s  trainer DIED (status %d%s)\n", now_s(),
-			       status_code(trainer_st),
+			       e2e_status_code(trainer_st),
 			       WIFSIGNALED(trainer_st) &&
 			       WTERMSIG(trainer_st) == SIGKILL ? ", SIGKILL: the OOM killer" : "");
 			trainer = -1;
 			kill(ump, SIGTERM);	/* nothing left to show */
 		}
 		if (waitpid(ump, &st, WNOHANG) == ump) {
-			ump_st = status_code(st);
+			ump_st = e2e_status_code(st);
 			break;
 		}
-		sleep_ms(20);
+		e2e_sleep_ms(20);
 	}
 	printf("demo: %6.1f s  umpressure done (exit %d), node 0 memory given back\n",
 	       now_s(), ump_st);
 	fflush(stdout);
-	sleep_ms(1000);
+	e2e_sleep_ms(1000);
 	if (trainer > 0 && write(to_child[1], "s", 1) != 1)
 		printf("demo: cannot signal the trainer\n");
 	memset(&r, 0, sizeof(r));
-	r.error = full_read(to_parent[0], &r, sizeof(r)) ? -EPIPE : r.error;
+	r.error = e2e_full_read(to_parent[0], &r, sizeof(r)) ? -EPIPE : r.error;
 	if (trainer > 0)
 		trainer_st = e2e_wait(trainer);
 	w.stop = true;

@@ -81,6 +81,58 @@ bool e2e_have_umm(void)
 	return access("/dev/umm", R_OK | W_OK) == 0;
 }
 
+void e2e_set_watermarks(bool report)
+{
+	static const char *const knobs[][2] = {
+		{ "low_bp", "2500" }, { "medium_bp", "1500" },
+		{ "critical_bp", "800" },
+	};
+	char path[128];
+
+	for (int n = 0; n < 2; n++) {
+		for (size_t i = 0; i < 3; i++) {
+			snprintf(path, sizeof(path), UMM_SYSFS "/nodes/node%d/%s",
+				 n, knobs[i][0]);
+			if (access(path, W_OK))
+				continue;
+			if (e2e_write_str(path, knobs[i][1]) && report)
+				printf("# cannot set %s\n", path);
+		}
+	}
+}
+
+int e2e_full_read(int fd, void *buf, size_t len)
+{
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t n = read(fd, (char *)buf + got, len - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -EIO;
+		got += (size_t)n;
+	}
+	return 0;
+}
+
+void e2e_sleep_ms(unsigned int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+int e2e_status_code(int st)
+{
+	if (WIFEXITED(st))
+		return WEXITSTATUS(st);
+	if (WIFSIGNALED(st))
+		return 128 + WTERMSIG(st);
+	return 255;
+}
+
 int e2e_node_free(int node, uint64_t *free_b, uint64_t *total_b)
 {
 	char path[96], buf[4096], *p;

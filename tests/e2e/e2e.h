@@ -38,6 +38,19 @@ bool e2e_have_umm(void);
 /* Node memory from /sys/devices/system/node/node<N>/meminfo. */
 int e2e_node_free(int node, uint64_t *free_b, uint64_t *total_b);
 
+/*
+ * Watermarks for a 512 MiB node on every node that has them writable:
+ * critical well above the kernel's own min watermark (about 24 MiB there),
+ * so "critical" is a stage before the OOM killer rather than the same
+ * moment. With report, a knob that refuses the write is named on stdout.
+ */
+void e2e_set_watermarks(bool report);
+
+/* Small process helpers shared by the scenarios and examples/demo. */
+int e2e_full_read(int fd, void *buf, size_t len);	/* 0 or -EIO */
+void e2e_sleep_ms(unsigned int ms);
+int e2e_status_code(int st);	/* wait status as a shell exit code */
+
 /* Process placement and OOM preference. */
 int e2e_bind_node(int node);		/* MPOL_BIND for new pages */
 int e2e_oom_adj(int adj);

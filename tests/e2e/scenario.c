@@ -26,22 +26,6 @@ struct msg {
 	struct scenario_result r;
 };
 
-static int full_read(int fd, void *buf, size_t len)
-{
-	size_t got = 0;
-
-	while (got < len) {
-		ssize_t n = read(fd, (char *)buf + got, len - got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -EIO;
-		got += (size_t)n;
-	}
-	return 0;
-}
-
 static void send_msg(int fd, const struct msg *m)
 {
 	if (write(fd, m, sizeof(*m)) != (ssize_t)sizeof(*m))
@@ -150,47 +134,6 @@ static void trainer_child(const struct scenario *sc, int wfd, int rfd)
 	_exit(0);
 }
 
-/*
- * Watermarks for a 512 MiB node: critical well above the kernel's own min
- * watermark (about 24 MiB there), so "critical" is a stage before the OOM
- * killer rather than the same moment.
- */
-static void set_watermarks(void)
-{
-	static const char *const knobs[][2] = {
-		{ "low_bp", "2500" }, { "medium_bp", "1500" },
-		{ "critical_bp", "800" },
-	};
-	char path[128];
-
-	for (int n = 0; n < 2; n++) {
-		for (size_t i = 0; i < 3; i++) {
-			snprintf(path, sizeof(path), UMM_SYSFS "/nodes/node%d/%s",
-				 n, knobs[i][0]);
-			if (access(path, W_OK))
-				continue;
-			if (e2e_write_str(path, knobs[i][1]))
-				printf("# cannot set %s\n", path);
-		}
-	}
-}
-
-static void sleep_ms(unsigned int ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
-
-	nanosleep(&ts, NULL);
-}
-
-static int status_code(int st)
-{
-	if (WIFEXITED(st))
-		return WEXITSTATUS(st);
-	if (WIFSIGNALED(st))
-		return 128 + WTERMSIG(st);
-	return 255;
-}
-
 int scenario_run(const struct scenario *sc, struct scenario_result *res)
 {
 	int to_parent[2], to_child[2], ret;
@@ -203,7 +146,7 @@ int scenario_run(const struct scenario *sc, struct scenario_result *res)
 	memset(res, 0, sizeof(*res));
 	signal(SIGPIPE, SIG_IGN);
 	margin = sc->margin ? sc->margin : 64 * MiB;
-	set_watermarks();
+	e2e_set_watermarks(true);
 	e2e_oom_adj(-1000);
 	if (e2e_node_free(0, &free0, &total0))
 		return -ENOENT;
@@ -220,7 +163,7 @@ int scenario_run(const struct scenario *sc, struct scenario_result *res)
 	}
 	close(to_parent[1]);
 	close(to_child[0]);
-	ret = full_read(to_parent[0], &m, sizeof(m));
+	ret = e2e_full_read(to_parent[0], &m, sizeof(m));
 	if (ret || m.kind != MSG_READY || m.error) {
 		printf("# %s: trainer did not start (%d)\n", sc->name,
 		       ret ? ret : m.error);
@@ -240,7 +183,7 @@ int scenario_run(const struct scenario *sc, struct scenario_result *res)
 
 		ump1 = e2e_spawn_umpressure(a1, "/tmp/umpressure-node1.json");
 		for (int i = 0; i < 6000 && e2e_node_level(1) < 2; i++)
-			sleep_ms(10);
+			e2e_sleep_ms(10);
 		printf("# %s: node 1 level %d before node 0 fills\n", sc->name,
 		       e2e_node_level(1));
 	}
@@ -287,16 +230,16 @@ int scenario_run(const struct scenario *sc, struct scenario_result *res)
 		}
 		if (waitpid(ump0, &st, WNOHANG) == ump0) {
 			res->umpressure_exited = true;
-			res->umpressure_status = status_code(st);
+			res->umpressure_status = e2e_status_code(st);
 			break;
 		}
-		sleep_ms(10);
+		e2e_sleep_ms(10);
 	}
-	sleep_ms(1000);
+	e2e_sleep_ms(1000);
 	/* stop the trainer; it verifies and reports (unless it was killed) */
 	if (trainer > 0 && write(to_child[1], "s", 1) != 1)
 		printf("# %s: cannot signal the trainer\n", sc->name);
-	ret = full_read(to_parent[0], &m, sizeof(m));
+	ret = e2e_full_read(to_parent[0], &m, sizeof(m));
 	if (trainer > 0) {
 		res->trainer_status = e2e_wait(trainer);
 		res->trainer_end_ns = e2e_now_ns();
