@@ -73,6 +73,13 @@ static double gbps(uint64_t bytes, double s)
 	return s > 0 ? (double)bytes / s / 1e9 : 0;
 }
 
+/* Keep the best time; rep 0 is the warm-up. */
+static void keep_best(int rep, double t, double *best)
+{
+	if (rep && t < *best)
+		*best = t;
+}
+
 /* ---- options ----------------------------------------------------------- */
 
 static int parse_size(const char *s, uint64_t *out)
@@ -266,8 +273,7 @@ static void bench_ceilings(const struct bg_opts *o, struct bg_results *r,
 			BG_CK(r->ceil_err, cudaEventRecord(b, s1));
 			BG_CK(r->ceil_err, cudaEventSynchronize(b));
 			BG_CK(r->ceil_err, cudaEventElapsedTime(&ms, a, b));
-			if (rep && ms < best)	/* rep 0 warms up */
-				best = ms;
+			keep_best(rep, ms, &best);
 		}
 		if (dir == 0)
 			r->h2d = gbps(n, best / 1e3);
@@ -289,8 +295,7 @@ static void bench_ceilings(const struct bg_opts *o, struct bg_results *r,
 			BG_CK(r->ceil_err, cudaEventRecord(b, s1));
 			BG_CK(r->ceil_err, cudaEventSynchronize(b));
 			BG_CK(r->ceil_err, cudaEventElapsedTime(&ms, a, b));
-			if (rep && ms < best)
-				best = ms;
+			keep_best(rep, ms, &best);
 		}
 		r->both = gbps(2 * half, best / 1e3);
 	}
@@ -320,6 +325,13 @@ static cudaMemLocation bg_loc(cudaMemLocationType t, int id)
 	return l;
 }
 
+/* GPU memory an eviction gave back, from cudaMemGetInfo before and after */
+static void note_freed(struct bg_mig *m, size_t f0, size_t f1)
+{
+	m->freed_gib = ((double)f1 - (double)f0) / (double)BG_GiB;
+	m->freed_known = 1;
+}
+
 static void bench_uvm(const struct bg_opts *o, struct bg_results *r,
 		      cudaStream_t s)
 {
@@ -347,18 +359,15 @@ static void bench_uvm(const struct bg_opts *o, struct bg_results *r,
 			bg_loc(cudaMemLocationTypeHost, 0), 0, s));
 		BG_CK(m->err, cudaStreamSynchronize(s));
 		t = bg_now() - t;
-		if (rep && t < be)
-			be = t;
+		keep_best(rep, t, &be);
 		BG_CK(m->err, cudaMemGetInfo(&f1, &tot));
-		m->freed_gib = ((double)f1 - (double)f0) / (double)BG_GiB;
-		m->freed_known = 1;
+		note_freed(m, f0, f1);
 		t = bg_now();
 		BG_CK(m->err, cudaMemPrefetchAsync(p, n,
 			bg_loc(cudaMemLocationTypeDevice, 0), 0, s));
 		BG_CK(m->err, cudaStreamSynchronize(s));
 		t = bg_now() - t;
-		if (rep && t < br)
-			br = t;
+		keep_best(rep, t, &br);
 	}
 	m->evict_gbps = gbps(n, be);
 	m->restore_gbps = gbps(n, br);
@@ -377,6 +386,18 @@ static int get_stats(struct um_context *ctx, struct um_stats *st)
 	memset(st, 0, sizeof(*st));
 	st->size = sizeof(*st);
 	return um_stats_get(ctx, st);
+}
+
+static void region_desc(struct um_region_desc *d, uint32_t backing,
+			uint32_t flags, uint64_t bytes, const char *name)
+{
+	memset(d, 0, sizeof(*d));
+	d->size = sizeof(*d);
+	d->kind = UM_KIND_OPTIMIZER_STATE;
+	d->backing = backing;
+	d->flags = flags;
+	d->bytes = bytes;
+	d->name = name;
 }
 
 static void bench_libum(const struct bg_opts *o, struct bg_results *r,
@@ -399,13 +420,7 @@ static void bench_libum(const struct bg_opts *o, struct bg_results *r,
 	m->name = name;
 	m->intact = -1;
 	bg_progress(o, "%s evict/restore", name);
-	memset(&d, 0, sizeof(d));
-	d.size = sizeof(d);
-	d.kind = UM_KIND_OPTIMIZER_STATE;
-	d.backing = backing;
-	d.flags = flags;
-	d.bytes = n;
-	d.name = id;
+	region_desc(&d, backing, flags, n, id);
 	BG_UK(m->err, um_alloc(ctx, &d, &h));
 	BG_UK(m->err, um_ptr(ctx, h, &p));
 	BG_UK(m->err, um_acquire(ctx, h, UM_TIER_GPU(0), s));
@@ -422,19 +437,16 @@ static void bench_libum(const struct bg_opts *o, struct bg_results *r,
 		BG_UK(m->err, um_evict(ctx, h, UM_TIER_HOST_ANY));
 		BG_UK(m->err, um_wait(ctx, h));
 		t = bg_now() - t;
-		if (rep && t < be)
-			be = t;
+		keep_best(rep, t, &be);
 		BG_CK(m->err, cudaMemGetInfo(&f1, &tot));
-		m->freed_gib = ((double)f1 - (double)f0) / (double)BG_GiB;
-		m->freed_known = 1;
+		note_freed(m, f0, f1);
 		t = bg_now();
 		BG_UK(m->err, um_acquire(ctx, h, UM_TIER_GPU(0), s));
 		acquired = 1;
 		BG_UK(m->err, um_wait(ctx, h));
 		BG_CK(m->err, cudaStreamSynchronize(s));
 		t = bg_now() - t;
-		if (rep && t < br)
-			br = t;
+		keep_best(rep, t, &br);
 		BG_UK(m->err, um_release(ctx, h));
 		acquired = 0;
 	}
@@ -478,12 +490,7 @@ static void bench_overlap(const struct bg_opts *o, struct bg_results *r,
 
 	r->ovl_intact = -1;
 	bg_progress(o, "TIERED evict overlapped with restore");
-	memset(&d, 0, sizeof(d));
-	d.size = sizeof(d);
-	d.kind = UM_KIND_OPTIMIZER_STATE;
-	d.backing = UM_BACKING_TIERED;
-	d.bytes = half;
-	d.name = "overlap";
+	region_desc(&d, UM_BACKING_TIERED, 0, half, "overlap");
 	for (i = 0; i < 2; i++) {
 		BG_UK(r->ovl_err, um_alloc(ctx, &d, &h[i]));
 		BG_UK(r->ovl_err, um_ptr(ctx, h[i], &p[i]));
@@ -505,8 +512,7 @@ static void bench_overlap(const struct bg_opts *o, struct bg_results *r,
 		BG_CK(r->ovl_err, cudaStreamSynchronize(s));
 		t = bg_now() - t;
 		BG_UK(r->ovl_err, um_release(ctx, h[in]));
-		if (rep && t < best)
-			best = t;
+		keep_best(rep, t, &best);
 		in = out;
 	}
 	r->ovl_gbps = gbps(2 * half, best);
@@ -722,6 +728,56 @@ static void json_tri(int v)
 	fprintf(jf, "%s", v > 0 ? "true" : v == 0 ? "false" : "null");
 }
 
+/* ,"key": then the value, for the members after an object's first. */
+static void json_key(const char *key)
+{
+	fprintf(jf, ",\"%s\":", key);
+}
+
+static void json_key_num(const char *key, double v)
+{
+	json_key(key);
+	json_num(v);
+}
+
+/* null when the figure was not measured */
+static void json_key_opt(const char *key, int known, double v)
+{
+	json_key(key);
+	if (known)
+		json_num(v);
+	else
+		fprintf(jf, "null");
+}
+
+static void json_key_err(const char *key, const char *err)
+{
+	json_key(key);
+	json_err(err);
+}
+
+static void json_key_tri(const char *key, int v)
+{
+	json_key(key);
+	json_tri(v);
+}
+
+/* {"id":...,"name":... opening row i of an array */
+static void json_row(int i, const char *id, const char *name)
+{
+	fprintf(jf, "%s{\"id\":", i ? "," : "");
+	json_str(id);
+	json_key("name");
+	json_str(name);
+}
+
+static void json_skipped(const char *why)
+{
+	fprintf(jf, "{\"tool\":\"umbench\",\"mode\":\"gpu\",\"skipped\":true,\"reason\":");
+	json_str(why);
+	fprintf(jf, "}\n");
+}
+
 static void print_json(const struct bg_opts *o, const struct bg_results *r,
 		       const struct bg_target *t, int nt, int ok)
 {
@@ -734,114 +790,72 @@ static void print_json(const struct bg_opts *o, const struct bg_results *r,
 	       r->runtime_version);
 	fprintf(jf, ",\"bytes\":%llu,\"reps\":%d", (unsigned long long)o->bytes,
 	       o->reps);
-	fprintf(jf, ",\"pinned_alloc\":{\"bytes\":%llu,\"cudaHostAlloc_ms\":",
+	fprintf(jf, ",\"pinned_alloc\":{\"bytes\":%llu",
 	       (unsigned long long)r->pin_bytes);
-	json_num(r->pin_alloc_ms);
-	fprintf(jf, ",\"touch_register_ms\":");
-	json_num(r->pin_register_ms);
-	fprintf(jf, ",\"error\":");
-	json_err(r->pin_err);
+	json_key_num("cudaHostAlloc_ms", r->pin_alloc_ms);
+	json_key_num("touch_register_ms", r->pin_register_ms);
+	json_key_err("error", r->pin_err);
 	fprintf(jf, "},\"ceilings\":{\"h2d_gbps\":");
 	json_num(r->h2d);
-	fprintf(jf, ",\"d2h_gbps\":");
-	json_num(r->d2h);
-	fprintf(jf, ",\"both_gbps\":");
-	json_num(r->both);
-	fprintf(jf, ",\"error\":");
-	json_err(r->ceil_err);
-	fprintf(jf, "},\"libum_error\":");
-	json_err(r->ctx_err);
+	json_key_num("d2h_gbps", r->d2h);
+	json_key_num("both_gbps", r->both);
+	json_key_err("error", r->ceil_err);
+	fprintf(jf, "}");
+	json_key_err("libum_error", r->ctx_err);
 	fprintf(jf, ",\"migrations\":[");
 	for (i = 0; i < r->nmig; i++) {
 		const struct bg_mig *m = &r->mig[i];
 
-		fprintf(jf, "%s{\"id\":", i ? "," : "");
-		json_str(m->id);
-		fprintf(jf, ",\"name\":");
-		json_str(m->name);
-		fprintf(jf, ",\"evict_gbps\":");
-		json_num(m->evict_gbps);
-		fprintf(jf, ",\"evict_ratio\":");
-		json_num(ratio(m->evict_gbps, r->d2h));
-		fprintf(jf, ",\"restore_gbps\":");
-		json_num(m->restore_gbps);
-		fprintf(jf, ",\"restore_ratio\":");
-		json_num(ratio(m->restore_gbps, r->h2d));
-		fprintf(jf, ",\"device_timed_evict_gbps\":");
-		json_num(m->dev_evict_gbps);
-		fprintf(jf, ",\"device_timed_restore_gbps\":");
-		json_num(m->dev_restore_gbps);
-		fprintf(jf, ",\"gpu_freed_gib\":");
-		if (m->freed_known)
-			json_num(m->freed_gib);
-		else
-			fprintf(jf, "null");
-		fprintf(jf, ",\"intact\":");
-		json_tri(m->intact);
-		fprintf(jf, ",\"error\":");
-		json_err(m->err);
+		json_row(i, m->id, m->name);
+		json_key_num("evict_gbps", m->evict_gbps);
+		json_key_num("evict_ratio", ratio(m->evict_gbps, r->d2h));
+		json_key_num("restore_gbps", m->restore_gbps);
+		json_key_num("restore_ratio", ratio(m->restore_gbps, r->h2d));
+		json_key_num("device_timed_evict_gbps", m->dev_evict_gbps);
+		json_key_num("device_timed_restore_gbps", m->dev_restore_gbps);
+		json_key_opt("gpu_freed_gib", m->freed_known, m->freed_gib);
+		json_key_tri("intact", m->intact);
+		json_key_err("error", m->err);
 		fprintf(jf, "}");
 	}
 	fprintf(jf, "],\"overlap\":{\"gbps\":");
 	json_num(r->ovl_gbps);
-	fprintf(jf, ",\"ratio\":");
-	json_num(ratio(r->ovl_gbps, r->both));
-	fprintf(jf, ",\"intact\":");
-	json_tri(r->ovl_intact);
-	fprintf(jf, ",\"error\":");
-	json_err(r->ovl_err);
+	json_key_num("ratio", ratio(r->ovl_gbps, r->both));
+	json_key_tri("intact", r->ovl_intact);
+	json_key_err("error", r->ovl_err);
 	fprintf(jf, "},\"adam\":{\"params\":%llu,\"state_bytes\":%llu,\"pieces\":%d,\"piece_budget_bytes\":%llu,\"floor_ms\":",
 	       (unsigned long long)r->adam_params,
 	       (unsigned long long)r->state_bytes, r->pieces,
 	       (unsigned long long)r->piece_budget);
 	json_num(r->floor_ms);
-	fprintf(jf, ",\"floor_overlap_ms\":");
-	json_num(r->floor_ovl_ms);
+	json_key_num("floor_overlap_ms", r->floor_ovl_ms);
 	fprintf(jf, ",\"rows\":[");
 	for (i = 0; i < r->nadam; i++) {
 		const struct bg_adam *a = &r->adam[i];
 
-		fprintf(jf, "%s{\"id\":", i ? "," : "");
-		json_str(a->id);
-		fprintf(jf, ",\"name\":");
-		json_str(a->name);
-		fprintf(jf, ",\"in_ms\":");
-		a->parts ? json_num(a->in_ms) : (void)fprintf(jf, "null");
-		fprintf(jf, ",\"step_ms\":");
-		a->parts || a->step_ms > 0 ? json_num(a->step_ms) :
-					     (void)fprintf(jf, "null");
-		fprintf(jf, ",\"out_ms\":");
-		a->parts ? json_num(a->out_ms) : (void)fprintf(jf, "null");
-		fprintf(jf, ",\"total_ms\":");
-		json_num(a->total_ms);
-		fprintf(jf, ",\"floor_ratio\":");
-		json_num(ratio(a->total_ms, r->floor_ms));
-		fprintf(jf, ",\"identical\":");
-		json_tri(a->identical);
-		fprintf(jf, ",\"params_differing\":%llu,\"max_abs_diff\":",
-		       (unsigned long long)a->ndiff);
-		json_num(a->max_diff);
-		fprintf(jf, ",\"gpu_freed_gib\":");
-		if (a->freed_known)
-			json_num(a->freed_gib);
-		else
-			fprintf(jf, "null");
-		fprintf(jf, ",\"note\":");
-		json_err(a->note);
-		fprintf(jf, ",\"error\":");
-		json_err(a->err);
+		json_row(i, a->id, a->name);
+		json_key_opt("in_ms", a->parts, a->in_ms);
+		json_key_opt("step_ms", a->parts || a->step_ms > 0, a->step_ms);
+		json_key_opt("out_ms", a->parts, a->out_ms);
+		json_key_num("total_ms", a->total_ms);
+		json_key_num("floor_ratio", ratio(a->total_ms, r->floor_ms));
+		json_key_tri("identical", a->identical);
+		fprintf(jf, ",\"params_differing\":%llu",
+			(unsigned long long)a->ndiff);
+		json_key_num("max_abs_diff", a->max_diff);
+		json_key_opt("gpu_freed_gib", a->freed_known, a->freed_gib);
+		json_key_err("note", a->note);
+		json_key_err("error", a->err);
 		fprintf(jf, "}");
 	}
 	fprintf(jf, "]},\"targets\":[");
 	for (i = 0; i < nt; i++) {
 		fprintf(jf, "%s{\"name\":", i ? "," : "");
 		json_str(t[i].name);
-		fprintf(jf, ",\"value\":");
-		json_num(t[i].value);
-		fprintf(jf, ",\"op\":\"%s\",\"target\":", t[i].le ? "<=" : ">=");
-		json_num(t[i].target);
-		fprintf(jf, ",\"pass\":");
-		json_tri(t[i].known ? target_pass(&t[i]) : -1);
+		json_key_num("value", t[i].value);
+		fprintf(jf, ",\"op\":\"%s\"", t[i].le ? "<=" : ">=");
+		json_key_num("target", t[i].target);
+		json_key_tri("pass", t[i].known ? target_pass(&t[i]) : -1);
 		fprintf(jf, "}");
 	}
 	fprintf(jf, "],\"pass\":%s}\n", ok ? "true" : "false");
@@ -900,9 +914,7 @@ extern "C" int umbench_gpu_main(int argc, char **argv)
 
 		if (o.json) {
 			jf = stdout;
-			printf("{\"tool\":\"umbench\",\"mode\":\"gpu\",\"skipped\":true,\"reason\":");
-			json_str(why);
-			printf("}\n");
+			json_skipped(why);
 		} else {
 			printf("umbench --gpu: skipped: no usable GPU (%s)\n",
 			       why);
@@ -910,9 +922,7 @@ extern "C" int umbench_gpu_main(int argc, char **argv)
 		if (o.json_file) {
 			jf = fopen(o.json_file, "w");
 			if (jf) {
-				fprintf(jf, "{\"tool\":\"umbench\",\"mode\":\"gpu\",\"skipped\":true,\"reason\":");
-				json_str(why);
-				fprintf(jf, "}\n");
+				json_skipped(why);
 				fclose(jf);
 			}
 		}

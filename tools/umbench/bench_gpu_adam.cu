@@ -105,6 +105,28 @@ static double ms_since(double t0)
 	return (bg_now() - t0) * 1e3;
 }
 
+/* Device (or managed) m and v of one row, either possibly never made. */
+static void free_mv(float *m, float *v)
+{
+	if (m)
+		cudaFree(m);
+	if (v)
+		cudaFree(v);
+}
+
+/* Both state tensors of a UVM row to dst, and wait for them. */
+static cudaError_t prefetch_mv(struct adam_env *e, float *m, float *v,
+			       cudaMemLocation dst)
+{
+	cudaError_t err = cudaMemPrefetchAsync(m, e->N, dst, 0, e->s);
+
+	if (err == cudaSuccess)
+		err = cudaMemPrefetchAsync(v, e->N, dst, 0, e->s);
+	if (err == cudaSuccess)
+		err = cudaStreamSynchronize(e->s);
+	return err;
+}
+
 /* (a) */
 static void adam_gpu(struct adam_env *e)
 {
@@ -132,10 +154,7 @@ static void adam_gpu(struct adam_env *e)
 	a->identical = 1;
 fail:
 	unset(a);
-	if (m)
-		cudaFree(m);
-	if (v)
-		cudaFree(v);
+	free_mv(m, v);
 	(void)cudaGetLastError();
 }
 
@@ -188,10 +207,7 @@ static void adam_cpu(struct adam_env *e)
 	BG_CK(a->err, compare(e, a));
 fail:
 	unset(a);
-	if (m)
-		cudaFree(m);
-	if (v)
-		cudaFree(v);
+	free_mv(m, v);
 	if (hp)
 		cudaFreeHost(hp);
 	if (hg)
@@ -226,18 +242,12 @@ static void adam_uvm(struct adam_env *e, int prefetch)
 	BG_CK(a->err, cudaMemPrefetchAsync(v, e->N, dev, 0, e->s));
 	BG_CK(a->err, bgk_init_params(e->p, e->g, e->n, e->s));
 	BG_CK(a->err, bgk_init_state(m, v, e->n, 0, e->s));
-	BG_CK(a->err, cudaMemPrefetchAsync(m, e->N, host, 0, e->s));
-	BG_CK(a->err, cudaMemPrefetchAsync(v, e->N, host, 0, e->s));
-	BG_CK(a->err, cudaStreamSynchronize(e->s));
+	BG_CK(a->err, prefetch_mv(e, m, v, host));
 	for (t = 1; t <= e->steps; t++) {
 		bg_hyper_step(&h, t);
 		if (prefetch) {
 			t0 = bg_now();
-			BG_CK(a->err, cudaMemPrefetchAsync(m, e->N, dev, 0,
-							   e->s));
-			BG_CK(a->err, cudaMemPrefetchAsync(v, e->N, dev, 0,
-							   e->s));
-			BG_CK(a->err, cudaStreamSynchronize(e->s));
+			BG_CK(a->err, prefetch_mv(e, m, v, dev));
 			tin = ms_since(t0);
 		}
 		t0 = bg_now();
@@ -245,19 +255,14 @@ static void adam_uvm(struct adam_env *e, int prefetch)
 		BG_CK(a->err, cudaStreamSynchronize(e->s));
 		tstep = ms_since(t0);
 		t0 = bg_now();
-		BG_CK(a->err, cudaMemPrefetchAsync(m, e->N, host, 0, e->s));
-		BG_CK(a->err, cudaMemPrefetchAsync(v, e->N, host, 0, e->s));
-		BG_CK(a->err, cudaStreamSynchronize(e->s));
+		BG_CK(a->err, prefetch_mv(e, m, v, host));
 		tout = ms_since(t0);
 		keep(a, t, tin, tstep, tout);
 	}
 	BG_CK(a->err, compare(e, a));
 fail:
 	unset(a);
-	if (m)
-		cudaFree(m);
-	if (v)
-		cudaFree(v);
+	free_mv(m, v);
 	(void)cudaGetLastError();
 }
 
@@ -285,6 +290,38 @@ static int region(struct um_context *ctx, size_t bytes, uint32_t backing,
 	return ret;
 }
 
+/* m's region then v's: the first error, or 0. */
+static int mv_acquire(struct adam_env *e, um_region_t hm, um_region_t hv)
+{
+	int ret = um_acquire(e->ctx, hm, UM_TIER_GPU(0), e->s);
+
+	if (ret < 0)
+		return ret;
+	return um_acquire(e->ctx, hv, UM_TIER_GPU(0), e->s);
+}
+
+static int mv_release(struct um_context *ctx, um_region_t hm, um_region_t hv)
+{
+	int ret = um_release(ctx, hm);
+
+	if (ret < 0)
+		return ret;
+	return um_release(ctx, hv);
+}
+
+/* Evict both to the host and wait until they are there. */
+static int mv_evict(struct um_context *ctx, um_region_t hm, um_region_t hv)
+{
+	int ret = um_evict(ctx, hm, UM_TIER_HOST_ANY);
+
+	if (ret < 0)
+		return ret;
+	ret = um_evict(ctx, hv, UM_TIER_HOST_ANY);
+	if (ret < 0)
+		return ret;
+	return um_wait_all(ctx);
+}
+
 /* (e), (e2), (f): two regions, m and v, moved whole each step. */
 static void adam_libum(struct adam_env *e, const char *id, const char *name,
 		       uint32_t backing, uint32_t flags)
@@ -301,23 +338,18 @@ static void adam_libum(struct adam_env *e, const char *id, const char *name,
 	a->parts = 1;
 	BG_UK(a->err, region(ctx, e->N, backing, flags, "adam-m", &hm, &m));
 	BG_UK(a->err, region(ctx, e->N, backing, flags, "adam-v", &hv, &v));
-	BG_UK(a->err, um_acquire(ctx, hm, UM_TIER_GPU(0), e->s));
-	BG_UK(a->err, um_acquire(ctx, hv, UM_TIER_GPU(0), e->s));
+	BG_UK(a->err, mv_acquire(e, hm, hv));
 	held = 1;
 	BG_CK(a->err, bgk_init_params(e->p, e->g, e->n, e->s));
 	BG_CK(a->err, bgk_init_state((float *)m, (float *)v, e->n, 0, e->s));
-	BG_UK(a->err, um_release(ctx, hm));
-	BG_UK(a->err, um_release(ctx, hv));
+	BG_UK(a->err, mv_release(ctx, hm, hv));
 	held = 0;
-	BG_UK(a->err, um_evict(ctx, hm, UM_TIER_HOST_ANY));
-	BG_UK(a->err, um_evict(ctx, hv, UM_TIER_HOST_ANY));
-	BG_UK(a->err, um_wait_all(ctx));
+	BG_UK(a->err, mv_evict(ctx, hm, hv));
 	BG_CK(a->err, cudaStreamSynchronize(e->s));
 	for (t = 1; t <= e->steps; t++) {
 		bg_hyper_step(&h, t);
 		t0 = bg_now();
-		BG_UK(a->err, um_acquire(ctx, hm, UM_TIER_GPU(0), e->s));
-		BG_UK(a->err, um_acquire(ctx, hv, UM_TIER_GPU(0), e->s));
+		BG_UK(a->err, mv_acquire(e, hm, hv));
 		held = 1;
 		BG_UK(a->err, um_wait(ctx, hm));
 		BG_UK(a->err, um_wait(ctx, hv));
@@ -330,12 +362,9 @@ static void adam_libum(struct adam_env *e, const char *id, const char *name,
 		tstep = ms_since(t0);
 		BG_CK(a->err, cudaMemGetInfo(&f0, &tot));
 		t0 = bg_now();
-		BG_UK(a->err, um_release(ctx, hm));
-		BG_UK(a->err, um_release(ctx, hv));
+		BG_UK(a->err, mv_release(ctx, hm, hv));
 		held = 0;
-		BG_UK(a->err, um_evict(ctx, hm, UM_TIER_HOST_ANY));
-		BG_UK(a->err, um_evict(ctx, hv, UM_TIER_HOST_ANY));
-		BG_UK(a->err, um_wait_all(ctx));
+		BG_UK(a->err, mv_evict(ctx, hm, hv));
 		tout = ms_since(t0);
 		BG_CK(a->err, cudaMemGetInfo(&f1, &tot));
 		a->freed_gib = ((double)f1 - (double)f0) / (double)BG_GiB;
