@@ -253,7 +253,8 @@ int attr_read(const char *path, char *buf, size_t len)
 	return (int)n;
 }
 
-int attr_read_u64(const char *path, uint64_t *v)
+/* The whole of @path as a number: into @u (strtoull) or else @s (strtoll). */
+static int attr_read_num(const char *path, uint64_t *u, int64_t *s)
 {
 	char buf[64], *end;
 	int ret = attr_read(path, buf, sizeof(buf));
@@ -261,24 +262,23 @@ int attr_read_u64(const char *path, uint64_t *v)
 	if (ret < 0)
 		return ret;
 	errno = 0;
-	*v = strtoull(buf, &end, 0);
+	if (u)
+		*u = strtoull(buf, &end, 0);
+	else
+		*s = strtoll(buf, &end, 0);
 	if (errno || end == buf || *end)
 		return -EPROTO;
 	return 0;
 }
 
+int attr_read_u64(const char *path, uint64_t *v)
+{
+	return attr_read_num(path, v, NULL);
+}
+
 int attr_read_s64(const char *path, int64_t *v)
 {
-	char buf[64], *end;
-	int ret = attr_read(path, buf, sizeof(buf));
-
-	if (ret < 0)
-		return ret;
-	errno = 0;
-	*v = strtoll(buf, &end, 0);
-	if (errno || end == buf || *end)
-		return -EPROTO;
-	return 0;
+	return attr_read_num(path, NULL, v);
 }
 
 int attr_write(const char *path, const char *val)
@@ -353,6 +353,44 @@ uint64_t node_free_bytes(int node)
 	}
 	fclose(f);
 	return (uint64_t)kb * 1024;
+}
+
+uint64_t node_attr_u64(int nid, const char *what)
+{
+	char p[128];
+	uint64_t v = 0;
+
+	snprintf(p, sizeof(p), "nodes/node%d/%s", nid, what);
+	attr_read_u64(p, &v);
+	return v;
+}
+
+static const char *const wm_names[3] = { "low_bp", "medium_bp", "critical_bp" };
+
+void node_wm_save(int nid, uint64_t wm[3])
+{
+	for (int i = 0; i < 3; i++)
+		wm[i] = node_attr_u64(nid, wm_names[i]);
+}
+
+void node_wm_restore(int nid, const uint64_t wm[3])
+{
+	uint64_t cur[3];
+	char p[128];
+
+	node_wm_save(nid, cur);
+	for (int i = 0; i < 3; i++) {
+		if (wm[i] <= cur[i])
+			continue;
+		snprintf(p, sizeof(p), "nodes/node%d/%s", nid, wm_names[i]);
+		attr_write_u64(p, wm[i]);
+	}
+	for (int i = 2; i >= 0; i--) {
+		if (wm[i] >= cur[i])
+			continue;
+		snprintf(p, sizeof(p), "nodes/node%d/%s", nid, wm_names[i]);
+		attr_write_u64(p, wm[i]);
+	}
 }
 
 int count_iou_workers(void)

@@ -69,6 +69,16 @@ int umm_inject(const char *spec);
 uint64_t now_ns(void);
 /* MemFree of NUMA node @node in bytes (from its meminfo), or 0. */
 uint64_t node_free_bytes(int node);
+/* umm.ko's nodes/node@nid/@what as a number, 0 when unreadable. */
+uint64_t node_attr_u64(int nid, const char *what);
+/* Node @nid's low_bp, medium_bp and critical_bp into @wm[0..2]. */
+void node_wm_save(int nid, uint64_t wm[3]);
+/*
+ * Writes @wm (as node_wm_save left it) back, raising from low down and then
+ * lowering from critical up, so the three stay ordered after every write
+ * whatever the test set in between. Best effort: for teardowns.
+ */
+void node_wm_restore(int nid, const uint64_t wm[3]);
 
 /*
  * Count the io_uring worker threads (iou-wrk-*) of this process.

@@ -64,21 +64,12 @@ static int pending(int fd)
 	return umm_drain(fd);
 }
 
-static uint64_t node_u64(int nid, const char *what)
-{
-	char p[128];
-	uint64_t v = 0;
-
-	snprintf(p, sizeof(p), "nodes/node%d/%s", nid, what);
-	attr_read_u64(p, &v);
-	return v;
-}
-
 /* What an injected level asks for: from its watermark up to low + hyst. */
 static uint64_t injected_ask(int nid, const char *wm)
 {
-	uint64_t total = node_u64(nid, "total_bytes");
-	uint64_t low = node_u64(nid, "low_bp"), w = node_u64(nid, wm), hyst;
+	uint64_t total = node_attr_u64(nid, "total_bytes");
+	uint64_t low = node_attr_u64(nid, "low_bp");
+	uint64_t w = node_attr_u64(nid, wm), hyst;
 
 	attr_read_u64("hysteresis_bp", &hyst);
 	return total * (low + hyst) / 10000 - total * w / 10000;
@@ -86,8 +77,8 @@ static uint64_t injected_ask(int nid, const char *wm)
 
 TEST_F(clients, pressure_reaches_holders_of_that_node_only)
 {
-	uint64_t total = node_u64(0, "total_bytes");
-	uint64_t crit = node_u64(0, "critical_bp");
+	uint64_t total = node_attr_u64(0, "total_bytes");
+	uint64_t crit = node_attr_u64(0, "critical_bp");
 	struct umm_event ev;
 
 	ASSERT_EQ(0, umm_inject("node 0 critical"));

@@ -26,16 +26,6 @@
 
 TEST_TIMEOUT_SET(node0_fills_up, 300);
 
-static uint64_t node_u64(int nid, const char *what)
-{
-	char p[128];
-	uint64_t v = 0;
-
-	snprintf(p, sizeof(p), "nodes/node%d/%s", nid, what);
-	attr_read_u64(p, &v);
-	return v;
-}
-
 FIXTURE(fill) {
 	uint64_t old_interval, old_wm[3];
 	struct hog hog;
@@ -54,9 +44,7 @@ FIXTURE_SETUP(fill)
 	self->hog.pid = 0;
 	ASSERT_EQ(0, attr_read_u64("interval_ms", &self->old_interval));
 	ASSERT_EQ(0, attr_write_u64("interval_ms", INTERVAL_MS));
-	self->old_wm[0] = node_u64(0, "low_bp");
-	self->old_wm[1] = node_u64(0, "medium_bp");
-	self->old_wm[2] = node_u64(0, "critical_bp");
+	node_wm_save(0, self->old_wm);
 	/* raise low first, lower critical last: always ordered */
 	ASSERT_EQ(0, attr_write("nodes/node0/low_bp", "3000"));
 	ASSERT_EQ(0, attr_write("nodes/node0/medium_bp", "2000"));
@@ -78,16 +66,14 @@ FIXTURE_TEARDOWN(fill)
 	if (self->hog.pid > 0)
 		hog_stop(&self->hog);
 	attr_write_u64("interval_ms", self->old_interval);
-	attr_write_u64("nodes/node0/critical_bp", self->old_wm[2]);
-	attr_write_u64("nodes/node0/medium_bp", self->old_wm[1]);
-	attr_write_u64("nodes/node0/low_bp", self->old_wm[0]);
+	node_wm_restore(0, self->old_wm);
 	close(self->fd);
 	close(self->other);
 }
 
 TEST_F(fill, node0_fills_up)
 {
-	uint64_t total = node_u64(0, "total_bytes");
+	uint64_t total = node_attr_u64(0, "total_bytes");
 	uint64_t wm[5] = { 0 }, target, hyst = 0;
 	uint64_t kmin = node_min_wmark_bytes(0);
 	uint32_t max_level = UMM_LEVEL_NORMAL;
@@ -97,11 +83,12 @@ TEST_F(fill, node0_fills_up)
 
 	ASSERT_LT(0, total);
 	ASSERT_LE(0, ooms);
-	wm[UMM_LEVEL_LOW] = total * node_u64(0, "low_bp") / 10000;
-	wm[UMM_LEVEL_MEDIUM] = total * node_u64(0, "medium_bp") / 10000;
-	wm[UMM_LEVEL_CRITICAL] = total * node_u64(0, "critical_bp") / 10000;
+	wm[UMM_LEVEL_LOW] = total * node_attr_u64(0, "low_bp") / 10000;
+	wm[UMM_LEVEL_MEDIUM] = total * node_attr_u64(0, "medium_bp") / 10000;
+	wm[UMM_LEVEL_CRITICAL] = total * node_attr_u64(0, "critical_bp") /
+				 10000;
 	ASSERT_EQ(0, attr_read_u64("hysteresis_bp", &hyst));
-	target = total * (node_u64(0, "low_bp") + hyst) / 10000;
+	target = total * (node_attr_u64(0, "low_bp") + hyst) / 10000;
 	ASSERT_LT(kmin + 24 * MiB, wm[UMM_LEVEL_CRITICAL])
 		TH_LOG("critical must sit above the kernel's min watermark");
 	printf("# node0: %llu MiB, watermarks low %llu medium %llu critical %llu MiB free; kernel min %llu MiB\n",

@@ -38,16 +38,6 @@ FIXTURE(reclaim) {
 	int a, b, c;
 };
 
-static uint64_t node_u64(int nid, const char *what)
-{
-	char p[128];
-	uint64_t v = 0;
-
-	snprintf(p, sizeof(p), "nodes/node%d/%s", nid, what);
-	attr_read_u64(p, &v);
-	return v;
-}
-
 FIXTURE_SETUP(reclaim)
 {
 	/* a: node 0, reclaimable; b: node 1 only; c: node 0, none of it
@@ -66,9 +56,7 @@ FIXTURE_SETUP(reclaim)
 				 sizeof(self->old_wsf)));
 	ASSERT_EQ(0, sysctl_write("vm/watermark_scale_factor", "1000"));
 	/* keep node-0 PRESSURE out of the way: this test is about reclaim */
-	self->old_wm[0] = node_u64(0, "low_bp");
-	self->old_wm[1] = node_u64(0, "medium_bp");
-	self->old_wm[2] = node_u64(0, "critical_bp");
+	node_wm_save(0, self->old_wm);
 	ASSERT_EQ(0, attr_write("nodes/node0/critical_bp", "2"));
 	ASSERT_EQ(0, attr_write("nodes/node0/medium_bp", "3"));
 	ASSERT_EQ(0, attr_write("nodes/node0/low_bp", "4"));
@@ -91,9 +79,7 @@ FIXTURE_TEARDOWN(reclaim)
 	if (self->hog.pid > 0)
 		hog_stop(&self->hog);
 	sysctl_write("vm/watermark_scale_factor", self->old_wsf);
-	attr_write_u64("nodes/node0/low_bp", self->old_wm[0]);
-	attr_write_u64("nodes/node0/medium_bp", self->old_wm[1]);
-	attr_write_u64("nodes/node0/critical_bp", self->old_wm[2]);
+	node_wm_restore(0, self->old_wm);
 	close(self->a);
 	close(self->b);
 	close(self->c);
