@@ -105,6 +105,13 @@ struct um_backend_ops {
 	 */
 	int (*stream_record_fence)(struct um_backend *be, void *stream,
 				   struct um_fence *f);
+	/*
+	 * Host NUMA node nearest to device dev (cuda: from its PCI address),
+	 * so that host copies go there by default; < 0 when unknown. May be
+	 * NULL (sim: no real device, no node). (Added by the integration
+	 * engineer: um_context_create() places host copies with it.)
+	 */
+	int (*device_numa_node)(struct um_backend *be, int dev);
 };
 
 struct um_backend {

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "backend_cuda.h"
+#include "um_numa.h"
 
 static void umc_log(struct um_backend *be, int level, const char *call,
 		    const char *what)
@@ -505,6 +506,25 @@ static int umc_stream_record_fence(struct um_backend *be, void *stream,
 			    "cudaEventRecord(caller stream)");
 }
 
+/*
+ * The GPU's host NUMA node, from its PCI address in sysfs: the runtime's
+ * own attribute (cudaDevAttrHostNumaId) is newer than some drivers we run
+ * on, and sysfs is what the kernel itself uses for the device.
+ */
+static int umc_device_numa_node(struct um_backend *be, int dev)
+{
+	char bdf[32];
+	int ret;
+
+	if (dev < 0 || dev >= umc(be)->ndev)
+		return -EINVAL;
+	ret = umc_rt_check(be, cudaDeviceGetPCIBusId(bdf, sizeof(bdf), dev),
+			   "cudaDeviceGetPCIBusId");
+	if (ret)
+		return ret;
+	return um__numa_pci_node(bdf);
+}
+
 const struct um_backend_ops um_backend_cuda = {
 	.id = UM_BACKEND_CUDA,
 	.name = "cuda",
@@ -539,6 +559,7 @@ const struct um_backend_ops um_backend_cuda = {
 	.queue_wait_fence = umc_queue_wait_fence,
 	.stream_wait_fence = umc_stream_wait_fence,
 	.stream_record_fence = umc_stream_record_fence,
+	.device_numa_node = umc_device_numa_node,
 };
 
 #else /* !UM_HAVE_CUDA */

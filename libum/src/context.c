@@ -24,6 +24,9 @@
 #if UM_HAVE_SPILL
 #include "spill.h"
 #endif
+#if UM_HAVE_NUMA
+#include "um_numa.h"
+#endif
 
 /* ---- registry of live contexts ---------------------------------------- */
 
@@ -350,6 +353,34 @@ static int devices_init(struct um_context *ctx)
 	return 0;
 }
 
+/*
+ * Host copies near the GPU by default: the backend names device 0's node
+ * (cuda: from its PCI address), um__numa_default_home() weighs it against
+ * LIBUM_HOME_NODE and the machine's nodes. Done before the pool reserves
+ * anything, so a pool_size reservation lands there too.
+ */
+void um__context_place_home(struct um_context *ctx)
+{
+#if UM_HAVE_NUMA
+	const struct um_backend_ops *ops = ctx->be.ops;
+	int dev_node = -1, node;
+
+	if (ops && ops->device_numa_node && ctx->ndev > 0)
+		dev_node = ops->device_numa_node(&ctx->be, 0);
+	node = um__numa_default_home(dev_node);
+	if (node < 0 || node >= UM_POOL_MAX_NODES) {
+		ctx->home_node = UM_POOL_NODE_ANY;
+		return;
+	}
+	ctx->home_node = node;
+	um__log(ctx, UM_LOG_DEBUG,
+		"numa: host copies on node %d (device 0 reports %d)", node,
+		dev_node);
+#else
+	ctx->home_node = UM_POOL_NODE_ANY;
+#endif
+}
+
 static int pool_init(struct um_context *ctx)
 {
 	struct um_pool_config pc = {
@@ -483,6 +514,7 @@ int um_context_create(const struct um_config *cfg, struct um_context **out)
 	ret = devices_init(ctx);
 	if (ret)
 		goto fail;
+	um__context_place_home(ctx);
 	ret = pool_init(ctx);
 	if (ret)
 		goto fail;

@@ -202,6 +202,8 @@ struct um_context {
 };
 
 /* context.c */
+/* Set ctx->home_node from LIBUM_HOME_NODE or the device's NUMA node. */
+void um__context_place_home(struct um_context *ctx);
 int um__enter(struct um_context *ctx);
 int um__enter_const(const struct um_context *ctx);
 void um__exit(struct um_context *ctx);

@@ -428,12 +428,11 @@ int um__numa_pick(int exclude, uint64_t need)
 	return best;
 }
 
-int um__numa_default_home(const char *bdf)
+int um__numa_default_home(int dev_node)
 {
 	const char *env = getenv("LIBUM_HOME_NODE");
 	char *end;
 	long n;
-	int node;
 
 	if (env && *env) {
 		if (!strcmp(env, "any"))
@@ -444,10 +443,7 @@ int um__numa_default_home(const char *bdf)
 	}
 	if (um__numa_node_count() < 2)
 		return UM_NUMA_ANY;
-	if (bdf) {
-		node = um__numa_pci_node(bdf);
-		if (node >= 0 && um__numa_node_valid(node))
-			return node;
-	}
+	if (dev_node >= 0 && um__numa_node_valid(dev_node))
+		return dev_node;
 	return um__numa_node_valid(0) ? 0 : UM_NUMA_ANY;
 }

@@ -890,25 +890,6 @@ static uint64_t env_ms(const char *name, uint64_t def)
 	return ms;
 }
 
-/*
- * Host copies near the GPU by default, on a concrete node where there are
- * several, so that events naming a node find them (see um_numa.h). This is the
- * first issue-5 hook um_context_create() calls once the context works.
- */
-static void place_home(struct um_context *ctx)
-{
-	int node = um__numa_default_home(NULL);
-
-	if (um__enter(ctx))
-		return;
-	if (ctx->home_node == UM_POOL_NODE_ANY && node >= 0 &&
-	    node < UM_POOL_MAX_NODES) {
-		ctx->home_node = node;
-		um__log(ctx, UM_LOG_DEBUG, "numa: host copies on node %d", node);
-	}
-	um__exit(ctx);
-}
-
 static void pr_free(struct um_pressure *pr)
 {
 	umm_close(pr);
@@ -928,7 +909,6 @@ int um__pressure_start(struct um_context *ctx)
 
 	if (!ctx || ctx->pressure)
 		return -EINVAL;
-	place_home(ctx);
 	if (env_off("LIBUM_PRESSURE")) {
 		um__log(ctx, UM_LOG_INFO,
 			"pressure: LIBUM_PRESSURE=0; sources: own budgets");

@@ -5,6 +5,9 @@
  * a node lands there, bad arguments are refused. Moving pages between nodes
  * needs two nodes with memory: those tests skip on a one-node machine and
  * run in the VM (tests/e2e runs this program there with two nodes).
+ * The home node of a context (where host copies go by default) follows the
+ * node the backend reports for its device, LIBUM_HOME_NODE first, with sane
+ * fallbacks for an unknown or bogus node.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -17,6 +20,8 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "helpers.h"
+#include "internal.h"
 #include "um_numa.h"
 
 #define MiB (1024ull * 1024)
@@ -301,6 +306,104 @@ TEST(alloc_on_second_node)
 	ASSERT_EQ(to, um__numa_where(p, len, counts, 64));
 	ASSERT_EQ(len, counts[to]);
 	um__numa_free(p, len);
+}
+
+/* ---- a context's home node ------------------------------------------- */
+
+static struct um_backend_ops fake_ops;
+static int fake_node, fake_calls, fake_dev = -1;
+
+static int fake_device_numa_node(struct um_backend *be, int dev)
+{
+	fake_calls++;
+	fake_dev = dev;
+	return fake_node;
+}
+
+/* home node a context gets when device 0 reports node (env as set) */
+static int home_for(int node)
+{
+	struct um_context *ctx = ctx_sim(0, 64 * MiB);
+	const struct um_backend_ops *real;
+	int home;
+
+	if (!ctx)
+		return -1000;
+	real = ctx->be.ops;
+	fake_ops = *real;
+	fake_ops.device_numa_node = fake_device_numa_node;
+	fake_node = node;
+	fake_calls = 0;
+	ctx->be.ops = &fake_ops;
+	ctx->home_node = -1000;
+	um__context_place_home(ctx);
+	home = ctx->home_node;
+	ctx->be.ops = real;
+	if (um_context_destroy(ctx))
+		return -1001;
+	return home;
+}
+
+/* several nodes: the reported one; one node: no placement (as before) */
+TEST(home_follows_device_node)
+{
+	int last = um__numa_max_node();
+	int multi = um__numa_node_count() > 1;
+
+	unsetenv("LIBUM_HOME_NODE");
+	while (last > 0 && !um__numa_node_valid(last))
+		last--;
+	ASSERT_EQ(multi ? last : UM_NUMA_ANY, home_for(last));
+	ASSERT_EQ(1, fake_calls);
+	ASSERT_EQ(0, fake_dev);
+	if (!multi)
+		TH_LOG("one node: the reported node is not used (no placement)");
+}
+
+TEST(home_falls_back_on_unknown_node)
+{
+	int fallback = um__numa_node_count() > 1 ? 0 : UM_NUMA_ANY;
+
+	unsetenv("LIBUM_HOME_NODE");
+	ASSERT_EQ(fallback, home_for(-1));
+	ASSERT_EQ(fallback, home_for(-ENODEV));
+	ASSERT_EQ(fallback, home_for(um__numa_max_node() + 1));
+	ASSERT_EQ(fallback, home_for(100000));
+}
+
+TEST(home_env_beats_device)
+{
+	int last = um__numa_max_node();
+
+	setenv("LIBUM_HOME_NODE", "0", 1);
+	ASSERT_EQ(0, home_for(last));
+	ASSERT_EQ(0, home_for(-1));
+	setenv("LIBUM_HOME_NODE", "any", 1);
+	ASSERT_EQ(UM_NUMA_ANY, home_for(0));
+	/* a bad value is ignored: back to the device's node */
+	setenv("LIBUM_HOME_NODE", "12x", 1);
+	ASSERT_EQ(um__numa_node_count() > 1 ? 0 : UM_NUMA_ANY, home_for(0));
+	unsetenv("LIBUM_HOME_NODE");
+}
+
+/* the sim reports no node: a created context gets the plain default */
+TEST(home_of_sim_context)
+{
+	struct um_context *ctx;
+	int want;
+
+	unsetenv("LIBUM_HOME_NODE");
+	ctx = ctx_sim(0, 64 * MiB);
+	ASSERT_NONNULL(ctx);
+	want = um__numa_default_home(-1);
+	ASSERT_EQ(want, ctx->home_node);
+	ASSERT_EQ(0, um_context_destroy(ctx));
+	setenv("LIBUM_HOME_NODE", "0", 1);
+	ctx = ctx_sim(0, 64 * MiB);
+	ASSERT_NONNULL(ctx);
+	ASSERT_EQ(0, ctx->home_node);
+	ASSERT_EQ(0, um_context_destroy(ctx));
+	unsetenv("LIBUM_HOME_NODE");
 }
 
 TEST_HARNESS_MAIN
