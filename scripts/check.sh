@@ -59,8 +59,8 @@ for d in "${SUITES[@]}"; do
 	fi
 	# Only a missing target skips a suite; any other dry-run error (say a
 	# prerequisite that failed to build) runs it, so that it is counted.
-	if LC_ALL=C $MAKE -C "$d" -n check 2>&1 >/dev/null |
-		grep -q "No rule to make target 'check'"; then
+	dry=$(LC_ALL=C $MAKE -C "$d" -n check 2>&1 >/dev/null)
+	if [[ $dry == *"No rule to make target 'check'"* ]]; then
 		summary+=("$(printf '%-14s no check target' "$d")")
 		continue
 	fi
@@ -71,9 +71,13 @@ for d in "${SUITES[@]}"; do
 	$MAKE --no-print-directory -C "$d" check 2>&1 | tee "$log"
 	rc=${PIPESTATUS[0]}
 
-	# pass fail skip of this suite, from every Totals line in its log
-	read -r p f s < <(tr -d '\r' <"$log" | awk '
+	# pass fail skip of this suite, and how many Totals lines it has.
+	# Counted in the one awk that reads the whole log: a `grep -q` reading
+	# a pipe quits at its first match, and under pipefail the SIGPIPE of
+	# the writer made a log with Totals lines look like one without.
+	read -r p f s t < <(tr -d '\r' <"$log" | awk '
 		/^[ \t]*# Totals: / {
+			t++
 			for (i = 3; i <= NF; i++) {
 				split($i, kv, ":")
 				if (kv[1] == "pass" || kv[1] == "xfail") p += kv[2]
@@ -82,14 +86,14 @@ for d in "${SUITES[@]}"; do
 				else if (kv[1] == "skip") s += kv[2]
 			}
 		}
-		END { print p + 0, f + 0, s + 0 }')
+		END { print p + 0, f + 0, s + 0, t + 0 }')
 	note=""
 	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
 		f=1
 		note=" + make exited $rc with no failing test: counted as 1 failure"
 	elif [ "$rc" -ne 0 ]; then
 		note=" (make exited $rc)"
-	elif ! tr -d '\r' <"$log" | grep -q '^[[:space:]]*# Totals: '; then
+	elif [ "$t" -eq 0 ]; then
 		f=1
 		note=" + no '# Totals:' line: counted as 1 failure"
 	fi

@@ -44,7 +44,9 @@ missing_of() {
 
 # A 6.12 kernel is present when its image and headers are (see kernels).
 bpo_present() {
-	kernels 2>/dev/null | grep -q '^6\.12\.'
+	local k
+	k=$(kernels 2>/dev/null)
+	grep -q '^6\.12\.' <<<"$k"
 }
 
 kernels() {

@@ -44,8 +44,11 @@ done
 [ -n "$out" ] || die "-o OUT is required"
 [ -n "$kver" ] || die "--kernel VER is required"
 is_static() {	# an ELF without a program interpreter needs no libc
-	readelf -lW "$1" 2>/dev/null | grep -q 'Requesting program interpreter' &&
-		return 1
+	# Read into a variable: `| grep -q` quits at its match, and under
+	# pipefail readelf's SIGPIPE would turn "dynamic" into "static".
+	local phdrs
+	phdrs=$(readelf -lW "$1" 2>/dev/null)
+	[[ $phdrs == *'Requesting program interpreter'* ]] && return 1
 	readelf -h "$1" >/dev/null 2>&1
 }
 busybox=
