@@ -41,6 +41,7 @@
 #define TAG_PSI		2
 #define TAG_WAKE	3
 #define DEF_REPORT_MS	100
+#define HOME_CHECK_NS	(1000ull * 1000000ull)	/* steered away: look home */
 #define PSI_TRIGGER	"some 150000 2000000"	/* 150 ms stalled in 2 s */
 #define PSI_SHED_MIN	(64ull << 20)
 #define MAX_GPUS	(UMM_MAX_GPUS < UM_MAX_DEVICES ? UMM_MAX_GPUS : \
@@ -86,6 +87,15 @@ struct um_pressure {
 	 */
 	uint32_t hot;			/* bit per node < 32 */
 	um_tier_t hot_dest[32];
+	/*
+	 * Free bytes a node had when it was said to be LOW or worse: about
+	 * its low mark. Copies steered away come home only when the node's
+	 * free memory covers them and stays above it, or they would push it
+	 * straight back to LOW (seen in the VM: a RELIEF after every move,
+	 * the copies back on the next step, PRESSURE again).
+	 */
+	uint64_t low_mark[32];
+	uint64_t last_home_check_ns;
 
 	/* PSI */
 	int psi_fd;
@@ -544,23 +554,85 @@ static void keep_off_hot(struct um_pressure *pr)
 	}
 }
 
-static void steer_back(struct um_pressure *pr, const struct umm_event *ev)
+/*
+ * Free chunks of the pool on nodes we are keeping off: moves and restores
+ * leave them behind, and until they go back the node is no better off.
+ */
+static void trim_kept_off(struct um_pressure *pr)
+{
+	uint32_t nodes = pr->hot;
+
+	if (pr->home_orig >= 0 && pr->home_orig < 32)
+		nodes |= 1u << pr->home_orig;
+	for (int n = 0; n < 32 && n < UM_POOL_MAX_NODES; n++) {
+		if (!(nodes & (1u << n)) || um__enter(pr->ctx))
+			continue;
+		(void)um__pool_trim(pr->ctx->pool, n, 0);
+		um__exit(pr->ctx);
+	}
+}
+
+/* Host bytes held on nodes other than node. */
+static uint64_t held_off(struct um_pressure *pr, int node)
+{
+	uint64_t sum = 0;
+	struct books b;
+
+	if (collect(pr->ctx, &b))
+		return UINT64_MAX;
+	for (int n = 0; n < UM_STATS_MAX_NODES; n++)
+		if (n != node)
+			sum += b.host_res[n];
+	return sum;
+}
+
+/*
+ * Send new host copies home again if the home node, with free_b bytes
+ * free, has room for what would come back and stays a quarter above its
+ * low mark.
+ */
+static void try_home(struct um_pressure *pr, uint64_t free_b)
 {
 	struct um_context *ctx = pr->ctx;
+	int home = pr->home_orig;
+	uint64_t away, mark;
 
-	if (ev->tier_type == UMM_TIER_HOST_NODE && ev->tier_id < 32 &&
-	    ev->level <= UMM_LEVEL_NORMAL)
-		pr->hot &= ~(1u << ev->tier_id);
-	if (pr->home_orig < 0 || ev->tier_type != UMM_TIER_HOST_NODE ||
-	    (int)ev->tier_id != pr->home_orig || ev->level > UMM_LEVEL_NORMAL ||
-	    um__enter(ctx))
+	if (home < 0 || home >= 32 || (pr->hot & (1u << home)))
 		return;
-	ctx->home_node = pr->home_orig;
+	away = held_off(pr, home);
+	mark = pr->low_mark[home] + pr->low_mark[home] / 4;
+	if (away > free_b || free_b - away < mark || um__enter(ctx))
+		return;
+	ctx->home_node = home;
 	um__log(ctx, UM_LOG_INFO,
-		"pressure: node %d has room again; new host copies go there",
-		pr->home_orig);
+		"pressure: node %d has room again (%llu MiB free, %llu MiB to come back); new host copies go there",
+		home, (unsigned long long)(free_b >> 20),
+		(unsigned long long)(away >> 20));
 	pr->home_orig = -1;
 	um__exit(ctx);
+}
+
+static void steer_back(struct um_pressure *pr, const struct umm_event *ev)
+{
+	if (ev->tier_type != UMM_TIER_HOST_NODE || ev->tier_id >= 32 ||
+	    ev->level > UMM_LEVEL_NORMAL)
+		return;
+	pr->hot &= ~(1u << ev->tier_id);
+	if ((int)ev->tier_id == pr->home_orig)
+		try_home(pr, ev->bytes_free);
+}
+
+/* Between events: is the node we steered away from roomy again? */
+static void check_home(struct um_pressure *pr)
+{
+	uint64_t free_b, total;
+
+	if (pr->home_orig < 0 ||
+	    now_ns() - pr->last_home_check_ns < HOME_CHECK_NS)
+		return;
+	pr->last_home_check_ns = now_ns();
+	if (!um__numa_node_mem(pr->home_orig, &free_b, &total))
+		try_home(pr, free_b);
 }
 
 static void handle_pressure(struct um_pressure *pr, const struct umm_event *ev)
@@ -574,6 +646,9 @@ static void handle_pressure(struct um_pressure *pr, const struct umm_event *ev)
 		tier = UM_TIER_HOST_NODE(ev->tier_id);
 		dest = dest_for(pr, ev->dest_node, (int)ev->tier_id);
 		if (ev->level >= UMM_LEVEL_LOW) {
+			if (ev->tier_id < 32 &&
+			    ev->bytes_free > pr->low_mark[ev->tier_id])
+				pr->low_mark[ev->tier_id] = ev->bytes_free;
 			steer_home(pr, (int)ev->tier_id, ev->dest_node);
 			mark_hot(pr, ev->tier_id, dest);
 		}
@@ -826,8 +901,11 @@ static void *loop(void *arg)
 	maybe_report(pr, true);
 	while (!atomic_load(&pr->stop)) {
 		ret = wait_cqe(pr, tick_ms);
-		if (pr->hot && now_ns() - last_keep >= pr->report_ns) {
+		if ((pr->hot || pr->home_orig >= 0) &&
+		    now_ns() - last_keep >= pr->report_ns) {
 			keep_off_hot(pr);
+			trim_kept_off(pr);
+			check_home(pr);
 			last_keep = now_ns();
 		}
 		if (ret == -ETIME) {

@@ -153,6 +153,31 @@ int e2e_node_free(int node, uint64_t *free_b, uint64_t *total_b)
 	return 0;
 }
 
+/* Sums "N<node>=<pages>" of every mapping, in its own page size. */
+int e2e_self_node_bytes(uint64_t *bytes, int nnodes)
+{
+	FILE *f = fopen("/proc/self/numa_maps", "r");
+	char line[1024];
+
+	if (!f)
+		return -errno;
+	memset(bytes, 0, sizeof(*bytes) * (size_t)nnodes);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long kb = 4, pages;
+		char *p = strstr(line, "kernelpagesize_kB=");
+		int node;
+
+		if (p)
+			sscanf(p, "kernelpagesize_kB=%llu", &kb);
+		for (p = strstr(line, " N"); p; p = strstr(p + 1, " N"))
+			if (sscanf(p, " N%d=%llu", &node, &pages) == 2 &&
+			    node >= 0 && node < nnodes)
+				bytes[node] += pages * kb * 1024;
+	}
+	fclose(f);
+	return 0;
+}
+
 int e2e_bind_node(int node)
 {
 	unsigned long mask[16] = { 0 };
@@ -263,6 +288,8 @@ static void on_log(void *arg, int level, const char *msg)
 		fflush(stdout);
 	}
 	pthread_mutex_lock(&t->lock);
+	if (strstr(msg, "is under pressure; new host copies go to node"))
+		t->steered_away++;
 	if (level <= UM_LOG_ERR)
 		t->errs++;
 	else if (level == UM_LOG_WARN)

@@ -37,6 +37,8 @@ int e2e_write_str(const char *path, const char *val);
 bool e2e_have_umm(void);
 /* Node memory from /sys/devices/system/node/node<N>/meminfo. */
 int e2e_node_free(int node, uint64_t *free_b, uint64_t *total_b);
+/* This process's resident bytes per node (bytes[0..nnodes-1]), numa_maps. */
+int e2e_self_node_bytes(uint64_t *bytes, int nnodes);
 
 /*
  * Watermarks for a 512 MiB node on every node that has them writable:
@@ -90,6 +92,8 @@ struct trainer {
 	uint64_t pressure_events;
 	uint32_t max_level;
 	uint64_t evicted, errors;
+	/* times libum sent new host copies away from an overfull home node */
+	uint64_t steered_away;
 	/* log lines worth showing */
 	char log[8192];
 	size_t loglen;

@@ -6,7 +6,8 @@
  * libum moves the trainer's released host copies there, ACKs, and the
  * pressure that would OOM-kill the trainer with the reaction off (see
  * e2e_oom_off) fits. Passes when: no OOM (the rig's dmesg judge), copies
- * now on node 1, events received and ACKed, trainer checksum intact.
+ * now on node 1, events received and ACKed, no back and forth between
+ * the nodes, trainer checksum intact.
  * Reports the lead time (first event -> node 0 critical) and event-to-ACK
  * latency.
  */
@@ -37,6 +38,13 @@ TEST(node0_fills_copies_move_to_node1)
 	EXPECT_LT(0, res.umm_events);
 	EXPECT_LT(0, res.acks);
 	EXPECT_LT(0, res.shed_bytes);
+	/*
+	 * Once away, copies stay away while node 0 is still filling: a
+	 * RELIEF that their own move caused must not bring them back (they
+	 * would push the node to LOW again at the next step).
+	 */
+	EXPECT_GE(2, res.steered_away)
+		TH_LOG("copies went back and forth between the nodes");
 	/*
 	 * The copies went where the module said there was room (they come
 	 * home once node 0 has room again, so look at node 1's peak).

@@ -71,6 +71,7 @@ static void fill_stats(struct trainer *t, struct scenario_result *r)
 	pthread_mutex_lock(&t->lock);
 	r->first_pressure_ns = t->first_pressure_ns;
 	r->max_level = t->max_level;
+	r->steered_away = t->steered_away;
 	pthread_mutex_unlock(&t->lock);
 }
 
@@ -109,9 +110,19 @@ static void trainer_child(const struct scenario *sc, int wfd, int rfd)
 			break;
 		if (getenv("E2E_DEBUG")) {
 			uint64_t h[2] = { 0, 0 }, sp = 0, dev = 0, f0 = 0, t0 = 0;
+			uint64_t rss[2] = { 0, 0 };
+			struct um_stats st = { .size = sizeof(st) };
 
 			trainer_where(&t, h, 2, &sp, &dev);
 			e2e_node_free(0, &f0, &t0);
+			e2e_self_node_bytes(rss, 2);
+			um_stats_get(t.ctx, &st);
+			printf("# step %llu: rss node0 %llu node1 %llu MiB, pool %llu MiB in %llu chunks\n",
+			       (unsigned long long)t.steps,
+			       (unsigned long long)(rss[0] / MiB),
+			       (unsigned long long)(rss[1] / MiB),
+			       (unsigned long long)(st.pool_bytes / MiB),
+			       (unsigned long long)st.pool_chunks);
 			printf("# step %llu: host node0 %llu MiB node1 %llu MiB spill %llu MiB dev %llu MiB; node0 free %llu MiB\n",
 			       (unsigned long long)t.steps,
 			       (unsigned long long)(h[0] / MiB),
@@ -320,6 +331,8 @@ void scenario_report(const struct scenario *sc,
 	       (unsigned long long)(r->host_peak[1] / MiB),
 	       (unsigned long long)(r->spill_end / MiB),
 	       (unsigned long long)(r->spill_peak / MiB));
+	printf("# %s: new host copies steered off node 0 %llu time(s)\n",
+	       sc->name, (unsigned long long)r->steered_away);
 	printf("# %s: umm events %llu, ACKs %llu (%llu MiB freed), shed %llu MiB, event-to-ACK avg %.1f ms max %.1f ms, sources 0x%x, fallbacks %u\n",
 	       sc->name, (unsigned long long)r->umm_events,
 	       (unsigned long long)r->acks,
