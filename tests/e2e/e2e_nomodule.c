@@ -15,21 +15,9 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "probes.h"
 #include "e2e.h"
 #include "pressure.h"
-
-static int psi_works(void)
-{
-	static const char trig[] = "some 150000 2000000";
-	int fd = open("/proc/pressure/memory", O_RDWR | O_NONBLOCK);
-	int ok;
-
-	if (fd < 0)
-		return 0;
-	ok = write(fd, trig, sizeof(trig)) > 0;
-	close(fd);
-	return ok;
-}
 
 TEST(trainer_without_module)
 {
@@ -50,7 +38,7 @@ TEST(trainer_without_module)
 
 	if (!access("/dev/umm", F_OK))
 		SKIP(return, "umm.ko is loaded here (this one runs without it)");
-	if (psi_works())
+	if (probe_psi_trigger())
 		want |= UM_PSRC_PSI;
 	setenv("LIBUM_PRESSURE", "1", 1);
 	ASSERT_EQ(0, trainer_init(&t, &cfg));

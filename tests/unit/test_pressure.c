@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "probes.h"
 #include "helpers.h"
 #include "pressure.h"
 
@@ -54,20 +55,6 @@ static int log_count(const char *needle)
 		p += strlen(needle);
 	}
 	return n;
-}
-
-/* Whether this kernel takes a PSI memory trigger, tested independently. */
-static int psi_works(void)
-{
-	static const char trig[] = "some 150000 2000000";
-	int fd = open("/proc/pressure/memory", O_RDWR | O_NONBLOCK);
-	int ok;
-
-	if (fd < 0)
-		return 0;
-	ok = write(fd, trig, sizeof(trig)) > 0;
-	close(fd);
-	return ok;
 }
 
 TEST(no_module_no_psi_budgets_only)
@@ -112,7 +99,7 @@ TEST(device_refusing_handshake)
 /* PSI is used exactly when the kernel accepts a trigger (not here: EINVAL). */
 TEST(psi_as_this_kernel_allows)
 {
-	int want = psi_works();
+	int want = probe_psi_trigger();
 	struct um_context *ctx;
 
 	setenv("LIBUM_UMM_DEV", NO_DEV, 1);
