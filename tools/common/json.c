@@ -10,15 +10,26 @@
 void ut_json_init(struct ut_json *j, FILE *f)
 {
 	j->f = f;
+	j->line = false;
 	j->depth = 0;
 	j->first[0] = true;
 	j->in_array[0] = true;	/* the top level takes no key */
 }
 
+void ut_json_init_line(struct ut_json *j, FILE *f)
+{
+	ut_json_init(j, f);
+	j->line = true;
+}
+
+/* Newline and indent before a member or a closing bracket (pretty only). */
 static void indent(struct ut_json *j)
 {
 	int i;
 
+	if (j->line)
+		return;
+	fputc('\n', j->f);
 	for (i = 0; i < j->depth; i++)
 		fputs("  ", j->f);
 }
@@ -58,12 +69,11 @@ static void value_prefix(struct ut_json *j, const char *key)
 	if (!j->first[j->depth])
 		fputc(',', j->f);
 	if (j->depth)
-		fputc('\n', j->f);
+		indent(j);
 	j->first[j->depth] = false;
-	indent(j);
 	if (!j->in_array[j->depth]) {
 		put_string(j->f, key ? key : "");
-		fputs(": ", j->f);
+		fputs(j->line ? ":" : ": ", j->f);
 	}
 }
 
@@ -83,10 +93,8 @@ static void close_scope(struct ut_json *j, char c)
 
 	if (j->depth)
 		j->depth--;
-	if (!empty) {
-		fputc('\n', j->f);
+	if (!empty)
 		indent(j);
-	}
 	fputc(c, j->f);
 }
 

@@ -66,3 +66,8 @@ int ut_table_print(struct libscols_table *tb)
 	scols_unref_table(tb);
 	return rc ? -EIO : 0;
 }
+
+void ut_table_free(struct libscols_table *tb)
+{
+	scols_unref_table(tb);
+}

@@ -141,4 +141,32 @@ TEST(json_writer_shape)
 	ASSERT_STREQ(want, buf);
 }
 
+TEST(json_writer_line)
+{
+	const char *want = "{\"a\":1,\"l\":[true,{}],\"e\":[]}\n";
+	struct ut_json j;
+	char buf[128];
+	size_t n;
+	FILE *f = tmpfile();
+
+	ASSERT_NONNULL(f);
+	ut_json_init_line(&j, f);
+	ut_json_obj_begin(&j, NULL);
+	ut_json_u64(&j, "a", 1);
+	ut_json_arr_begin(&j, "l");
+	ut_json_bool(&j, NULL, true);
+	ut_json_obj_begin(&j, NULL);
+	ut_json_obj_end(&j);
+	ut_json_arr_end(&j);
+	ut_json_arr_begin(&j, "e");
+	ut_json_arr_end(&j);
+	ut_json_obj_end(&j);
+	ut_json_finish(&j);
+	rewind(f);
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	ASSERT_STREQ(want, buf);
+}
+
 TEST_HARNESS_MAIN

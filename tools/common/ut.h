@@ -81,6 +81,7 @@ void ut_progress_end(struct ut_progress *p);
 
 struct ut_json {
 	FILE *f;
+	bool line;		/* the whole document on one line */
 	int depth;
 	bool first[UT_JSON_MAX_DEPTH];
 	bool in_array[UT_JSON_MAX_DEPTH];
@@ -91,6 +92,8 @@ struct ut_json {
  * be NULL inside arrays and at the top level and non-NULL inside objects.
  */
 void ut_json_init(struct ut_json *j, FILE *f);
+/* The same, on one line without blanks: for newline-delimited streams. */
+void ut_json_init_line(struct ut_json *j, FILE *f);
 void ut_json_obj_begin(struct ut_json *j, const char *key);
 void ut_json_obj_end(struct ut_json *j);
 void ut_json_arr_begin(struct ut_json *j, const char *key);
@@ -117,5 +120,131 @@ int ut_table_row(struct libscols_table *tb, const char *const *cells);
 int ut_table_rowf(struct libscols_table *tb, int ncols, ...);
 /* Prints to stdout and frees the table. */
 int ut_table_print(struct libscols_table *tb);
+/* Frees a table without printing it. */
+void ut_table_free(struct libscols_table *tb);
+
+/* ---- umm.ko's files (umm.c) ------------------------------------------- */
+
+/*
+ * ROOT stands for /sys: the module's files are ROOT/kernel/mm/umm/... and
+ * ROOT/kernel/debug/umm/clients, so tests can point the tools at a fake tree
+ * (--sysfs-root or $UMM_SYSFS_ROOT). Documentation/ABI/testing/
+ * sysfs-kernel-mm-umm describes every file.
+ */
+#define UT_UMM_ROOT_ENV		"UMM_SYSFS_ROOT"
+#define UT_UMM_DIR		"/kernel/mm/umm"
+#define UT_UMM_CLIENTS		"/kernel/debug/umm/clients"
+#define UT_UMM_MAX_GPUS		16
+#define UT_UMM_LEVEL_LEN	16
+#define UT_UMM_ETA_NONE		4294967295ull	/* eta_ms: not falling */
+
+/* The figures and knobs of each directory, in the ABI's order. */
+#define UT_UMM_GLOBALS(X)						\
+	X(api_version) X(enabled) X(interval_ms) X(queue_len)		\
+	X(hysteresis_bp) X(event_min_interval_ms) X(repeat_interval_ms)	\
+	X(clients) X(events_sent) X(events_dropped) X(overflows) X(acks)	\
+	X(bytes_freed) X(ack_latency_ns_avg) X(ack_latency_ns_max)	\
+	X(shrinker_calls) X(oom_calls)
+#define UT_UMM_NODE_FIELDS(X)						\
+	X(low_bp) X(medium_bp) X(critical_bp) X(critical_effective_bytes)	\
+	X(free_bytes) X(total_bytes) X(resident_bytes)			\
+	X(reclaimable_bytes) X(eta_ms) X(events)
+#define UT_UMM_GPU_FIELDS(X)						\
+	X(budget_bytes) X(used_bytes) X(reclaimable_bytes) X(events)
+
+#define UT_UMM_G_ENUM(n)	UT_UMM_G_##n,
+#define UT_UMM_N_ENUM(n)	UT_UMM_N_##n,
+#define UT_UMM_GPU_ENUM(n)	UT_UMM_GPU_##n,
+enum { UT_UMM_GLOBALS(UT_UMM_G_ENUM) UT_UMM_G_COUNT };
+enum { UT_UMM_NODE_FIELDS(UT_UMM_N_ENUM) UT_UMM_N_COUNT };
+enum { UT_UMM_GPU_FIELDS(UT_UMM_GPU_ENUM) UT_UMM_GPU_COUNT };
+
+/* File names, indexed by the enums above. */
+extern const char *const ut_umm_global_names[UT_UMM_G_COUNT];
+extern const char *const ut_umm_node_names[UT_UMM_N_COUNT];
+extern const char *const ut_umm_gpu_names[UT_UMM_GPU_COUNT];
+
+struct ut_umm_node {
+	unsigned int id;
+	char level[UT_UMM_LEVEL_LEN];
+	uint64_t v[UT_UMM_N_COUNT];
+};
+
+struct ut_umm_gpu {
+	unsigned int id;
+	char level[UT_UMM_LEVEL_LEN];
+	uint64_t v[UT_UMM_GPU_COUNT];
+};
+
+/* Everything under ROOT/kernel/mm/umm at one time. */
+struct ut_umm {
+	uint64_t t_ns;			/* ut_now_ns() when read */
+	uint64_t g[UT_UMM_G_COUNT];
+	struct ut_umm_node *nodes;	/* by id */
+	size_t nnodes;
+	struct ut_umm_gpu gpus[UT_UMM_MAX_GPUS];
+	size_t ngpus;
+	char failed[128];		/* the file that could not be read */
+};
+
+struct ut_umm_client {
+	int pid;
+	char name[32];
+	int priority;
+	int ready;
+	uint64_t queue_len, queued, events, drops, acks, bytes_freed;
+	uint64_t ack_ns_avg;
+	char books[1024];	/* "node0:<res>/<recl>,gpu1:..." or "-" */
+};
+
+/* opt when set, else $UMM_SYSFS_ROOT when set, else "/sys". */
+const char *ut_umm_root(const char *opt);
+/* ROOT/kernel/mm/umm/REL into buf; -ENAMETOOLONG if it does not fit. */
+int ut_umm_path(char *buf, size_t len, const char *root, const char *rel);
+/* First line of ROOT/kernel/mm/umm/REL, newline removed: 0 or -errno. */
+int ut_umm_read_str(const char *root, const char *rel, char *buf,
+		    size_t len);
+/* The same as a decimal number (-EPROTO if it is not one). */
+int ut_umm_read_u64(const char *root, const char *rel, uint64_t *out);
+/*
+ * Is umm.ko there? 0 when ROOT/kernel/mm/umm is a directory, -ENOENT when
+ * it is not, another -errno when it cannot be told (-EACCES).
+ */
+int ut_umm_present(const char *root);
+/*
+ * Reads every file of the tree into s: 0, -ENOENT when umm.ko is not
+ * loaded, else the -errno of the first file that failed (its name in
+ * s->failed; -EACCES as non-root). ut_umm_free(s) afterwards, always.
+ */
+int ut_umm_read(const char *root, struct ut_umm *s);
+void ut_umm_free(struct ut_umm *s);
+/*
+ * The debugfs client table: 0 with *out (free() it) and *n, -ENOENT when
+ * umm.ko is not loaded, -ENODEV when debugfs is not mounted on
+ * ROOT/kernel/debug, -EACCES when not root, -EPROTO for a line it cannot
+ * parse.
+ */
+int ut_umm_clients(const char *root, struct ut_umm_client **out, size_t *n);
+/* One line saying why ut_umm_read/ut_umm_clients failed with err. */
+void ut_umm_warn(const char *root, const char *what, int err);
+
+/*
+ * "module", "nodes" and "gpus" members of the current JSON object; with
+ * decline (see ut_umm_print_nodes), each node's as free_decline_bytes_per_s.
+ */
+void ut_umm_json(struct ut_json *j, const struct ut_umm *s,
+		 const double *decline);
+/* An array member key of client objects (books parsed into an array). */
+void ut_umm_json_clients(struct ut_json *j, const char *key,
+			 const struct ut_umm_client *c, size_t n);
+/*
+ * Tables on stdout. decline: bytes per second the free memory of each node
+ * fell since the last sample, negative when it grew, NaN when unknown (a
+ * column only when not NULL). GPUs without a
+ * budget, usage, events or a level are left out unless all.
+ */
+int ut_umm_print_nodes(const struct ut_umm *s, const double *decline);
+int ut_umm_print_gpus(const struct ut_umm *s, bool all);
+int ut_umm_print_clients(const struct ut_umm_client *c, size_t n);
 
 #endif /* UT_H */

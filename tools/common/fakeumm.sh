@@ -1,0 +1,72 @@
+# SPDX-License-Identifier: MIT
+# fakeumm.sh - a fake umm.ko tree for the tools' checks. Source it, then
+#   fake_umm ROOT            ROOT/kernel/mm/umm with the files, modes and
+#                            defaults of Documentation/ABI/testing/
+#                            sysfs-kernel-mm-umm: nodes 0 and 1 (1 GiB each),
+#                            gpu0..gpu15, an empty inject file, and
+#                            ROOT/kernel/debug/umm/clients with two clients
+#   fake_set ROOT REL VALUE  change one file
+#   expect RC PATTERN CMD... CMD exits RC and its stderr matches PATTERN
+#                            (the caller's $TMP holds its output)
+# ROOT stands for /sys (the tools' --sysfs-root).
+
+expect() {
+	local rc=$1 pat=$2
+	shift 2
+	"$@" >"$TMP/out" 2>"$TMP/err"
+	local got=$?
+	if [ $got -ne "$rc" ] || ! grep -q -- "$pat" "$TMP/err"; then
+		echo "'$*': exit $got (want $rc), stderr:"; cat "$TMP/err"
+		return 1
+	fi
+}
+
+fake_set() {
+	printf '%s\n' "$3" >"$1/kernel/mm/umm/$2"
+}
+
+# _fake_files DIR MODE NAME=VALUE...
+_fake_files() {
+	local d=$1 mode=$2 kv
+	shift 2
+	mkdir -p "$d"
+	for kv in "$@"; do
+		printf '%s\n' "${kv#*=}" >"$d/${kv%%=*}"
+		chmod "$mode" "$d/${kv%%=*}"
+	done
+}
+
+fake_umm() {
+	local u=$1/kernel/mm/umm n g
+	_fake_files "$u" 0600 enabled=1 interval_ms=100 queue_len=256 \
+		hysteresis_bp=200 event_min_interval_ms=100 \
+		repeat_interval_ms=1000
+	_fake_files "$u" 0400 api_version=1 clients=2 events_sent=40 \
+		events_dropped=1 overflows=1 acks=12 bytes_freed=268435456 \
+		ack_latency_ns_avg=1500000 ack_latency_ns_max=4000000 \
+		shrinker_calls=3 oom_calls=0
+	: >"$u/inject"
+	chmod 0200 "$u/inject"
+	for n in 0 1; do
+		_fake_files "$u/nodes/node$n" 0600 low_bp=2000 medium_bp=1000 \
+			critical_bp=500
+		_fake_files "$u/nodes/node$n" 0400 level=normal \
+			critical_effective_bytes=53687091 \
+			free_bytes=$((600 << 20)) total_bytes=$((1 << 30)) \
+			resident_bytes=$((64 << 20)) \
+			reclaimable_bytes=$((32 << 20)) eta_ms=4294967295 \
+			events=$((n * 5))
+	done
+	for g in $(seq 0 15); do
+		_fake_files "$u/gpus/gpu$g" 0600 budget_bytes=0
+		_fake_files "$u/gpus/gpu$g" 0400 level=normal used_bytes=0 \
+			reclaimable_bytes=0 events=0
+	done
+	mkdir -p "$1/kernel/debug/umm"
+	cat >"$1/kernel/debug/umm/clients" <<-'EOF'
+	pid name priority ready queue_len queued events drops acks bytes_freed ack_ns_avg tiers(resident/reclaimable)
+	4242 umtrain 0 1 256 0 30 1 10 201326592 1200000 node0:67108864/33554432,gpu1:1048576/0
+	4343 my trainer 2 -5 1 256 2 10 0 2 67108864 2100000 -
+	EOF
+	chmod 0400 "$1/kernel/debug/umm/clients"
+}

@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: MIT
+/*
+ * table_plain.c - the ut_table_* calls without libsmartcols, for static
+ * programs (build/libut-static.a): Debian ships no static libsmartcols, and
+ * the VM rig's initramfs has no shared libraries. Columns are padded to
+ * their widest cell and separated by one blank, as libsmartcols prints
+ * them when stdout is not a terminal.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ut.h"
+
+/* Opaque in ut.h: this file gives it its own body. */
+struct libscols_table {
+	int ncols;
+	unsigned int right;
+	char **cells;		/* row-major, the header is row 0 */
+	size_t nrows, cap;
+};
+
+void ut_table_free(struct libscols_table *tb)
+{
+	size_t i;
+
+	if (!tb)
+		return;
+	for (i = 0; i < tb->nrows * (size_t)tb->ncols; i++)
+		free(tb->cells[i]);
+	free(tb->cells);
+	free(tb);
+}
+
+int ut_table_row(struct libscols_table *tb, const char *const *cells)
+{
+	size_t base = tb->nrows * (size_t)tb->ncols;
+	int i;
+
+	if (tb->nrows == tb->cap) {
+		size_t cap = tb->cap ? tb->cap * 2 : 8;
+		char **p = realloc(tb->cells, cap * (size_t)tb->ncols *
+					      sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		tb->cells = p;
+		tb->cap = cap;
+	}
+	for (i = 0; i < tb->ncols; i++)
+		tb->cells[base + (size_t)i] = strdup(cells[i] ? cells[i] : "");
+	tb->nrows++;
+	for (i = 0; i < tb->ncols; i++)
+		if (!tb->cells[base + (size_t)i])
+			return -ENOMEM;
+	return 0;
+}
+
+struct libscols_table *ut_table_new(const char *const *cols, int ncols,
+				    unsigned int right_mask)
+{
+	struct libscols_table *tb;
+
+	if (ncols < 1 || ncols > 32)
+		return NULL;
+	tb = calloc(1, sizeof(*tb));
+	if (!tb)
+		return NULL;
+	tb->ncols = ncols;
+	tb->right = right_mask;
+	if (ut_table_row(tb, cols)) {
+		ut_table_free(tb);
+		return NULL;
+	}
+	return tb;
+}
+
+int ut_table_rowf(struct libscols_table *tb, int ncols, ...)
+{
+	const char *cells[32];
+	va_list ap;
+	int i;
+
+	if (ncols > 32 || ncols != tb->ncols)
+		return -EINVAL;
+	va_start(ap, ncols);
+	for (i = 0; i < ncols; i++)
+		cells[i] = va_arg(ap, const char *);
+	va_end(ap);
+	return ut_table_row(tb, cells);
+}
+
+static void print_row(const struct libscols_table *tb, size_t r,
+		      const int *width)
+{
+	int i;
+
+	for (i = 0; i < tb->ncols; i++) {
+		const char *c = tb->cells[r * (size_t)tb->ncols + (size_t)i];
+		bool right = i < 32 && (tb->right & (1u << i));
+		bool last = i == tb->ncols - 1;
+
+		if (right)
+			printf("%*s", width[i], c);
+		else
+			printf("%-*s", last ? 0 : width[i], c);
+		putchar(last ? '\n' : ' ');
+	}
+}
+
+int ut_table_print(struct libscols_table *tb)
+{
+	int width[32] = { 0 };
+	size_t r;
+	int i;
+
+	for (r = 0; r < tb->nrows; r++)
+		for (i = 0; i < tb->ncols && i < 32; i++) {
+			int w = (int)strlen(tb->cells[r * (size_t)tb->ncols +
+						      (size_t)i]);
+
+			if (w > width[i])
+				width[i] = w;
+		}
+	for (r = 0; r < tb->nrows; r++)
+		print_row(tb, r, width);
+	fflush(stdout);
+	ut_table_free(tb);
+	return ferror(stdout) ? -EIO : 0;
+}

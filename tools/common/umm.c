@@ -1,0 +1,417 @@
+// SPDX-License-Identifier: MIT
+/*
+ * umm.c - read umm.ko's sysfs tree and debugfs client table.
+ *
+ * Every file holds one value (Documentation/ABI/testing/sysfs-kernel-mm-umm).
+ * The tree is read file by file, so a snapshot is not atomic: each value is
+ * as the kernel had it when its file was read, which is what an admin tool
+ * can offer.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ut.h"
+
+#define UT_UMM_NAME(n)	#n,
+const char *const ut_umm_global_names[UT_UMM_G_COUNT] = {
+	UT_UMM_GLOBALS(UT_UMM_NAME)
+};
+const char *const ut_umm_node_names[UT_UMM_N_COUNT] = {
+	UT_UMM_NODE_FIELDS(UT_UMM_NAME)
+};
+const char *const ut_umm_gpu_names[UT_UMM_GPU_COUNT] = {
+	UT_UMM_GPU_FIELDS(UT_UMM_NAME)
+};
+
+const char *ut_umm_root(const char *opt)
+{
+	const char *env = getenv(UT_UMM_ROOT_ENV);
+
+	if (opt)
+		return opt;
+	return env && *env ? env : "/sys";
+}
+
+int ut_umm_path(char *buf, size_t len, const char *root, const char *rel)
+{
+	int n = snprintf(buf, len, "%s%s%s%s", root, UT_UMM_DIR,
+			 *rel ? "/" : "", rel);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/* Whole (small) file at path, NUL-terminated: 0 or -errno. */
+static int slurp(const char *path, char *buf, size_t len)
+{
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	if (n < 0) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	close(fd);
+	buf[n] = '\0';
+	return 0;
+}
+
+int ut_umm_read_str(const char *root, const char *rel, char *buf, size_t len)
+{
+	char path[4096];
+	int ret = ut_umm_path(path, sizeof(path), root, rel);
+
+	if (!ret)
+		ret = slurp(path, buf, len);
+	if (!ret)
+		buf[strcspn(buf, "\n")] = '\0';
+	return ret;
+}
+
+int ut_umm_read_u64(const char *root, const char *rel, uint64_t *out)
+{
+	char buf[32];
+	int ret = ut_umm_read_str(root, rel, buf, sizeof(buf));
+
+	if (ret)
+		return ret;
+	return ut_parse_u64(buf, 0, UINT64_MAX, out) ? -EPROTO : 0;
+}
+
+int ut_umm_present(const char *root)
+{
+	char path[4096];
+	struct stat st;
+
+	if (ut_umm_path(path, sizeof(path), root, ""))
+		return -ENAMETOOLONG;
+	if (stat(path, &st))
+		return errno == ENOTDIR ? -ENOENT : -errno;
+	return S_ISDIR(st.st_mode) ? 0 : -ENOENT;
+}
+
+/* Reads names[i] under dir into v[i]; the failing name into s->failed. */
+static int read_fields(const char *root, const char *dir,
+		       const char *const *names, int count, uint64_t *v,
+		       struct ut_umm *s)
+{
+	char rel[sizeof(s->failed)];
+	int i, ret;
+
+	for (i = 0; i < count; i++) {
+		snprintf(rel, sizeof(rel), "%s%s%s", dir, *dir ? "/" : "",
+			 names[i]);
+		ret = ut_umm_read_u64(root, rel, &v[i]);
+		if (ret == -ENOENT)
+			ret = -EPROTO;	/* the directory is there, not it */
+		if (ret) {
+			memcpy(s->failed, rel, sizeof(rel));
+			return ret;
+		}
+	}
+	return 0;
+}
+
+static int read_level(const char *root, const char *dir, char *level,
+		      struct ut_umm *s)
+{
+	char rel[sizeof(s->failed)];
+	int ret;
+
+	snprintf(rel, sizeof(rel), "%s/level", dir);
+	ret = ut_umm_read_str(root, rel, level, UT_UMM_LEVEL_LEN);
+	if (ret == -ENOENT)
+		ret = -EPROTO;
+	if (ret)
+		memcpy(s->failed, rel, sizeof(rel));
+	return ret;
+}
+
+static int cmp_uint(const void *a, const void *b)
+{
+	unsigned int x = *(const unsigned int *)a, y = *(const unsigned int *)b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * The ids N of the PREFIX<N> entries of ROOT/kernel/mm/umm/DIR, sorted, in
+ * *ids (malloc'ed). Returns the count or -errno.
+ */
+static int list_ids(const char *root, const char *dir, const char *prefix,
+		    unsigned int **ids)
+{
+	size_t plen = strlen(prefix), n = 0, cap = 0;
+	char path[4096];
+	struct dirent *de;
+	uint64_t id;
+	DIR *d;
+
+	*ids = NULL;
+	if (ut_umm_path(path, sizeof(path), root, dir))
+		return -ENAMETOOLONG;
+	d = opendir(path);
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		if (strncmp(de->d_name, prefix, plen) ||
+		    ut_parse_u64(de->d_name + plen, 0, 65535, &id))
+			continue;
+		if (n == cap) {
+			unsigned int *p;
+
+			cap = cap ? cap * 2 : 16;
+			p = realloc(*ids, cap * sizeof(*p));
+			if (!p) {
+				closedir(d);
+				return -ENOMEM;
+			}
+			*ids = p;
+		}
+		(*ids)[n++] = (unsigned int)id;
+	}
+	closedir(d);
+	if (n)
+		qsort(*ids, n, sizeof(**ids), cmp_uint);
+	return (int)n;
+}
+
+static int read_nodes(const char *root, struct ut_umm *s)
+{
+	unsigned int *ids;
+	char dir[64];
+	int n = list_ids(root, "nodes", "node", &ids), i, ret = 0;
+
+	if (n < 0) {
+		snprintf(s->failed, sizeof(s->failed), "nodes");
+		return n;
+	}
+	s->nodes = calloc(n ? (size_t)n : 1, sizeof(*s->nodes));
+	if (!s->nodes) {
+		free(ids);
+		return -ENOMEM;
+	}
+	for (i = 0; i < n && !ret; i++) {
+		struct ut_umm_node *nd = &s->nodes[i];
+
+		nd->id = ids[i];
+		snprintf(dir, sizeof(dir), "nodes/node%u", ids[i]);
+		ret = read_fields(root, dir, ut_umm_node_names, UT_UMM_N_COUNT,
+				  nd->v, s);
+		if (!ret)
+			ret = read_level(root, dir, nd->level, s);
+		s->nnodes = (size_t)i + 1;
+	}
+	free(ids);
+	return ret;
+}
+
+static int read_gpus(const char *root, struct ut_umm *s)
+{
+	unsigned int *ids;
+	char dir[64];
+	int n = list_ids(root, "gpus", "gpu", &ids), i, ret = 0;
+
+	if (n < 0) {
+		snprintf(s->failed, sizeof(s->failed), "gpus");
+		return n;
+	}
+	for (i = 0; i < n && !ret && s->ngpus < UT_UMM_MAX_GPUS; i++) {
+		struct ut_umm_gpu *g = &s->gpus[s->ngpus++];
+
+		g->id = ids[i];
+		snprintf(dir, sizeof(dir), "gpus/gpu%u", ids[i]);
+		ret = read_fields(root, dir, ut_umm_gpu_names,
+				  UT_UMM_GPU_COUNT, g->v, s);
+		if (!ret)
+			ret = read_level(root, dir, g->level, s);
+	}
+	free(ids);
+	return ret;
+}
+
+int ut_umm_read(const char *root, struct ut_umm *s)
+{
+	int ret;
+
+	memset(s, 0, sizeof(*s));
+	s->t_ns = ut_now_ns();
+	ret = ut_umm_present(root);
+	if (ret)
+		return ret;
+	ret = read_fields(root, "", ut_umm_global_names, UT_UMM_G_COUNT, s->g,
+			  s);
+	if (!ret)
+		ret = read_nodes(root, s);
+	if (!ret)
+		ret = read_gpus(root, s);
+	return ret;
+}
+
+void ut_umm_free(struct ut_umm *s)
+{
+	free(s->nodes);
+	s->nodes = NULL;
+	s->nnodes = 0;
+}
+
+/* ---- the debugfs client table ------------------------------------------ */
+
+#define CLIENT_WORDS	12	/* pid name + 9 numbers + books */
+
+/* A decimal number with an optional minus sign. */
+static int parse_int(const char *w, long long *out)
+{
+	uint64_t v;
+
+	if (ut_parse_u64(*w == '-' ? w + 1 : w, 0, INT32_MAX, &v))
+		return -EPROTO;
+	*out = *w == '-' ? -(long long)v : (long long)v;
+	return 0;
+}
+
+/*
+ * "pid name priority ready queue_len queued events drops acks bytes_freed
+ * ack_ns_avg books": the name is the process's comm or the name it gave,
+ * printable ASCII that may hold blanks, so it is what lies between the pid
+ * and the last ten words.
+ */
+static int parse_client(const char *line, struct ut_umm_client *c)
+{
+	uint64_t *u[] = { &c->queue_len, &c->queued, &c->events, &c->drops,
+			  &c->acks, &c->bytes_freed, &c->ack_ns_avg };
+	char copy[2048], *w[128];
+	long long pid, prio, ready;
+	size_t from, to;
+	int n = 0, i;
+
+	snprintf(copy, sizeof(copy), "%s", line);
+	for (char *t = strtok(copy, " "); t && n < 128; t = strtok(NULL, " "))
+		w[n++] = t;
+	if (n < CLIENT_WORDS || parse_int(w[0], &pid) ||
+	    parse_int(w[n - 10], &prio) || parse_int(w[n - 9], &ready))
+		return -EPROTO;
+	for (i = 0; i < 7; i++)
+		if (ut_parse_u64(w[n - 8 + i], 0, UINT64_MAX, u[i]))
+			return -EPROTO;
+	from = (size_t)(w[1] - copy);
+	to = (size_t)(w[n - 11] - copy) + strlen(w[n - 11]);
+	snprintf(c->name, sizeof(c->name), "%.*s", (int)(to - from),
+		 line + from);
+	snprintf(c->books, sizeof(c->books), "%s", w[n - 1]);
+	c->pid = (int)pid;
+	c->priority = (int)prio;
+	c->ready = (int)ready;
+	return 0;
+}
+
+/* Why ROOT/kernel/debug/umm/clients is not there. */
+static int clients_missing(const char *root)
+{
+	char path[4096];
+	struct dirent *de;
+	bool empty = true;
+	DIR *d;
+	int ret = ut_umm_present(root);
+
+	if (ret)
+		return ret;
+	snprintf(path, sizeof(path), "%s/kernel/debug", root);
+	d = opendir(path);
+	if (!d)
+		return errno == EACCES ? -EACCES : -ENODEV;
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			empty = false;
+	closedir(d);
+	/* debugfs mounted but no umm/: a module without debugfs support */
+	return empty ? -ENODEV : -ENOTSUP;
+}
+
+static int parse_clients(FILE *f, struct ut_umm_client **out, size_t *n)
+{
+	char line[2048];
+	size_t cap = 0;
+	int ret = 0;
+
+	*out = NULL;
+	*n = 0;
+	if (!fgets(line, sizeof(line), f) || strncmp(line, "pid ", 4))
+		return -EPROTO;
+	while (!ret && fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		if (*n == cap) {
+			struct ut_umm_client *p;
+
+			cap = cap ? cap * 2 : 8;
+			p = realloc(*out, cap * sizeof(*p));
+			if (!p)
+				return -ENOMEM;
+			*out = p;
+		}
+		ret = parse_client(line, &(*out)[*n]);
+		if (!ret)
+			(*n)++;
+	}
+	return ret;
+}
+
+int ut_umm_clients(const char *root, struct ut_umm_client **out, size_t *n)
+{
+	char path[4096];
+	FILE *f;
+	int ret;
+
+	*out = NULL;
+	*n = 0;
+	snprintf(path, sizeof(path), "%s%s", root, UT_UMM_CLIENTS);
+	f = fopen(path, "re");
+	if (!f)
+		return errno == ENOENT ? clients_missing(root) : -errno;
+	ret = parse_clients(f, out, n);
+	fclose(f);
+	if (ret) {
+		free(*out);
+		*out = NULL;
+		*n = 0;
+	}
+	return ret;
+}
+
+void ut_umm_warn(const char *root, const char *what, int err)
+{
+	switch (err) {
+	case -ENOENT:
+		ut_warn("umm.ko is not loaded (no %s%s)", root, UT_UMM_DIR);
+		break;
+	case -EACCES:
+	case -EPERM:
+		ut_warn("%s: permission denied (umm.ko's files are root's)",
+			what);
+		break;
+	case -ENODEV:
+		ut_warn("%s: debugfs is not mounted on %s/kernel/debug (mount -t debugfs none /sys/kernel/debug)",
+			what, root);
+		break;
+	case -ENOTSUP:
+		ut_warn("%s: umm.ko made no debugfs files (kernel without CONFIG_DEBUG_FS?)",
+			what);
+		break;
+	case -EPROTO:
+		ut_warn("%s: unexpected contents (another umm.ko version?)",
+			what);
+		break;
+	default:
+		ut_warn("%s: %s", what, strerror(-err));
+	}
+}

@@ -1,0 +1,284 @@
+// SPDX-License-Identifier: MIT
+/*
+ * umm_show.c - umm.ko's figures as JSON and as tables, shared by umctl and
+ * umtop so both say the same thing the same way.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ut.h"
+
+/* Each file's value under its file name: the JSON keys are the ABI's. */
+static void json_fields(struct ut_json *j, const char *const *names,
+			const uint64_t *v, int count)
+{
+	int i;
+
+	for (i = 0; i < count; i++)
+		ut_json_u64(j, names[i], v[i]);
+}
+
+void ut_umm_json(struct ut_json *j, const struct ut_umm *s,
+		 const double *decline)
+{
+	size_t i;
+
+	ut_json_obj_begin(j, "module");
+	ut_json_bool(j, "loaded", true);
+	json_fields(j, ut_umm_global_names, s->g, UT_UMM_G_COUNT);
+	ut_json_obj_end(j);
+	ut_json_arr_begin(j, "nodes");
+	for (i = 0; i < s->nnodes; i++) {
+		ut_json_obj_begin(j, NULL);
+		ut_json_u64(j, "node", s->nodes[i].id);
+		ut_json_str(j, "level", s->nodes[i].level);
+		json_fields(j, ut_umm_node_names, s->nodes[i].v,
+			    UT_UMM_N_COUNT);
+		if (decline)
+			ut_json_dbl(j, "free_decline_bytes_per_s", decline[i]);
+		ut_json_obj_end(j);
+	}
+	ut_json_arr_end(j);
+	ut_json_arr_begin(j, "gpus");
+	for (i = 0; i < s->ngpus; i++) {
+		ut_json_obj_begin(j, NULL);
+		ut_json_u64(j, "gpu", s->gpus[i].id);
+		ut_json_str(j, "level", s->gpus[i].level);
+		json_fields(j, ut_umm_gpu_names, s->gpus[i].v,
+			    UT_UMM_GPU_COUNT);
+		ut_json_obj_end(j);
+	}
+	ut_json_arr_end(j);
+}
+
+/* "node0:1/2,gpu1:3/4" as [{"tier": "node0", ...}, ...]; "-" as []. */
+static void json_books(struct ut_json *j, const char *books)
+{
+	char copy[sizeof(((struct ut_umm_client *)0)->books)], tier[32];
+	unsigned long long res, recl;
+	char *save, *t;
+
+	snprintf(copy, sizeof(copy), "%s", books);
+	ut_json_arr_begin(j, "books");
+	for (t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		if (sscanf(t, "%31[a-z0-9]:%llu/%llu", tier, &res, &recl) != 3)
+			continue;	/* "-": no books */
+		ut_json_obj_begin(j, NULL);
+		ut_json_str(j, "tier", tier);
+		ut_json_u64(j, "resident_bytes", res);
+		ut_json_u64(j, "reclaimable_bytes", recl);
+		ut_json_obj_end(j);
+	}
+	ut_json_arr_end(j);
+}
+
+void ut_umm_json_clients(struct ut_json *j, const char *key,
+			 const struct ut_umm_client *c, size_t n)
+{
+	size_t i;
+
+	ut_json_arr_begin(j, key);
+	for (i = 0; i < n; i++) {
+		ut_json_obj_begin(j, NULL);
+		ut_json_i64(j, "pid", c[i].pid);
+		ut_json_str(j, "name", c[i].name);
+		ut_json_i64(j, "priority", c[i].priority);
+		ut_json_bool(j, "ready", c[i].ready);
+		ut_json_u64(j, "queue_len", c[i].queue_len);
+		ut_json_u64(j, "queued", c[i].queued);
+		ut_json_u64(j, "events", c[i].events);
+		ut_json_u64(j, "drops", c[i].drops);
+		ut_json_u64(j, "acks", c[i].acks);
+		ut_json_u64(j, "bytes_freed", c[i].bytes_freed);
+		ut_json_u64(j, "ack_ns_avg", c[i].ack_ns_avg);
+		json_books(j, c[i].books);
+		ut_json_obj_end(j);
+	}
+	ut_json_arr_end(j);
+}
+
+/* ---- tables -------------------------------------------------------------- */
+
+#define CELL	32
+
+static void u64_str(uint64_t v, char buf[CELL])
+{
+	snprintf(buf, CELL, "%" PRIu64, v);
+}
+
+/* eta_ms as "12.3s", "-" when the node is not falling. */
+static void eta_str(uint64_t ms, char buf[CELL])
+{
+	if (ms >= UT_UMM_ETA_NONE)
+		snprintf(buf, CELL, "-");
+	else
+		snprintf(buf, CELL, "%.1fs", (double)ms / 1000.0);
+}
+
+static void pct_str(uint64_t part, uint64_t whole, char buf[CELL])
+{
+	snprintf(buf, CELL, "%.1f%%",
+		 whole ? 100.0 * (double)part / (double)whole : 0.0);
+}
+
+/* Bytes per second as "12 MiB/s" or "-12 MiB/s"; unknown (NaN) as "-". */
+static void rate_str(double bps, char buf[CELL])
+{
+	char sz[UT_SIZE_STR];
+
+	if (isnan(bps))
+		snprintf(buf, CELL, "-");
+	else if (bps == 0)
+		snprintf(buf, CELL, "0");
+	else
+		snprintf(buf, CELL, "%s%s/s", bps < 0 ? "-" : "",
+			 ut_size_str((uint64_t)fabs(bps), sz));
+}
+
+/* ncols: 11 with the DECLINE column, 10 without (the last cell unused). */
+static int node_row(struct libscols_table *tb, int ncols,
+		    const struct ut_umm_node *n, double decline)
+{
+	char id[CELL], freep[CELL], eta[CELL], ev[CELL], rate[CELL];
+	char f[UT_SIZE_STR], t[UT_SIZE_STR], c[UT_SIZE_STR];
+	char r[UT_SIZE_STR], rc[UT_SIZE_STR];
+	const uint64_t *v = n->v;
+
+	snprintf(id, CELL, "node%u", n->id);
+	pct_str(v[UT_UMM_N_free_bytes], v[UT_UMM_N_total_bytes], freep);
+	eta_str(v[UT_UMM_N_eta_ms], eta);
+	u64_str(v[UT_UMM_N_events], ev);
+	rate_str(decline, rate);
+	return ut_table_rowf(tb, ncols, id, n->level,
+			     ut_size_str(v[UT_UMM_N_free_bytes], f),
+			     ut_size_str(v[UT_UMM_N_total_bytes], t), freep,
+			     ut_size_str(v[UT_UMM_N_critical_effective_bytes],
+					 c),
+			     eta, ut_size_str(v[UT_UMM_N_resident_bytes], r),
+			     ut_size_str(v[UT_UMM_N_reclaimable_bytes], rc),
+			     ev, rate);
+}
+
+/* Prints tb, or frees it when filling it failed (ret). */
+static int print_or_free(struct libscols_table *tb, int ret)
+{
+	if (ret) {
+		ut_table_free(tb);
+		return ret;
+	}
+	return ut_table_print(tb);
+}
+
+int ut_umm_print_nodes(const struct ut_umm *s, const double *decline)
+{
+	static const char *const cols[] = {
+		"NODE", "LEVEL", "FREE", "TOTAL", "FREE%", "CRIT-EFF", "ETA",
+		"RESIDENT", "RECLAIMABLE", "EVENTS", "DECLINE",
+	};
+	struct libscols_table *tb;
+	size_t i;
+	int ret = 0;
+
+	int ncols = decline ? 11 : 10;
+
+	tb = ut_table_new(cols, ncols, 0x7fc);
+	if (!tb)
+		return -ENOMEM;
+	for (i = 0; i < s->nnodes && !ret; i++)
+		ret = node_row(tb, ncols, &s->nodes[i],
+			       decline ? decline[i] : 0);
+	return print_or_free(tb, ret);
+}
+
+static bool gpu_active(const struct ut_umm_gpu *g)
+{
+	return g->v[UT_UMM_GPU_budget_bytes] || g->v[UT_UMM_GPU_used_bytes] ||
+	       g->v[UT_UMM_GPU_reclaimable_bytes] ||
+	       g->v[UT_UMM_GPU_events] || strcmp(g->level, "normal");
+}
+
+static int gpu_row(struct libscols_table *tb, const struct ut_umm_gpu *g)
+{
+	char id[CELL], ev[CELL], used[CELL];
+	char b[UT_SIZE_STR], u[UT_SIZE_STR], r[UT_SIZE_STR];
+	const uint64_t *v = g->v;
+
+	snprintf(id, CELL, "gpu%u", g->id);
+	u64_str(v[UT_UMM_GPU_events], ev);
+	if (v[UT_UMM_GPU_budget_bytes])
+		pct_str(v[UT_UMM_GPU_used_bytes], v[UT_UMM_GPU_budget_bytes],
+			used);
+	else
+		snprintf(used, CELL, "-");
+	return ut_table_rowf(tb, 7, id, g->level,
+			     v[UT_UMM_GPU_budget_bytes] ?
+			     ut_size_str(v[UT_UMM_GPU_budget_bytes], b) : "none",
+			     ut_size_str(v[UT_UMM_GPU_used_bytes], u), used,
+			     ut_size_str(v[UT_UMM_GPU_reclaimable_bytes], r), ev);
+}
+
+int ut_umm_print_gpus(const struct ut_umm *s, bool all)
+{
+	static const char *const cols[] = {
+		"GPU", "LEVEL", "BUDGET", "USED", "USED%", "RECLAIMABLE",
+		"EVENTS",
+	};
+	struct libscols_table *tb;
+	size_t i, shown = 0;
+	int ret = 0;
+
+	tb = ut_table_new(cols, 7, 0x7c);
+	if (!tb)
+		return -ENOMEM;
+	for (i = 0; i < s->ngpus && !ret; i++) {
+		if (!all && !gpu_active(&s->gpus[i]))
+			continue;
+		ret = gpu_row(tb, &s->gpus[i]);
+		shown++;
+	}
+	if (!shown) {
+		/* nothing to say: no header without rows */
+		ut_table_free(tb);
+		return 0;
+	}
+	return print_or_free(tb, ret);
+}
+
+static int client_row(struct libscols_table *tb, const struct ut_umm_client *c)
+{
+	char n[7][CELL], fr[UT_SIZE_STR], lat[CELL];
+
+	snprintf(n[0], CELL, "%d", c->pid);
+	snprintf(n[1], CELL, "%d", c->priority);
+	u64_str(c->queue_len, n[2]);
+	u64_str(c->queued, n[3]);
+	u64_str(c->events, n[4]);
+	u64_str(c->drops, n[5]);
+	u64_str(c->acks, n[6]);
+	snprintf(lat, CELL, "%.3fms", (double)c->ack_ns_avg / 1e6);
+	return ut_table_rowf(tb, 12, n[0], c->name, n[1],
+			     c->ready ? "yes" : "no", n[2], n[3], n[4], n[5],
+			     n[6], ut_size_str(c->bytes_freed, fr), lat,
+			     c->books);
+}
+
+int ut_umm_print_clients(const struct ut_umm_client *c, size_t n)
+{
+	static const char *const cols[] = {
+		"PID", "NAME", "PRIO", "READY", "QLEN", "QUEUED", "EVENTS",
+		"DROPS", "ACKS", "FREED", "ACK-AVG", "BOOKS",
+	};
+	struct libscols_table *tb = ut_table_new(cols, 12, 0x7f5);
+	size_t i;
+	int ret = 0;
+
+	if (!tb)
+		return -ENOMEM;
+	for (i = 0; i < n && !ret; i++)
+		ret = client_row(tb, &c[i]);
+	return print_or_free(tb, ret);
+}
