@@ -1,0 +1,203 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Description: umctl against a fake umm.ko tree (--sysfs-root): status and
+# clients in text and JSON, get/set of every kind of knob with the value
+# landing in the file, ranges and watermark order refused before writing,
+# inject commands as the kernel's grammar wants them, the module absent, a
+# write the kernel refuses (ENOSPC from /dev/full), and non-root (EACCES)
+# when we can drop privileges. The real module is exercised in the VM by
+# tests/kmod (umctl-vm.sh).
+# Usage: check.sh UMCTL UT-JSONCHECK
+set -u
+UMCTL=$1
+JC=$2
+here=$(dirname "$0")
+. "$here/../common/tap.sh"
+. "$here/../common/fakeumm.sh"
+
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+chmod 0755 "$TMP"	# like /sys: anyone may look, the files decide
+R=$TMP/sys
+U=$R/kernel/mm/umm
+fake_umm "$R"
+u() { "$UMCTL" --sysfs-root "$R" "$@"; }
+
+# json_is FILE KEY VALUE: "KEY": VALUE appears in the pretty-printed JSON
+json_is() {
+	grep -q "\"$2\": $3[,]*\$" "$1" || {
+		echo "want \"$2\": $3 in:"; cat "$1"; return 1; }
+}
+
+file_is() {
+	[ "$(cat "$U/$1")" = "$2" ] || {
+		echo "$1 holds '$(cat "$U/$1")', want '$2'"; return 1; }
+}
+
+status_text() {
+	u status >"$TMP/s.txt" || return 1
+	grep -q 'loaded, API 1, events enabled' "$TMP/s.txt" &&
+	grep -q '^events: *40 sent, 1 dropped, 1 overflows' "$TMP/s.txt" &&
+	grep -q 'latency avg 1.500 ms, max 4.000 ms' "$TMP/s.txt" &&
+	grep -Eq '^node1 +normal +600 MiB +1 GiB +58.6%' "$TMP/s.txt" &&
+	! grep -q '^GPU' "$TMP/s.txt" || { cat "$TMP/s.txt"; return 1; }
+	# a GPU with a budget is listed, the idle ones are not
+	fake_set "$R" gpus/gpu3/budget_bytes 2147483648
+	fake_set "$R" gpus/gpu3/level critical
+	u status >"$TMP/s.txt" &&
+	grep -Eq '^gpu3 +critical +2 GiB' "$TMP/s.txt" &&
+	[ "$(grep -c '^gpu' "$TMP/s.txt")" -eq 1 ] ||
+		{ cat "$TMP/s.txt"; return 1; }
+}
+
+status_json() {
+	u status --json >"$TMP/s.json" || return 1
+	"$JC" "$TMP/s.json" module.loaded:bool module.api_version:number \
+		module.ack_latency_ns_max:number module.oom_calls:number \
+		nodes.1.node:number nodes.*.level:string \
+		nodes.*.critical_effective_bytes:number nodes.*.eta_ms:number \
+		gpus.15.gpu:number gpus.*.budget_bytes:number || return 1
+	json_is "$TMP/s.json" events_sent 40 &&
+	json_is "$TMP/s.json" free_bytes 629145600 &&
+	json_is "$TMP/s.json" budget_bytes 2147483648
+}
+
+clients() {
+	u clients >"$TMP/c.txt" &&
+	grep -Eq '^ *4343 +my trainer 2 +-5 +yes' "$TMP/c.txt" || {
+		cat "$TMP/c.txt"; return 1; }
+	u -J clients >"$TMP/c.json" &&
+	"$JC" "$TMP/c.json" clients.1.name:string clients.0.books.1.tier:string \
+		clients.1.books:array clients.*.ack_ns_avg:number || return 1
+	json_is "$TMP/c.json" name '"my trainer 2"' &&
+	json_is "$TMP/c.json" priority -5 &&
+	json_is "$TMP/c.json" resident_bytes 1048576
+}
+
+clients_no_debugfs() {
+	mkdir -p "$TMP/nd"
+	fake_umm "$TMP/nd"
+	rm -rf "$TMP/nd/kernel/debug/umm"
+	expect 1 'debugfs is not mounted' "$UMCTL" -r "$TMP/nd" clients
+}
+
+get_set() {
+	u set interval_ms 250 && file_is interval_ms 250 &&
+	[ "$(u get interval_ms)" = 250 ] &&
+	u set enabled off && file_is enabled 0 &&
+	u set gpus/gpu2/budget_bytes 1.5G &&
+	file_is gpus/gpu2/budget_bytes 1610612736 &&
+	u set nodes/node1/critical_bp 400 &&
+	file_is nodes/node1/critical_bp 400 &&
+	u get >"$TMP/all" && grep -qx 'nodes/node1/critical_bp 400' "$TMP/all" &&
+	grep -qx 'gpus/gpu15/budget_bytes 0' "$TMP/all" &&
+	u get --json >"$TMP/g.json" &&
+	"$JC" "$TMP/g.json" repeat_interval_ms:number \
+		nodes/node0/low_bp:number &&
+	json_is "$TMP/g.json" interval_ms 250
+}
+
+bad_values() {
+	local bad=0
+	while IFS='|' read -r rc pat args; do
+		# shellcheck disable=SC2086
+		expect "$rc" "$pat" u $args || bad=1
+	done <<-'EOF'
+	2|(10..60000)|set interval_ms 5
+	2|(4..65536)|set queue_len 65537
+	2|bad value '-1'|set hysteresis_bp -1
+	2|bad value 'maybe'|set enabled maybe
+	2|bad size|set gpus/gpu0/budget_bytes 12Q
+	2|GPU ids|set gpus/gpu16/budget_bytes 1G
+	2|unknown knob|set api_version 2
+	2|unknown knob|get nodes/node0/level
+	2|low_bp > medium_bp|set nodes/node0/low_bp 900
+	2|low_bp > medium_bp|set nodes/node0/critical_bp 1000
+	2|no node 7|set nodes/node7/low_bp 3000
+	2|usage|set interval_ms
+	2|unknown command|frob
+	2|no command|
+	2|unexpected|status extra
+	2|bad level|inject node 0 high
+	2|bad gpu id|inject gpu 16 low
+	2|SIZE|inject node 0 shrink 0
+	2|unknown|inject reboot
+	2|no node 3|inject node 3 low
+	2|'--bogus'|--bogus status
+	EOF
+	file_is interval_ms 250 && file_is nodes/node0/low_bp 2000 &&
+	[ ! -s "$U/inject" ] && return $bad
+}
+
+inject() {
+	u inject node 1 critical && u inject gpu 4 low &&
+	u inject node 0 shrink 64M && u inject oom && u inject clear || return 1
+	head -n 4 "$U/inject" >"$TMP/inj"
+	printf '%s\n' 'node 1 critical' 'gpu 4 low' 'node 0 shrink 67108864' \
+		oom | cmp -s - "$TMP/inj" || { cat "$U/inject"; return 1; }
+	# clear: every node and every GPU, nothing else
+	[ "$(grep -c 'clear$' "$U/inject")" -eq 18 ] &&
+	grep -qx 'gpu 15 clear' "$U/inject" && grep -qx 'node 1 clear' "$U/inject"
+}
+
+kernel_refuses() {
+	ln -sf /dev/full "$U/repeat_interval_ms"
+	expect 1 'set repeat_interval_ms 5: No space left on device (ENOSPC)' \
+		u set repeat_interval_ms 5
+}
+
+no_module() {
+	local bad=0 c
+	for c in status clients get "get enabled" "set enabled 1" \
+		"inject oom"; do
+		# shellcheck disable=SC2086
+		expect 1 'umm.ko is not loaded' "$UMCTL" -r "$TMP/none" $c ||
+			bad=1
+	done
+	UMM_SYSFS_ROOT=$TMP/none "$UMCTL" --json status >"$TMP/n.json"
+	[ $? -eq 1 ] && json_is "$TMP/n.json" loaded false && return $bad
+}
+
+not_root() {
+	local bad=0 c nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+	chmod -R a+rX "$TMP"
+	for f in $(find "$R" -type f); do chmod go-rwx "$f"; done
+	for c in status clients "get queue_len" "set queue_len 64" \
+		"inject clear"; do
+		# shellcheck disable=SC2086
+		expect 1 'ermission denied' "${nobody[@]}" "$UMCTL" -r "$R" $c ||
+			bad=1
+	done
+	expect 1 'EACCES' "${nobody[@]}" "$UMCTL" -r "$R" set queue_len 64 ||
+		bad=1
+	return $bad
+}
+
+help_version() {
+	u --help | grep -q 'inject' && u help | grep -q 'KNOB' &&
+	u -V | grep -q '^umctl[-a-z]* [0-9]'
+}
+
+tap_begin 12
+tap_check "umctl.status_text" status_text
+tap_check "umctl.status_json" status_json
+tap_check "umctl.clients" clients
+tap_check "umctl.clients_without_debugfs" clients_no_debugfs
+tap_check "umctl.get_set" get_set
+tap_check "umctl.bad_values_refused_before_writing" bad_values
+tap_check "umctl.inject" inject
+tap_check "umctl.kernel_errno_reported" kernel_refuses
+tap_check "umctl.module_absent" no_module
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+	tap_check "umctl.not_root" not_root
+else
+	tap_skip "umctl.not_root" "needs root and setpriv to become nobody"
+fi
+tap_check "umctl.help_version" help_version
+if "$JC" "$TMP/s.json" >/dev/null 2>&1 && "$JC" "$TMP/c.json" >/dev/null 2>&1
+then
+	tap_ok "umctl.json_valid"
+else
+	tap_fail "umctl.json_valid"
+fi
+tap_end

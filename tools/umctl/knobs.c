@@ -1,0 +1,467 @@
+// SPDX-License-Identifier: MIT
+/*
+ * knobs.c - umctl get, set and inject: every value is checked here against
+ * the ranges of Documentation/ABI/testing/sysfs-kernel-mm-umm before it is
+ * written, so a mistake is a usage error with a reason, and what the kernel
+ * still refuses is reported with its errno.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "umctl.h"
+#include "ut.h"
+
+enum kind { K_BOOL, K_NUM, K_WM, K_SIZE };
+
+struct knob {
+	const char *pattern;	/* '#' stands for a node or GPU id */
+	enum kind kind;
+	uint64_t min, max;
+};
+
+static const struct knob knobs[] = {
+	{ "enabled", K_BOOL, 0, 1 },
+	{ "interval_ms", K_NUM, 10, 60000 },
+	{ "queue_len", K_NUM, 4, 65536 },
+	{ "hysteresis_bp", K_NUM, 0, 5000 },
+	{ "event_min_interval_ms", K_NUM, 0, 60000 },
+	{ "repeat_interval_ms", K_NUM, 0, 3600000 },
+	{ "nodes/node#/low_bp", K_WM, 0, 10000 },
+	{ "nodes/node#/medium_bp", K_WM, 0, 10000 },
+	{ "nodes/node#/critical_bp", K_WM, 0, 10000 },
+	{ "gpus/gpu#/budget_bytes", K_SIZE, 0, UINT64_MAX },
+};
+#define NKNOBS (sizeof(knobs) / sizeof(knobs[0]))
+
+static const char *const levels[] = { "normal", "low", "medium", "critical" };
+
+/* ---- writing and errors ------------------------------------------------- */
+
+int umctl_write(const struct umctl *u, const char *rel, const char *val,
+		bool append)
+{
+	char path[4096], line[128];
+	int fd, n, ret = 0;
+	ssize_t w;
+
+	if (ut_umm_path(path, sizeof(path), u->root, rel))
+		return -ENAMETOOLONG;
+	n = snprintf(line, sizeof(line), "%s\n", val);
+	fd = open(path, O_WRONLY | O_CLOEXEC | (append ? O_APPEND : O_TRUNC));
+	if (fd < 0)
+		return -errno;
+	w = write(fd, line, (size_t)n);
+	if (w < 0)
+		ret = -errno;
+	else if (w != n)
+		ret = -EIO;	/* sysfs takes all of it or fails */
+	if (close(fd) && !ret)
+		ret = -errno;
+	return ret;
+}
+
+static const char *hint(int err)
+{
+	switch (err) {
+	case -EACCES:
+	case -EPERM:
+		return " (umm.ko's files are root's)";
+	case -EINVAL:
+		return " (the kernel refused the value)";
+	case -ENOENT:
+		return " (is umm.ko loaded?)";
+	default:
+		return "";
+	}
+}
+
+int umctl_fail(const char *what, int err)
+{
+	const char *name = strerrorname_np(-err);
+
+	ut_warn("%s: %s (%s)%s", what, strerror(-err), name ? name : "?",
+		hint(err));
+	return EX_RUNTIME;
+}
+
+int umctl_need_module(const struct umctl *u)
+{
+	char path[4096];
+	int ret = ut_umm_present(u->root);
+
+	if (!ret)
+		return EX_DONE;
+	snprintf(path, sizeof(path), "%s%s", u->root, UT_UMM_DIR);
+	ut_umm_warn(u->root, path, ret);
+	return EX_RUNTIME;
+}
+
+/* ---- knob names ---------------------------------------------------------- */
+
+/* name against pattern, '#' matching a decimal id (into *id). */
+static bool match(const char *pat, const char *name, unsigned int *id)
+{
+	uint64_t v = 0;
+
+	for (; *pat; pat++) {
+		if (*pat != '#') {
+			if (*name++ != *pat)
+				return false;
+			continue;
+		}
+		if (*name < '0' || *name > '9')
+			return false;
+		for (v = 0; *name >= '0' && *name <= '9' && v < 100000; name++)
+			v = v * 10 + (uint64_t)(*name - '0');
+		*id = (unsigned int)v;
+	}
+	return !*name;
+}
+
+static const struct knob *find_knob(const char *name, unsigned int *id)
+{
+	size_t i;
+
+	for (i = 0; i < NKNOBS; i++)
+		if (match(knobs[i].pattern, name, id))
+			return &knobs[i];
+	ut_die_usage("unknown knob '%s' (see '%s help')", name, ut_progname);
+}
+
+/* The file of knob k for id, with the id written the kernel's way. */
+static void knob_path(const struct knob *k, unsigned int id, char *buf,
+		      size_t len)
+{
+	const char *hash = strchr(k->pattern, '#');
+
+	if (!hash)
+		snprintf(buf, len, "%s", k->pattern);
+	else
+		snprintf(buf, len, "%.*s%u%s", (int)(hash - k->pattern),
+			 k->pattern, id, hash + 1);
+}
+
+/* nodes/node<id> or gpus/gpu<id> must be there: a usage error otherwise. */
+static int check_dir(const struct umctl *u, const char *what,
+		     unsigned int id)
+{
+	char rel[64], path[4096];
+	struct stat st;
+
+	snprintf(rel, sizeof(rel), "%ss/%s%u", what, what, id);
+	if (!ut_umm_path(path, sizeof(path), u->root, rel) &&
+	    !stat(path, &st) && S_ISDIR(st.st_mode))
+		return EX_DONE;
+	ut_warn("umm.ko has no %s %u (no %s)", what, id, rel);
+	return EX_USAGE;
+}
+
+/* Module there, and the knob's node or GPU too. */
+static int check_target(const struct umctl *u, const struct knob *k,
+			unsigned int id)
+{
+	int ret = umctl_need_module(u);
+
+	if (ret || !strchr(k->pattern, '#'))
+		return ret;
+	return check_dir(u, k->kind == K_SIZE ? "gpu" : "node", id);
+}
+
+/* ---- set ------------------------------------------------------------------ */
+
+static int parse_bool(const char *s)
+{
+	static const char *const yes[] = { "1", "y", "yes", "on", "true" };
+	static const char *const no[] = { "0", "n", "no", "off", "false" };
+	size_t i;
+
+	for (i = 0; i < 5; i++) {
+		if (!strcmp(s, yes[i]))
+			return 1;
+		if (!strcmp(s, no[i]))
+			return 0;
+	}
+	return -EINVAL;
+}
+
+/* The value in decimal as the kernel takes it, or a usage error. */
+static void parse_value(const struct knob *k, const char *name,
+			const char *val, uint64_t *out)
+{
+	int b;
+
+	switch (k->kind) {
+	case K_BOOL:
+		b = parse_bool(val);
+		if (b < 0)
+			ut_die_usage("%s: bad value '%s' (0/1, on/off, yes/no)",
+				     name, val);
+		*out = (uint64_t)b;
+		return;
+	case K_SIZE:
+		if (ut_parse_size(val, out))
+			ut_die_usage("%s: bad size '%s' (bytes, K/M/G suffixes)",
+				     name, val);
+		return;
+	default:
+		if (ut_parse_u64(val, k->min, k->max, out))
+			ut_die_usage("%s: bad value '%s' (%" PRIu64 "..%" PRIu64 ")",
+				     name, val, k->min, k->max);
+	}
+}
+
+/* low_bp > medium_bp > critical_bp with v in place of name's own value. */
+static int check_order(const struct umctl *u, const char *name, uint64_t v)
+{
+	static const char *const wm[] = { "low_bp", "medium_bp", "critical_bp" };
+	const char *base = strrchr(name, '/') + 1;
+	char rel[128];
+	uint64_t cur[3];
+	int i, ret;
+
+	for (i = 0; i < 3; i++) {
+		if (!strcmp(base, wm[i])) {
+			cur[i] = v;
+			continue;
+		}
+		snprintf(rel, sizeof(rel), "%.*s%s", (int)(base - name), name,
+			 wm[i]);
+		ret = ut_umm_read_u64(u->root, rel, &cur[i]);
+		if (ret)
+			return umctl_fail(rel, ret);
+	}
+	if (cur[0] > cur[1] && cur[1] > cur[2])
+		return EX_DONE;
+	ut_warn("%s %" PRIu64 ": the watermarks must stay low_bp > medium_bp > critical_bp (would be %" PRIu64 " > %" PRIu64 " > %" PRIu64 ")",
+		name, v, cur[0], cur[1], cur[2]);
+	return EX_USAGE;
+}
+
+int cmd_set(struct umctl *u, int argc, char **argv)
+{
+	char name[96], what[160], val[32];
+	const struct knob *k;
+	unsigned int id = 0;
+	uint64_t v;
+	int ret;
+
+	if (argc != 3)
+		ut_die_usage("usage: set KNOB VALUE");
+	k = find_knob(argv[1], &id);
+	knob_path(k, id, name, sizeof(name));
+	parse_value(k, name, argv[2], &v);
+	if (k->kind == K_SIZE && id >= UT_UMM_MAX_GPUS)
+		ut_die_usage("%s: GPU ids are 0..%d", name,
+			     UT_UMM_MAX_GPUS - 1);
+	ret = check_target(u, k, id);
+	if (!ret && k->kind == K_WM)
+		ret = check_order(u, name, v);
+	if (ret)
+		return ret;
+	snprintf(val, sizeof(val), "%" PRIu64, v);
+	ret = umctl_write(u, name, val, false);
+	snprintf(what, sizeof(what), "set %s %s", name, val);
+	return ret ? umctl_fail(what, ret) : EX_DONE;
+}
+
+/* ---- get ------------------------------------------------------------------ */
+
+static void put_value(const struct umctl *u, struct ut_json *j,
+		      const char *name, uint64_t v)
+{
+	if (u->json)
+		ut_json_u64(j, name, v);
+	else if (j)
+		printf("%s %" PRIu64 "\n", name, v);
+	else
+		printf("%" PRIu64 "\n", v);
+}
+
+/* Every knob: the global ones, then each node's and each GPU's. */
+static int get_all(const struct umctl *u, struct ut_json *j)
+{
+	static const int global[] = {
+		UT_UMM_G_enabled, UT_UMM_G_interval_ms, UT_UMM_G_queue_len,
+		UT_UMM_G_hysteresis_bp, UT_UMM_G_event_min_interval_ms,
+		UT_UMM_G_repeat_interval_ms,
+	};
+	struct ut_umm s;
+	char name[96];
+	size_t i;
+	int ret = ut_umm_read(u->root, &s), w;
+
+	if (ret) {
+		ut_umm_warn(u->root, s.failed[0] ? s.failed : "get", ret);
+		ut_umm_free(&s);
+		return EX_RUNTIME;
+	}
+	for (i = 0; i < sizeof(global) / sizeof(global[0]); i++)
+		put_value(u, j, ut_umm_global_names[global[i]],
+			  s.g[global[i]]);
+	for (i = 0; i < s.nnodes; i++)
+		for (w = UT_UMM_N_low_bp; w <= UT_UMM_N_critical_bp; w++) {
+			snprintf(name, sizeof(name), "nodes/node%u/%s",
+				 s.nodes[i].id, ut_umm_node_names[w]);
+			put_value(u, j, name, s.nodes[i].v[w]);
+		}
+	for (i = 0; i < s.ngpus; i++) {
+		snprintf(name, sizeof(name), "gpus/gpu%u/budget_bytes",
+			 s.gpus[i].id);
+		put_value(u, j, name, s.gpus[i].v[UT_UMM_GPU_budget_bytes]);
+	}
+	ut_umm_free(&s);
+	return EX_DONE;
+}
+
+static int get_one(const struct umctl *u, struct ut_json *j, const char *arg)
+{
+	const struct knob *k;
+	unsigned int id = 0;
+	char name[96];
+	uint64_t v;
+	int ret;
+
+	k = find_knob(arg, &id);
+	knob_path(k, id, name, sizeof(name));
+	ret = check_target(u, k, id);
+	if (ret)
+		return ret;
+	ret = ut_umm_read_u64(u->root, name, &v);
+	if (ret)
+		return umctl_fail(name, ret);
+	put_value(u, j, name, v);
+	return EX_DONE;
+}
+
+int cmd_get(struct umctl *u, int argc, char **argv)
+{
+	struct ut_json j, *jp = NULL;
+	int ret;
+
+	if (argc > 2)
+		ut_die_usage("usage: get [KNOB]");
+	if (argc == 1 || u->json)
+		jp = &j;	/* text: "name value" lines when listing */
+	if (u->json) {
+		ut_json_init(&j, stdout);
+		ut_json_obj_begin(&j, NULL);
+	}
+	ret = argc == 1 ? get_all(u, jp) : get_one(u, jp, argv[1]);
+	if (u->json) {
+		ut_json_obj_end(&j);
+		ut_json_finish(&j);
+	}
+	return ret;
+}
+
+/* ---- inject --------------------------------------------------------------- */
+
+static bool is_level(const char *s)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(levels) / sizeof(levels[0]); i++)
+		if (!strcmp(s, levels[i]))
+			return true;
+	return false;
+}
+
+static int inject_write(const struct umctl *u, const char *cmd)
+{
+	char what[128];
+	int ret = umctl_write(u, "inject", cmd, true);
+
+	snprintf(what, sizeof(what), "inject '%s'", cmd);
+	return ret ? umctl_fail(what, ret) : EX_DONE;
+}
+
+/* "clear": every node and GPU back to its measured level; all are tried. */
+static int inject_clear_all(const struct umctl *u)
+{
+	struct ut_umm s;
+	char cmd[48];
+	size_t i;
+	int ret = ut_umm_read(u->root, &s), rc = EX_DONE;
+
+	if (ret) {
+		ut_umm_warn(u->root, s.failed[0] ? s.failed : "inject", ret);
+		ut_umm_free(&s);
+		return EX_RUNTIME;
+	}
+	for (i = 0; i < s.nnodes; i++) {
+		snprintf(cmd, sizeof(cmd), "node %u clear", s.nodes[i].id);
+		if (inject_write(u, cmd))
+			rc = EX_RUNTIME;
+	}
+	for (i = 0; i < s.ngpus; i++) {
+		snprintf(cmd, sizeof(cmd), "gpu %u clear", s.gpus[i].id);
+		if (inject_write(u, cmd))
+			rc = EX_RUNTIME;
+	}
+	ut_umm_free(&s);
+	return rc;
+}
+
+/* "node N LEVEL|clear|shrink SIZE" and "gpu N LEVEL|clear" as words. */
+static void inject_source(int argc, char **argv, char *cmd, size_t len,
+			  unsigned int *idp)
+{
+	bool node = !strcmp(argv[1], "node");
+	uint64_t id, bytes;
+
+	if (argc < 4)
+		ut_die_usage("inject %s: want %s N LEVEL|clear%s", argv[1],
+			     argv[1], node ? "|shrink SIZE" : "");
+	if (ut_parse_u64(argv[2], 0, node ? 65535 : UT_UMM_MAX_GPUS - 1, &id))
+		ut_die_usage("inject: bad %s id '%s'", argv[1], argv[2]);
+	*idp = (unsigned int)id;
+	if (node && !strcmp(argv[3], "shrink")) {
+		if (argc != 5 || ut_parse_size(argv[4], &bytes) || !bytes)
+			ut_die_usage("inject node N shrink SIZE: bad or missing SIZE");
+		snprintf(cmd, len, "node %" PRIu64 " shrink %" PRIu64, id,
+			 bytes);
+		return;
+	}
+	if (argc != 4)
+		ut_die_usage("inject: unexpected argument '%s'", argv[4]);
+	if (strcmp(argv[3], "clear") && !is_level(argv[3]))
+		ut_die_usage("inject: bad level '%s' (normal, low, medium, critical, clear)",
+			     argv[3]);
+	snprintf(cmd, len, "%s %" PRIu64 " %s", argv[1], id, argv[3]);
+}
+
+int cmd_inject(struct umctl *u, int argc, char **argv)
+{
+	unsigned int id = 0;
+	char cmd[96];
+	int ret;
+
+	if (argc < 2)
+		ut_die_usage("usage: inject node|gpu N LEVEL|clear, inject oom, inject clear");
+	if (!strcmp(argv[1], "node") || !strcmp(argv[1], "gpu")) {
+		inject_source(argc, argv, cmd, sizeof(cmd), &id);
+	} else if (argc == 2 && (!strcmp(argv[1], "oom") ||
+				 !strcmp(argv[1], "clear"))) {
+		snprintf(cmd, sizeof(cmd), "%s", argv[1]);
+	} else {
+		ut_die_usage("inject: unknown '%s' (node, gpu, oom, clear)",
+			     argv[1]);
+	}
+	ret = umctl_need_module(u);
+	if (ret)
+		return ret;
+	if (!strcmp(cmd, "clear"))
+		return inject_clear_all(u);
+	if (!strcmp(argv[1], "node") || !strcmp(argv[1], "gpu")) {
+		ret = check_dir(u, argv[1], id);
+		if (ret)
+			return ret;
+	}
+	return inject_write(u, cmd);
+}

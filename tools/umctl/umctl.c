@@ -1,0 +1,258 @@
+// SPDX-License-Identifier: MIT
+/*
+ * umctl - administer umm.ko: its state, its client list, its knobs and its
+ * inject file, all through /sys/kernel/mm/umm and debugfs.
+ *
+ * Exit status: 0 done, 1 the system refused or umm.ko is not there, 2 bad
+ * usage (unknown command or knob, a value out of range). See umctl(8).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "umctl.h"
+#include "ut.h"
+
+#define UMCTL_VERSION "0.1"
+
+static int cmd_help(struct umctl *u, int argc, char **argv);
+
+static int umctl_print_status(const struct ut_umm *s)
+{
+	const uint64_t *g = s->g;
+	char fr[UT_SIZE_STR];
+	int ret;
+
+	printf("umm.ko:   loaded, API %llu, events %s\n",
+	       (unsigned long long)g[UT_UMM_G_api_version],
+	       g[UT_UMM_G_enabled] ? "enabled" : "disabled");
+	printf("clients:  %llu\n", (unsigned long long)g[UT_UMM_G_clients]);
+	printf("events:   %llu sent, %llu dropped, %llu overflows\n",
+	       (unsigned long long)g[UT_UMM_G_events_sent],
+	       (unsigned long long)g[UT_UMM_G_events_dropped],
+	       (unsigned long long)g[UT_UMM_G_overflows]);
+	printf("acks:     %llu, %s freed, latency avg %.3f ms, max %.3f ms\n",
+	       (unsigned long long)g[UT_UMM_G_acks],
+	       ut_size_str(g[UT_UMM_G_bytes_freed], fr),
+	       (double)g[UT_UMM_G_ack_latency_ns_avg] / 1e6,
+	       (double)g[UT_UMM_G_ack_latency_ns_max] / 1e6);
+	printf("kernel:   %llu shrinker calls, %llu OOM notifier calls\n",
+	       (unsigned long long)g[UT_UMM_G_shrinker_calls],
+	       (unsigned long long)g[UT_UMM_G_oom_calls]);
+	printf("knobs:    interval_ms %llu, queue_len %llu, hysteresis_bp %llu, event_min_interval_ms %llu, repeat_interval_ms %llu\n\n",
+	       (unsigned long long)g[UT_UMM_G_interval_ms],
+	       (unsigned long long)g[UT_UMM_G_queue_len],
+	       (unsigned long long)g[UT_UMM_G_hysteresis_bp],
+	       (unsigned long long)g[UT_UMM_G_event_min_interval_ms],
+	       (unsigned long long)g[UT_UMM_G_repeat_interval_ms]);
+	ret = ut_umm_print_nodes(s, NULL);
+	if (!ret && s->ngpus) {
+		putchar('\n');
+		ret = ut_umm_print_gpus(s, false);
+	}
+	return ret;
+}
+
+/* {"module": {"loaded": false}}: scripts can test the field either way. */
+static void json_not_loaded(void)
+{
+	struct ut_json j;
+
+	ut_json_init(&j, stdout);
+	ut_json_obj_begin(&j, NULL);
+	ut_json_obj_begin(&j, "module");
+	ut_json_bool(&j, "loaded", false);
+	ut_json_obj_end(&j);
+	ut_json_obj_end(&j);
+	ut_json_finish(&j);
+}
+
+static int cmd_status(struct umctl *u, int argc, char **argv)
+{
+	struct ut_umm s;
+	struct ut_json j;
+	int ret;
+
+	if (argc > 1)
+		ut_die_usage("status: unexpected argument '%s'", argv[1]);
+	ret = ut_umm_read(u->root, &s);
+	if (ret) {
+		if (ret == -ENOENT && u->json)
+			json_not_loaded();
+		ut_umm_warn(u->root, s.failed[0] ? s.failed : "status", ret);
+		ut_umm_free(&s);
+		return EX_RUNTIME;
+	}
+	if (u->json) {
+		ut_json_init(&j, stdout);
+		ut_json_obj_begin(&j, NULL);
+		ut_umm_json(&j, &s, NULL);
+		ut_json_obj_end(&j);
+		ut_json_finish(&j);
+	} else {
+		ret = umctl_print_status(&s);
+	}
+	ut_umm_free(&s);
+	return ret ? umctl_fail("status", ret) : EX_DONE;
+}
+
+static int cmd_clients(struct umctl *u, int argc, char **argv)
+{
+	struct ut_umm_client *c;
+	struct ut_json j;
+	size_t n;
+	int ret;
+
+	if (argc > 1)
+		ut_die_usage("clients: unexpected argument '%s'", argv[1]);
+	ret = ut_umm_clients(u->root, &c, &n);
+	if (ret) {
+		ut_umm_warn(u->root, "clients", ret);
+		return EX_RUNTIME;
+	}
+	if (u->json) {
+		ut_json_init(&j, stdout);
+		ut_json_obj_begin(&j, NULL);
+		ut_umm_json_clients(&j, "clients", c, n);
+		ut_json_obj_end(&j);
+		ut_json_finish(&j);
+	} else {
+		ret = ut_umm_print_clients(c, n);
+	}
+	free(c);
+	return ret ? umctl_fail("clients", ret) : EX_DONE;
+}
+
+struct command {
+	const char *name;
+	int (*fn)(struct umctl *u, int argc, char **argv);
+	const char *args;
+	const char *help;
+};
+
+static const struct command commands[] = {
+	{ "status", cmd_status, "",
+	  "module counters, nodes and GPUs" },
+	{ "clients", cmd_clients, "",
+	  "the processes that have /dev/umm open (debugfs, root)" },
+	{ "get", cmd_get, "[KNOB]",
+	  "print one knob, or all of them" },
+	{ "set", cmd_set, "KNOB VALUE",
+	  "write a knob (checked first)" },
+	{ "inject", cmd_inject, "node N LEVEL|clear|shrink SIZE",
+	  "" },
+	{ "inject", cmd_inject, "gpu N LEVEL|clear | oom | clear",
+	  "raise a level or event (test only)" },
+	{ "help", cmd_help, "", "this text" },
+};
+
+static void usage(void)
+{
+	size_t i;
+
+	printf("Usage: %s [options] COMMAND [ARGS]\n"
+	       "Administer umm.ko (/sys/kernel/mm/umm).\n\nCommands:\n",
+	       ut_progname);
+	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		printf("  %-7s %-32s %s\n", commands[i].name, commands[i].args,
+		       commands[i].help);
+	printf("\nKNOB: enabled, interval_ms, queue_len, hysteresis_bp,\n"
+	       "  event_min_interval_ms, repeat_interval_ms,\n"
+	       "  nodes/nodeN/{low,medium,critical}_bp, gpus/gpuN/budget_bytes\n"
+	       "  (K/M/G sizes). LEVEL: normal, low, medium, critical.\n\n"
+	       "Options:\n"
+	       "  -J, --json            machine-readable output\n"
+	       "  -r, --sysfs-root DIR  DIR stands for /sys (tests; also\n"
+	       "                        $%s)\n"
+	       "  -h, --help            this text\n"
+	       "  -V, --version         the version\n\n"
+	       "Exit: 0 done, 1 refused by the system or umm.ko not loaded,\n"
+	       "2 bad usage.\n", UT_UMM_ROOT_ENV);
+}
+
+static int cmd_help(struct umctl *u, int argc, char **argv)
+{
+	usage();
+	return EX_DONE;
+}
+
+static void parse(int argc, char **argv, struct umctl *u)
+{
+	static const struct option lo[] = {
+		{ "json", no_argument, NULL, 'J' },
+		{ "sysfs-root", required_argument, NULL, 'r' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ 0 },
+	};
+	const char *root = NULL;
+	int c;
+
+	/* '+': stop at the command, whose arguments keep_args sorts out */
+	while ((c = getopt_long(argc, argv, "+Jr:hV", lo, NULL)) != -1) {
+		switch (c) {
+		case 'J':
+			u->json = true;
+			break;
+		case 'r':
+			root = optarg;
+			break;
+		case 'h':
+			usage();
+			exit(EX_DONE);
+		case 'V':
+			printf("%s %s\n", ut_progname, UMCTL_VERSION);
+			exit(EX_DONE);
+		default:
+			ut_die_try_help();
+		}
+	}
+	u->root = ut_umm_root(root);
+}
+
+/*
+ * The command's own words, with --json and --sysfs-root taken out wherever
+ * they are ("umctl status --json"); anything else, "-1" included, is an
+ * argument for the command to judge. Returns the new argc.
+ */
+static int keep_args(int argc, char **argv, struct umctl *u)
+{
+	int i, n = 1;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-J") || !strcmp(argv[i], "--json")) {
+			u->json = true;
+		} else if (!strcmp(argv[i], "-r") ||
+			   !strcmp(argv[i], "--sysfs-root")) {
+			if (++i == argc)
+				ut_die_usage("%s needs a directory", argv[i - 1]);
+			u->root = argv[i];
+		} else if (!strncmp(argv[i], "--sysfs-root=", 13)) {
+			u->root = argv[i] + 13;
+		} else {
+			argv[n++] = argv[i];
+		}
+	}
+	return n;
+}
+
+int main(int argc, char **argv)
+{
+	struct umctl u = { 0 };
+	size_t i;
+
+	ut_set_progname(argv[0]);
+	parse(argc, argv, &u);
+	if (optind >= argc)
+		ut_die_usage("no command (status, clients, get, set, inject)");
+	argc = keep_args(argc - optind, argv + optind, &u);
+	argv += optind;
+	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(argv[0], commands[i].name))
+			return commands[i].fn(&u, argc, argv);
+	ut_die_usage("unknown command '%s'", argv[0]);
+}
