@@ -1,0 +1,94 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Description: umtop against a fake umm.ko tree (--sysfs-root): batch text
+# and newline-delimited JSON, rates computed from a tree that changes
+# between samples (counters per second, free memory declining), -n, bad
+# options, the module absent, and the client table missing (not fatal).
+# Usage: check.sh UMTOP UT-JSONCHECK
+set -u
+UMTOP=$1
+JC=$2
+here=$(dirname "$0")
+. "$here/../common/tap.sh"
+. "$here/../common/fakeumm.sh"
+
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+R=$TMP/sys
+fake_umm "$R"
+t() { "$UMTOP" --sysfs-root "$R" "$@"; }
+
+# Changes the tree 0.5 s after umtop's first sample (of two, 1 s apart):
+# 100 more events, node 0 loses 200 MiB.
+change_later() {
+	sleep 0.5
+	fake_set "$R" events_sent 140
+	fake_set "$R" nodes/node0/free_bytes $((400 << 20))
+	fake_set "$R" nodes/node0/level low
+}
+
+batch() {
+	t -b -n 2 -d 1 >"$TMP/b.txt" &
+	change_later
+	wait $! || return 1
+	[ "$(grep -c '^umtop - ' "$TMP/b.txt")" -eq 2 ] &&
+	! grep -q $'\033' "$TMP/b.txt" &&
+	grep -q 'events - sent' "$TMP/b.txt" &&
+	grep -Eq 'events (9[0-9]|10[0-9])\.[0-9]/s sent' "$TMP/b.txt" &&
+	grep -Eq '^node0 +low +400 MiB .* (1[5-9][0-9]|2[0-9][0-9])(\.[0-9])? MiB/s$' \
+		"$TMP/b.txt" &&
+	grep -q 'my trainer 2' "$TMP/b.txt" || { cat "$TMP/b.txt"; return 1; }
+}
+
+json_lines() {
+	fake_umm "$R"
+	t --json -n 2 -d 1 >"$TMP/j.ndjson" &
+	change_later
+	wait $! || return 1
+	[ "$(wc -l <"$TMP/j.ndjson")" -eq 2 ] || { cat "$TMP/j.ndjson"; return 1; }
+	sed -n 1p "$TMP/j.ndjson" >"$TMP/j1.json"
+	sed -n 2p "$TMP/j.ndjson" >"$TMP/j2.json"
+	"$JC" "$TMP/j1.json" time_ms:number interval_s:null \
+		module.events_sent:number rates_per_s.acks:null \
+		nodes.0.free_decline_bytes_per_s:null gpus.15.level:string \
+		clients.1.books:array || return 1
+	"$JC" "$TMP/j2.json" interval_s:number rates_per_s.events_sent:number \
+		nodes.0.free_decline_bytes_per_s:number \
+		nodes.1.free_decline_bytes_per_s:number || return 1
+	# about 100 events/s and 200 MiB/s over about one second
+	awk -F'"events_sent":' '{ split($3, a, /[,}]/);
+		exit !(a[1] > 80 && a[1] < 110) }' "$TMP/j2.json" || {
+		echo "events_sent rate:"; cat "$TMP/j2.json"; return 1; }
+	grep -q '"free_decline_bytes_per_s":0[,}]' "$TMP/j2.json"
+}
+
+no_clients() {
+	rm -rf "$R/kernel/debug/umm"
+	t -b -n 1 >"$TMP/nc.txt" && grep -q '^clients: debugfs not mounted' \
+		"$TMP/nc.txt" && t -J -n 1 >"$TMP/nc.json" &&
+	"$JC" "$TMP/nc.json" clients:null
+}
+
+usage_errors() {
+	local bad=0 a
+	for a in "-d 0" "-d x" "-n 0" "-n -3" "--bogus" "extra"; do
+		# shellcheck disable=SC2086
+		expect 2 . t $a || bad=1
+	done
+	t --help | grep -q -- '--iterations' || bad=1
+	t -V | grep -q '^umtop [0-9]' || bad=1
+	return $bad
+}
+
+no_module() {
+	expect 1 'umm.ko is not loaded' "$UMTOP" -r "$TMP/none" -n 1 &&
+	UMM_SYSFS_ROOT=$TMP/none expect 1 'not loaded' "$UMTOP" -b -n 1
+}
+
+tap_begin 5
+tap_check "umtop.batch_rates" batch
+tap_check "umtop.json_lines" json_lines
+tap_check "umtop.clients_missing_not_fatal" no_clients
+tap_check "umtop.usage_errors" usage_errors
+tap_check "umtop.module_absent" no_module
+tap_end

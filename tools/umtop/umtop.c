@@ -1,0 +1,319 @@
+// SPDX-License-Identifier: MIT
+/*
+ * umtop - a live view of umm.ko: node levels and free memory with its rate
+ * of decline, GPU budgets, the module's counters as rates, and the clients.
+ *
+ * Each sample reads the whole sysfs tree (and the debugfs client table when
+ * it can); rates are the difference from the previous sample over the time
+ * between them. On a terminal the screen is redrawn with plain ANSI
+ * escapes; -b prints samples one after the other, --json one JSON object
+ * per line. Exit status: 0, 1 when umm.ko cannot be read, 2 bad usage.
+ * See umtop(8).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ut.h"
+
+#define UMTOP_VERSION "0.1"
+
+/* The counters shown as rates, as indexes of struct ut_umm's g[]. */
+static const int rated[] = {
+	UT_UMM_G_events_sent, UT_UMM_G_events_dropped, UT_UMM_G_overflows,
+	UT_UMM_G_acks, UT_UMM_G_bytes_freed, UT_UMM_G_shrinker_calls,
+	UT_UMM_G_oom_calls,
+};
+#define NRATED (sizeof(rated) / sizeof(rated[0]))
+
+struct opts {
+	const char *root;
+	double delay;		/* seconds between samples */
+	uint64_t count;		/* 0: until interrupted */
+	bool batch;
+	bool json;
+};
+
+/* One sample and what is derived from the one before. */
+struct sample {
+	struct ut_umm s;
+	int clients_err;	/* 0, or why the client table is missing */
+	struct ut_umm_client *c;
+	size_t nc;
+	double dt;		/* seconds since the previous sample; 0 first */
+	double rate[NRATED];	/* per second; NaN on the first sample */
+	double *decline;	/* per node, bytes per second; NaN unknown */
+};
+
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+	stop = sig;
+}
+
+/* Free memory lost per second by node id, against the previous sample. */
+static double node_decline(const struct ut_umm *prev,
+			   const struct ut_umm_node *n, double dt)
+{
+	size_t i;
+
+	for (i = 0; prev && dt > 0 && i < prev->nnodes; i++)
+		if (prev->nodes[i].id == n->id)
+			return ((double)prev->nodes[i].v[UT_UMM_N_free_bytes] -
+				(double)n->v[UT_UMM_N_free_bytes]) / dt;
+	return NAN;
+}
+
+static int derive(struct sample *cur, const struct sample *prev)
+{
+	size_t i;
+
+	cur->dt = prev ? (double)(cur->s.t_ns - prev->s.t_ns) / 1e9 : 0;
+	for (i = 0; i < NRATED; i++) {
+		double d = prev ? (double)cur->s.g[rated[i]] -
+				  (double)prev->s.g[rated[i]] : 0;
+
+		/* a reload resets the counters: no rate across it */
+		cur->rate[i] = prev && cur->dt > 0 && d >= 0 ? d / cur->dt : NAN;
+	}
+	cur->decline = calloc(cur->s.nnodes ? cur->s.nnodes : 1,
+			      sizeof(double));
+	if (!cur->decline)
+		return -ENOMEM;
+	for (i = 0; i < cur->s.nnodes; i++)
+		cur->decline[i] = node_decline(prev ? &prev->s : NULL,
+					       &cur->s.nodes[i], cur->dt);
+	return 0;
+}
+
+static void sample_free(struct sample *x)
+{
+	ut_umm_free(&x->s);
+	free(x->c);
+	free(x->decline);
+	memset(x, 0, sizeof(*x));
+}
+
+/* 0, or the error of the module's tree (the client table may be missing). */
+static int take(const struct opts *o, struct sample *cur,
+		const struct sample *prev)
+{
+	int ret;
+
+	memset(cur, 0, sizeof(*cur));
+	ret = ut_umm_read(o->root, &cur->s);
+	if (ret)
+		return ret;
+	cur->clients_err = ut_umm_clients(o->root, &cur->c, &cur->nc);
+	return derive(cur, prev);
+}
+
+/* ---- output --------------------------------------------------------------- */
+
+static void print_json(const struct sample *x)
+{
+	struct timespec now;
+	struct ut_json j;
+	size_t i;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	ut_json_init_line(&j, stdout);
+	ut_json_obj_begin(&j, NULL);
+	ut_json_u64(&j, "time_ms", (uint64_t)now.tv_sec * 1000 +
+		    (uint64_t)now.tv_nsec / 1000000);
+	ut_json_dbl(&j, "interval_s", x->dt > 0 ? x->dt : NAN);
+	ut_umm_json(&j, &x->s, x->decline);
+	ut_json_obj_begin(&j, "rates_per_s");
+	for (i = 0; i < NRATED; i++)
+		ut_json_dbl(&j, ut_umm_global_names[rated[i]], x->rate[i]);
+	ut_json_obj_end(&j);
+	if (x->clients_err)
+		ut_json_null(&j, "clients");
+	else
+		ut_umm_json_clients(&j, "clients", x->c, x->nc);
+	ut_json_obj_end(&j);
+	ut_json_finish(&j);
+}
+
+/* "12.5/s", or "-" before a rate is known. */
+static const char *rate_text(double r, char *buf, size_t len)
+{
+	if (isnan(r))
+		snprintf(buf, len, "-");
+	else
+		snprintf(buf, len, "%.1f/s", r);
+	return buf;
+}
+
+static void print_header(const struct opts *o, const struct sample *x)
+{
+	const uint64_t *g = x->s.g;
+	char a[16], b[16], c[16], d[16], e[16], f[16], sz[UT_SIZE_STR];
+	time_t t = time(NULL);
+	char when[32];
+
+	strftime(when, sizeof(when), "%H:%M:%S", localtime(&t));
+	printf("umtop - %s  umm.ko API %llu, events %s, %llu clients, every %.1f s\n",
+	       when, (unsigned long long)g[UT_UMM_G_api_version],
+	       g[UT_UMM_G_enabled] ? "enabled" : "disabled",
+	       (unsigned long long)g[UT_UMM_G_clients], o->delay);
+	printf("events %s sent, %s dropped, %s overflows; acks %s, %s/s freed\n",
+	       rate_text(x->rate[0], a, 16), rate_text(x->rate[1], b, 16),
+	       rate_text(x->rate[2], c, 16), rate_text(x->rate[3], d, 16),
+	       isnan(x->rate[4]) ? "-" : ut_size_str((uint64_t)x->rate[4], sz));
+	printf("shrinker %s, OOM %s; ack latency avg %.3f ms, max %.3f ms\n\n",
+	       rate_text(x->rate[5], e, 16), rate_text(x->rate[6], f, 16),
+	       (double)g[UT_UMM_G_ack_latency_ns_avg] / 1e6,
+	       (double)g[UT_UMM_G_ack_latency_ns_max] / 1e6);
+}
+
+static void print_text(const struct opts *o, const struct sample *x)
+{
+	if (!o->batch)
+		fputs("\033[H\033[2J", stdout);	/* home, clear */
+	print_header(o, x);
+	ut_umm_print_nodes(&x->s, x->decline);
+	putchar('\n');
+	if (!ut_umm_print_gpus(&x->s, false))
+		putchar('\n');
+	if (x->clients_err)
+		printf("clients: %s\n", x->clients_err == -ENODEV ?
+		       "debugfs not mounted" : strerror(-x->clients_err));
+	else if (x->nc)
+		ut_umm_print_clients(x->c, x->nc);
+	else
+		printf("no clients\n");
+	if (o->batch)
+		putchar('\n');
+	fflush(stdout);
+}
+
+/* ---- options and the loop ------------------------------------------------- */
+
+static void usage(void)
+{
+	printf("Usage: %s [options]\n"
+	       "Live view of umm.ko: nodes, GPU budgets, counters as rates,\n"
+	       "clients.\n\n"
+	       "  -d, --delay SECS      between samples (default 1; 0.1..3600)\n"
+	       "  -n, --iterations N    stop after N samples (default: until ^C)\n"
+	       "  -b, --batch           plain lines, no terminal control\n"
+	       "  -J, --json            one JSON object per sample and line\n"
+	       "  -r, --sysfs-root DIR  DIR stands for /sys (tests; also\n"
+	       "                        $%s)\n"
+	       "  -h, --help            this text\n"
+	       "  -V, --version         the version\n\n"
+	       "Exit: 0 done, 1 umm.ko not loaded or not readable, 2 bad usage.\n",
+	       ut_progname, UT_UMM_ROOT_ENV);
+}
+
+static void parse(int argc, char **argv, struct opts *o)
+{
+	static const struct option lo[] = {
+		{ "delay", required_argument, NULL, 'd' },
+		{ "iterations", required_argument, NULL, 'n' },
+		{ "batch", no_argument, NULL, 'b' },
+		{ "json", no_argument, NULL, 'J' },
+		{ "sysfs-root", required_argument, NULL, 'r' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ 0 },
+	};
+	const char *root = NULL;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "d:n:bJr:hV", lo, NULL)) != -1) {
+		switch (c) {
+		case 'd':
+			if (ut_parse_double(optarg, 0.1, 3600, &o->delay))
+				ut_die_usage("bad --delay '%s' (0.1..3600 seconds)",
+					     optarg);
+			break;
+		case 'n':
+			if (ut_parse_u64(optarg, 1, UINT32_MAX, &o->count))
+				ut_die_usage("bad --iterations '%s' (1 or more)",
+					     optarg);
+			break;
+		case 'b':
+			o->batch = true;
+			break;
+		case 'J':
+			o->json = true;
+			break;
+		case 'r':
+			root = optarg;
+			break;
+		case 'h':
+			usage();
+			exit(0);
+		case 'V':
+			printf("%s %s\n", ut_progname, UMTOP_VERSION);
+			exit(0);
+		default:
+			ut_die_try_help();
+		}
+	}
+	if (optind < argc)
+		ut_die_usage("unexpected argument '%s'", argv[optind]);
+	o->root = ut_umm_root(root);
+	if (!o->json && !isatty(STDOUT_FILENO))
+		o->batch = true;	/* no escapes into a file or a pipe */
+}
+
+static void pause_s(double s)
+{
+	struct timespec ts = {
+		.tv_sec = (time_t)s,
+		.tv_nsec = (long)((s - (double)(time_t)s) * 1e9),
+	};
+
+	nanosleep(&ts, NULL);	/* a signal ends it early: fine */
+}
+
+static int run(const struct opts *o)
+{
+	struct sample x[2];
+	uint64_t n;
+	int ret = 0, cur = 0;
+
+	memset(x, 0, sizeof(x));
+	for (n = 0; !stop && (!o->count || n < o->count); n++, cur ^= 1) {
+		if (n)
+			pause_s(o->delay);
+		if (stop)
+			break;
+		sample_free(&x[cur]);
+		ret = take(o, &x[cur], n ? &x[cur ^ 1] : NULL);
+		if (ret) {
+			ut_umm_warn(o->root, x[cur].s.failed[0] ?
+				    x[cur].s.failed : "umtop", ret);
+			break;
+		}
+		if (o->json)
+			print_json(&x[cur]);
+		else
+			print_text(o, &x[cur]);
+	}
+	sample_free(&x[0]);
+	sample_free(&x[1]);
+	return ret ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o = { .delay = 1.0 };
+	struct sigaction sa = { .sa_handler = on_signal };
+
+	ut_set_progname(argv[0]);
+	parse(argc, argv, &o);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	return run(&o);
+}
