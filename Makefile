@@ -10,7 +10,7 @@ DESTDIR ?=
 export PREFIX DESTDIR
 
 # Build order: the library first, then what links it, then the tests.
-COMPONENTS := libum tools examples tests/harness tests/unit tests/gpu \
+COMPONENTS := libum tools examples bindings/python tests/harness tests/unit tests/gpu \
 	      kmod tests/kmod tests/vm tests/e2e
 DIRS := $(patsubst %/Makefile,%,$(wildcard $(addsuffix /Makefile,$(COMPONENTS))))
 

@@ -1,0 +1,59 @@
+# SPDX-License-Identifier: MIT
+"""Shared helpers of umtorch's tests: a small MLP and its training loop."""
+
+import torch
+
+import umtorch
+
+BUDGET = 4 << 20	# device budget: less than the offloaded state
+
+
+class Skip(Exception):
+    """Raised by a test that cannot run here (the reason is printed)."""
+
+
+def context(**kw):
+    kw.setdefault("backend", "sim")
+    kw.setdefault("device_budget", BUDGET)
+    kw.setdefault("sim_capacity", "64M")
+    return umtorch.Context(**kw)
+
+
+def model():
+    """64 -> 512 -> 512 -> 512 -> 512 -> 10, fixed initial weights: the
+    optimizer state of the 512x512 layers is 2 MiB per layer."""
+    torch.manual_seed(1)
+    layers = [torch.nn.Linear(64, 512), torch.nn.ReLU()]
+    for _ in range(3):
+        layers += [torch.nn.Linear(512, 512), torch.nn.ReLU()]
+    return torch.nn.Sequential(*layers, torch.nn.Linear(512, 10))
+
+
+def train(m, opt, steps, seed=2):
+    """steps of cross-entropy on synthetic data; returns the losses."""
+    gen = torch.Generator().manual_seed(seed)
+    losses = []
+    for _ in range(steps):
+        x = torch.randn(64, 64, generator=gen)
+        y = torch.randint(0, 10, (64,), generator=gen)
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(m(x), y)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses
+
+
+def same_params(a, b):
+    return all(torch.equal(p, q) for p, q in zip(a.parameters(),
+                                                  b.parameters()))
+
+
+def raises(rc, fn, *args, kind=umtorch.UmError, **kw):
+    """fn(*args) must raise kind carrying rc (a negative errno)."""
+    try:
+        fn(*args, **kw)
+    except kind as e:
+        assert e.rc == rc, "%s: rc %d, want %d" % (e, e.rc, rc)
+        return e
+    raise AssertionError("%s did not raise %s" % (fn, kind.__name__))

@@ -1,0 +1,66 @@
+# SPDX-License-Identifier: MIT
+"""Tensors over region memory, and how they are emptied at free time.
+
+The tensor returned is never a torch "view" of another tensor: it is a
+fresh tensor set_() onto the storage that wraps the region's bytes, so it
+can be emptied in place later (set_ is refused on views).
+"""
+
+import ctypes
+import errno
+import math
+
+import torch
+
+from .errors import UmValueError, bad_type
+
+
+class _CudaArray:
+    """Exports a device pointer through __cuda_array_interface__ (v2)."""
+
+    def __init__(self, ptr, nbytes):
+        self.__cuda_array_interface__ = {
+            "shape": (nbytes,), "typestr": "|u1", "data": (ptr, False),
+            "version": 2, "strides": None}
+
+
+def _check(region, dtype, shape, offset):
+    if not isinstance(dtype, torch.dtype):
+        raise bad_type("dtype", dtype, "torch.dtype")
+    if isinstance(shape, int):
+        shape = (shape,)
+    if not all(isinstance(n, int) and n >= 0 for n in shape):
+        raise UmValueError(-errno.EINVAL, "shape", "bad shape %r" % (shape,))
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    nbytes = math.prod(shape) * itemsize
+    if isinstance(offset, bool) or not isinstance(offset, int):
+        raise bad_type("offset", offset, "int")
+    if offset < 0 or offset % itemsize or offset + nbytes > region.nbytes:
+        raise UmValueError(-errno.EINVAL, "tensor", "%d bytes at offset %d "
+                           "do not fit %r" % (nbytes, offset, region))
+    return tuple(shape), nbytes
+
+
+def make(region, dtype, shape, offset):
+    """A tensor of dtype/shape over region's bytes at offset."""
+    shape, nbytes = _check(region, dtype, shape, offset)
+    ptr = region.ptr + offset
+    device = region.ctx.tensor_device(region.device)
+    if nbytes == 0:
+        return torch.empty(shape, dtype=dtype, device=device)
+    if device == "cpu":
+        raw = torch.frombuffer((ctypes.c_char * nbytes).from_address(ptr),
+                               dtype=torch.uint8)
+    else:
+        raw = torch.as_tensor(_CudaArray(ptr, nbytes), device=device)
+    out = torch.empty(0, dtype=dtype, device=device)
+    out.set_(raw.view(dtype).storage(), 0, shape)
+    return out
+
+
+def empty(tensor):
+    """Point tensor (if still alive) at no memory at all."""
+    if tensor is not None:
+        with torch.no_grad():
+            tensor.set_(torch.empty(0, dtype=tensor.dtype,
+                                    device=tensor.device))
