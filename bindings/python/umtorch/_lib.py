@@ -29,12 +29,11 @@ def _load(env, name, dirs):
     except OSError as e:
         if "static TLS" not in str(e):
             raise
-        # libum.so built with the CUDA toolkit carries the static CUDA
-        # runtime, whose page-aligned initial-exec TLS glibc can only
-        # place at program start, never in a dlopen().
-        raise ImportError("%s cannot be loaded after start-up (%s); start "
-                          "python with LD_PRELOAD=%s" % (path, e, path)) \
-            from e
+        # A libum.so from before libum/Makefile linked the CUDA runtime
+        # shared: its static cudart's TLS cannot be placed by dlopen().
+        raise ImportError("%s was built with the static CUDA runtime (%s); "
+                          "rebuild it, or start python with LD_PRELOAD=%s"
+                          % (path, e, path)) from e
 
 
 u32, u64, i32 = ctypes.c_uint32, ctypes.c_uint64, ctypes.c_int32
