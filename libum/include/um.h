@@ -262,6 +262,9 @@ struct um_stats {
 	uint64_t pool_requested;	/* asked for, unrounded */
 	uint32_t pool_internal_frag_bp;	/* (used - requested) / used */
 	uint32_t pool_external_frag_bp;	/* 1 - largest free / free */
+	/* host copies moved between NUMA nodes: pages moved, or copied */
+	uint64_t node_moves_paged;
+	uint64_t node_moves_copied;
 };
 
 int um_stats_get(struct um_context *ctx, struct um_stats *st);

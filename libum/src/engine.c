@@ -29,6 +29,9 @@
 #include <string.h>
 
 #include "internal.h"
+#if UM_HAVE_NUMA
+#include "um_numa.h"
+#endif
 #if UM_HAVE_SPILL
 #include "spill.h"
 #endif
@@ -571,6 +574,48 @@ int um__to_spill(struct um_context *ctx, struct um_region *r)
 #endif
 }
 
+#if UM_HAVE_NUMA
+/*
+ * The pages of a pool chunk to node. All or nothing for the pool: when some
+ * stay behind (pinned by a driver, as cudaHostAlloc's are) the range is
+ * bound back to its heap's node and the caller copies.
+ */
+static int move_chunk_pages(void *base, size_t len, int node, int from)
+{
+	uint64_t moved = 0;
+	int ret = um__numa_move(base, len, node, &moved);
+
+	if (!ret && moved < len && um__numa_available())
+		ret = -EBUSY;
+	if (ret && from >= 0)
+		(void)um__numa_bind(base, len, from);
+	return ret;
+}
+#endif
+
+/*
+ * A host copy that fills its pool chunk moves with move_pages: no second
+ * copy of its bytes, the kernel migrates the pages; others are copied.
+ */
+static int host_move_pages(struct um_context *ctx, struct um_region *r,
+			   int node)
+{
+#if UM_HAVE_NUMA
+	int ret = node < 0 ? -EOPNOTSUPP :
+		  um__pool_move(ctx->pool, r->host, node, move_chunk_pages);
+
+	if (!ret) {
+		r->host_node = node;
+		ctx->books.node_moves_paged++;
+		set_residency(ctx, r, um__host_tier(ctx, node));
+	}
+	return ret;
+#else
+	(void)ctx; (void)r; (void)node;
+	return -EOPNOTSUPP;
+#endif
+}
+
 static int host_move(struct um_context *ctx, struct um_region *r, int node)
 {
 	void *old = r->host;
@@ -578,6 +623,8 @@ static int host_move(struct um_context *ctx, struct um_region *r, int node)
 
 	if (!old || r->pending)
 		return -EOPNOTSUPP;	/* MANAGED pages: the driver places them */
+	if (!host_move_pages(ctx, r, node))
+		return 0;
 	r->host = NULL;
 	ret = um__host_block(ctx, r, node, false);
 	if (ret) {
@@ -586,6 +633,7 @@ static int host_move(struct um_context *ctx, struct um_region *r, int node)
 	}
 	memcpy(r->host, old, (size_t)r->bytes);
 	um__pool_free(ctx->pool, old);
+	ctx->books.node_moves_copied++;
 	set_residency(ctx, r, um__host_tier(ctx, node));
 	return 0;
 }

@@ -145,6 +145,7 @@ struct um_books {
 	uint64_t evict_count, evict_bytes, evict_ns;
 	uint64_t restore_count, restore_bytes, restore_ns;
 	uint64_t nomem;
+	uint64_t node_moves_paged, node_moves_copied;
 	uint64_t events[UM_EVENT_COUNT];
 	uint64_t events_dropped;
 };

@@ -408,12 +408,7 @@ static struct chunk *heap_detach_free(struct um_pool *pool, struct heap *h,
 		um__pool_tlsf_remove(h, s);
 		um__pool_span_put(pool, s);
 		um__pool_pm_clear(pool, c->base, c->bytes);
-		if (c->prev)
-			c->prev->next = c->next;
-		else
-			h->chunks = c->next;
-		if (c->next)
-			c->next->prev = c->prev;
+		um__pool_chunk_unlink(h, c);
 		pool->bytes -= c->bytes;
 		h->st.chunks--;
 		h->st.bytes -= c->bytes;
@@ -451,6 +446,54 @@ int64_t um__pool_trim(struct um_pool *pool, int node, uint64_t keep)
 	}
 	pthread_mutex_unlock(&pool->grow_mu);
 	return total;
+}
+
+/* The live LARGE block at ptr, if it fills its chunk alone; under the lock. */
+static int lone_block(struct um_pool *pool, const void *ptr, struct span **sp)
+{
+	struct span *s;
+	uint32_t idx;
+	int ret = um__pool_block_lookup(pool, ptr, -1, &s, &idx);
+
+	if (!ret && um__pool_cache_holds(pool, ptr))
+		ret = -EINVAL;			/* already freed */
+	if (ret)
+		return ret;
+	if (s->state != SPAN_LARGE || s->npages != s->chunk->npages)
+		return -EBUSY;
+	*sp = s;
+	return 0;
+}
+
+int um__pool_move(struct um_pool *pool, void *ptr, int node,
+		  um_pool_mover move)
+{
+	int hi = heap_index(node), from, ret;
+	struct span *s;
+	size_t len;
+
+	if (!pool || !ptr || !move || hi < 0)
+		return -EINVAL;
+	pool_lock(pool);
+	ret = lone_block(pool, ptr, &s);
+	from = ret ? -1 : s->hi;
+	len = ret ? 0 : s->chunk->bytes;
+	pool_unlock(pool);
+	if (ret || from == hi)
+		return ret;
+	/*
+	 * Nothing else can land in the chunk meanwhile: the block fills it,
+	 * and the caller owns the block.
+	 */
+	ret = move(ptr, len, node, pool->heaps[from].node);
+	if (ret)
+		return ret;
+	pool_lock(pool);
+	ret = lone_block(pool, ptr, &s);
+	if (!ret)
+		um__pool_chunk_rehome(pool, s, hi);
+	pool_unlock(pool);
+	return ret;
 }
 
 static void stats_add(struct um_pool_stats *a, const struct um_pool_stats *b)

@@ -157,6 +157,19 @@ int um__pool_block_info(struct um_pool *pool, const void *ptr, size_t *usable,
 int um__pool_reserve(struct um_pool *pool, int node, uint64_t bytes);
 
 /*
+ * Move the live block at ptr to node's heap without copying it, when it
+ * fills its chunk alone (a block of the chunk size, or larger and a
+ * multiple of 2 MiB): move(ptr, len, node, from_node) moves the chunk's
+ * pages, with no pool lock held, then the chunk changes heaps. Returns 0
+ * (also when already there); -EBUSY: the chunk holds other blocks (copy
+ * instead); -EINVAL as for free, or a bad node; else move's error, with
+ * the block still in its heap.
+ */
+typedef int (*um_pool_mover)(void *base, size_t len, int node, int from_node);
+int um__pool_move(struct um_pool *pool, void *ptr, int node,
+		  um_pool_mover move);
+
+/*
  * Give whole free chunks of node's heap (UM_POOL_NODE_ALL: every heap) back to
  * the backend, keeping at least keep bytes free per heap. Empty slabs are
  * returned to their chunk first. Returns bytes given back (>= 0) or -EINVAL.

@@ -698,11 +698,7 @@ int um__pool_heap_grow(struct um_pool *pool, int hi, size_t need_pages)
 	c->base = mem;
 	c->bytes = size;
 	c->npages = size >> POOL_PAGE_SHIFT;
-	c->hi = hi;
-	c->next = h->chunks;
-	if (c->next)
-		c->next->prev = c;
-	h->chunks = c;
+	um__pool_chunk_link(h, c, hi);
 	pool->bytes += size;
 	h->st.chunks++;
 	h->st.bytes += size;
@@ -719,4 +715,50 @@ out_unlock:
 	pthread_mutex_unlock(&pool->grow_mu);
 	free(c);
 	return ret;
+}
+
+/* ---- chunks between heaps ----------------------------------------------- */
+
+void um__pool_chunk_link(struct heap *h, struct chunk *c, int hi)
+{
+	c->hi = hi;
+	c->prev = NULL;
+	c->next = h->chunks;
+	if (c->next)
+		c->next->prev = c;
+	h->chunks = c;
+}
+
+void um__pool_chunk_unlink(struct heap *h, struct chunk *c)
+{
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		h->chunks = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	c->next = c->prev = NULL;
+}
+
+void um__pool_chunk_rehome(struct um_pool *pool, struct span *s, int to)
+{
+	struct chunk *c = s->chunk;
+	struct heap *a = &pool->heaps[c->hi], *b = &pool->heaps[to];
+	uint64_t used = (uint64_t)s->npages << POOL_PAGE_SHIFT;
+
+	um__pool_chunk_unlink(a, c);
+	um__pool_chunk_link(b, c, to);
+	/* read without the lock by cache_free, which then takes the lock */
+	__atomic_store_n(&s->hi, to, __ATOMIC_RELAXED);
+	a->st.chunks--;
+	b->st.chunks++;
+	a->st.bytes -= c->bytes;
+	b->st.bytes += c->bytes;
+	a->st.used -= used;
+	b->st.used += used;
+	/* may wrap while a thread cache of a holds the allocation's share */
+	a->st.requested -= s->requested;
+	b->st.requested += s->requested;
+	a->st.blocks--;
+	b->st.blocks++;
 }

@@ -264,6 +264,14 @@ bool um__pool_fits(struct heap *h, size_t n);
 /* Put a detached chunk's span struct back, under the lock. */
 void um__pool_span_put(struct um_pool *pool, struct span *s);
 void um__pool_tlsf_remove(struct heap *h, struct span *s);
+/* Chunk c joins heap h (index hi) / leaves it. */
+void um__pool_chunk_link(struct heap *h, struct chunk *c, int hi);
+void um__pool_chunk_unlink(struct heap *h, struct chunk *c);
+/*
+ * Give the chunk of LARGE span s, which it fills alone, to heap to with
+ * its figures (um__pool_move).
+ */
+void um__pool_chunk_rehome(struct um_pool *pool, struct span *s, int to);
 
 /* ---- pool_cache.c ----------------------------------------------------- */
 

@@ -33,7 +33,9 @@
 	X(evict_ns, "evict_ns")					\
 	X(restore_count, "restore_count")			\
 	X(restore_bytes, "restore_bytes")			\
-	X(restore_ns, "restore_ns")
+	X(restore_ns, "restore_ns")				\
+	X(node_moves_paged, "node_moves_paged")			\
+	X(node_moves_copied, "node_moves_copied")
 
 static const char *const event_names[UM_EVENT_COUNT] = {
 	[UM_EVENT_NONE] = "none",

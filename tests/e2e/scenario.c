@@ -44,6 +44,8 @@ static void fill_stats(struct trainer *t, struct scenario_result *r)
 		r->host_peak[0] = st.host[0].peak;
 		r->host_peak[1] = st.host[1].peak;
 		r->spill_peak = st.spill.peak;
+		r->moves_paged = st.node_moves_paged;
+		r->moves_copied = st.node_moves_copied;
 	}
 	if (!um__pressure_stats(t->ctx, &ps)) {
 		r->umm_events = ps.umm_events;
@@ -331,8 +333,10 @@ void scenario_report(const struct scenario *sc,
 	       (unsigned long long)(r->host_peak[1] / MiB),
 	       (unsigned long long)(r->spill_end / MiB),
 	       (unsigned long long)(r->spill_peak / MiB));
-	printf("# %s: new host copies steered off node 0 %llu time(s)\n",
-	       sc->name, (unsigned long long)r->steered_away);
+	printf("# %s: new host copies steered off node 0 %llu time(s); moves between nodes: %llu by move_pages, %llu copied\n",
+	       sc->name, (unsigned long long)r->steered_away,
+	       (unsigned long long)r->moves_paged,
+	       (unsigned long long)r->moves_copied);
 	printf("# %s: umm events %llu, ACKs %llu (%llu MiB freed), shed %llu MiB, event-to-ACK avg %.1f ms max %.1f ms, sources 0x%x, fallbacks %u\n",
 	       sc->name, (unsigned long long)r->umm_events,
 	       (unsigned long long)r->acks,

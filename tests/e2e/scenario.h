@@ -41,6 +41,7 @@ struct scenario_result {
 	uint32_t first_eta_ms;
 	uint32_t max_level;
 	uint64_t steered_away;		/* home node changes away from node 0 */
+	uint64_t moves_paged, moves_copied;	/* host copies between nodes */
 	uint64_t umm_events, acks, acked_bytes, shed_bytes;
 	uint64_t sum_ack_ns, max_ack_ns;
 	uint32_t sources, fallbacks;

@@ -699,6 +699,144 @@ TEST(node_heaps_are_separate)
 	um__pool_destroy(pool);
 }
 
+/* ---- moving a block's chunk to another heap ------------------------------ */
+
+static struct {
+	int calls, ret, node, from;
+	void *base;
+	size_t len;
+} g_mv;
+
+static int fake_mover(void *base, size_t len, int node, int from)
+{
+	g_mv.calls++;
+	g_mv.base = base;
+	g_mv.len = len;
+	g_mv.node = node;
+	g_mv.from = from;
+	return g_mv.ret;
+}
+
+static struct um_pool_stats node_stats(struct um_pool *pool, int node)
+{
+	struct um_pool_stats st;
+
+	if (um__pool_stats(pool, node, &st))
+		memset(&st, 0xff, sizeof(st));
+	return st;
+}
+
+TEST(move_lone_block_takes_its_chunk_along)
+{
+	struct um_pool *pool = new_pool(2 * MiB, 0);
+	struct um_pool_stats s0, s3;
+	int node = -9;
+	void *a;
+
+	ASSERT_NONNULL(pool);
+	memset(&g_mv, 0, sizeof(g_mv));
+	ASSERT_EQ(0, um__pool_alloc(pool, 2 * MiB - 100, 0, 0, &a));
+	fill(a, 2 * MiB - 100, 7);
+	ASSERT_EQ(0, um__pool_move(pool, a, 3, fake_mover));
+	EXPECT_EQ(1, g_mv.calls);
+	EXPECT_EQ(a, g_mv.base);
+	EXPECT_EQ(2 * MiB, g_mv.len);
+	EXPECT_EQ(3, g_mv.node);
+	EXPECT_EQ(0, g_mv.from);
+	ASSERT_EQ(0, um__pool_block_info(pool, a, NULL, &node, NULL));
+	EXPECT_EQ(3, node);
+	s0 = node_stats(pool, 0);
+	s3 = node_stats(pool, 3);
+	EXPECT_EQ(0, s0.chunks);
+	EXPECT_EQ(0, s0.bytes);
+	EXPECT_EQ(0, s0.used);
+	EXPECT_EQ(0, s0.requested);
+	EXPECT_EQ(0, s0.blocks);
+	EXPECT_EQ(1, s3.chunks);
+	EXPECT_EQ(2 * MiB, s3.bytes);
+	EXPECT_EQ(2 * MiB, s3.used);
+	EXPECT_EQ(2 * MiB - 100, s3.requested);
+	EXPECT_EQ(1, s3.blocks);
+	EXPECT_TRUE(check(a, 2 * MiB - 100, 7));
+	/* already there: nothing to move */
+	ASSERT_EQ(0, um__pool_move(pool, a, 3, fake_mover));
+	EXPECT_EQ(1, g_mv.calls);
+	/* freed and trimmed from its new heap */
+	ASSERT_EQ(0, um__pool_free(pool, a));
+	EXPECT_EQ(0, node_stats(pool, 3).blocks);
+	EXPECT_EQ(0, um__pool_trim(pool, 0, 0));
+	EXPECT_EQ((int64_t)(2 * MiB), um__pool_trim(pool, 3, 0));
+	EXPECT_EQ(0, stats(pool).chunks);
+	EXPECT_EQ(0, um__pool_destroy(pool));
+}
+
+TEST(move_refused_when_the_chunk_is_shared)
+{
+	struct um_pool *pool = new_pool(2 * MiB, 0);
+	void *a, *b, *c;
+
+	ASSERT_NONNULL(pool);
+	memset(&g_mv, 0, sizeof(g_mv));
+	ASSERT_EQ(0, um__pool_alloc(pool, MiB, 0, 0, &a));
+	ASSERT_EQ(0, um__pool_alloc(pool, 64 * 1024, 0, 0, &b));
+	ASSERT_EQ(0, um__pool_alloc(pool, 100, 0, 0, &c));
+	/* a large block with a neighbour, a page run, a slab slot */
+	EXPECT_EQ(-EBUSY, um__pool_move(pool, a, 1, fake_mover));
+	EXPECT_EQ(-EBUSY, um__pool_move(pool, b, 1, fake_mover));
+	EXPECT_EQ(-EBUSY, um__pool_move(pool, c, 1, fake_mover));
+	EXPECT_EQ(0, g_mv.calls);
+	EXPECT_EQ(0, node_stats(pool, 1).chunks);
+	ASSERT_EQ(0, um__pool_free(pool, b));
+	ASSERT_EQ(0, um__pool_free(pool, c));
+	/* a block alone in a chunk with free space around it still shares */
+	EXPECT_EQ(-EBUSY, um__pool_move(pool, a, 1, fake_mover));
+	ASSERT_EQ(0, um__pool_free(pool, a));
+	EXPECT_EQ(0, um__pool_destroy(pool));
+}
+
+TEST(move_failure_leaves_the_block_in_its_heap)
+{
+	struct um_pool *pool = new_pool(2 * MiB, 0);
+	int node = -9;
+	void *a;
+
+	ASSERT_NONNULL(pool);
+	memset(&g_mv, 0, sizeof(g_mv));
+	g_mv.ret = -EBUSY;
+	ASSERT_EQ(0, um__pool_alloc(pool, 2 * MiB, 0, 0, &a));
+	EXPECT_EQ(-EBUSY, um__pool_move(pool, a, 1, fake_mover));
+	EXPECT_EQ(1, g_mv.calls);
+	ASSERT_EQ(0, um__pool_block_info(pool, a, NULL, &node, NULL));
+	EXPECT_EQ(0, node);
+	EXPECT_EQ(1, node_stats(pool, 0).blocks);
+	EXPECT_EQ(0, node_stats(pool, 1).chunks);
+	ASSERT_EQ(0, um__pool_free(pool, a));
+	EXPECT_EQ(0, um__pool_destroy(pool));
+}
+
+TEST(move_bad_input)
+{
+	struct um_pool *pool = new_pool(2 * MiB, 0);
+	char stack[64];
+	void *a;
+
+	ASSERT_NONNULL(pool);
+	memset(&g_mv, 0, sizeof(g_mv));
+	ASSERT_EQ(0, um__pool_alloc(pool, 2 * MiB, 0, 0, &a));
+	EXPECT_EQ(-EINVAL, um__pool_move(NULL, a, 1, fake_mover));
+	EXPECT_EQ(-EINVAL, um__pool_move(pool, NULL, 1, fake_mover));
+	EXPECT_EQ(-EINVAL, um__pool_move(pool, a, 1, NULL));
+	EXPECT_EQ(-EINVAL, um__pool_move(pool, a, UM_POOL_MAX_NODES, fake_mover));
+	EXPECT_EQ(-EINVAL, um__pool_move(pool, a, -5, fake_mover));
+	EXPECT_EQ(-EINVAL, um__pool_move(pool, stack, 1, fake_mover));
+	EXPECT_EQ(-EINVAL, um__pool_move(pool, (char *)a + 4096, 1,
+					 fake_mover));
+	ASSERT_EQ(0, um__pool_free(pool, a));
+	EXPECT_EQ(-EINVAL, um__pool_move(pool, a, 1, fake_mover));
+	EXPECT_EQ(0, g_mv.calls);
+	EXPECT_EQ(0, um__pool_destroy(pool));
+}
+
 /* ---- threads ------------------------------------------------------------- */
 
 struct thr {
