@@ -42,6 +42,7 @@
 #define TAG_WAKE	3
 #define DEF_REPORT_MS	100
 #define HOME_CHECK_NS	(1000ull * 1000000ull)	/* steered away: look home */
+#define UMM_SYSFS_NODES	"/sys/kernel/mm/umm/nodes"
 #define PSI_TRIGGER	"some 150000 2000000"	/* 150 ms stalled in 2 s */
 #define PSI_SHED_MIN	(64ull << 20)
 #define MAX_GPUS	(UMM_MAX_GPUS < UM_MAX_DEVICES ? UMM_MAX_GPUS : \
@@ -86,7 +87,7 @@ struct um_pressure {
 	 * back, through evictions and restores, what an event just moved).
 	 */
 	uint32_t hot;			/* bit per node < 32 */
-	um_tier_t hot_dest[32];
+	int hot_dest[32];		/* node the module named, or -1 */
 	/*
 	 * Free bytes a node had when it was said to be LOW or worse: about
 	 * its low mark. Copies steered away come home only when the node's
@@ -492,15 +493,80 @@ static void ack(struct um_pressure *pr, const struct umm_event *ev,
 	pthread_mutex_unlock(&pr->st_lock);
 }
 
-static um_tier_t dest_for(const struct um_pressure *pr, int dest_node,
-			  int from_node)
+/* A decimal number from a sysfs file. */
+static int read_u64(const char *path, uint64_t *out)
 {
+	char buf[32], *end;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = '\0';
+	errno = 0;
+	*out = strtoull(buf, &end, 10);
+	return errno || end == buf ? -EIO : 0;
+}
+
+/*
+ * Bytes node can take before it falls to its low mark: the module's
+ * low_bp of the node's memory, or the free memory we saw it go LOW at,
+ * whichever is higher; a quarter of the node where neither is known.
+ */
+static uint64_t node_room(const struct um_pressure *pr, int node)
+{
+	uint64_t free_b, total, bp = 0, low = 0;
+	char path[96];
+
+	if (node < 0 || node >= 32 || um__numa_node_mem(node, &free_b, &total))
+		return 0;
+	snprintf(path, sizeof(path), UMM_SYSFS_NODES "/node%d/low_bp", node);
+	if (!read_u64(path, &bp) && bp <= 10000)
+		low = total / 10000 * bp;
+	if (pr->low_mark[node] > low)
+		low = pr->low_mark[node];
+	if (!low)
+		low = total / 4;
+	return free_b > low ? free_b - low : 0;
+}
+
+/*
+ * Where what we hold on from_node (held bytes, ask of them asked for) goes:
+ * the node the module named if it has room for all of it; else the spill;
+ * else that node if it has room for the ask at least. The module names the
+ * node with most room, however little: filling it to its OOM killer would
+ * be worse than the pressure we are answering (seen in the VM, with the
+ * other node held at its low mark by umpressure).
+ */
+static um_tier_t dest_for(const struct um_pressure *pr, int dest_node,
+			  int from_node, uint64_t held, uint64_t ask)
+{
+	uint64_t room = 0;
+
 	if (dest_node >= 0 && dest_node != from_node &&
 	    dest_node < (int)UM_TIER_ANY_NODE)
+		room = node_room(pr, dest_node);
+	if (room && room >= held)
 		return UM_TIER_HOST_NODE((unsigned int)dest_node);
 	if (pr->ctx->spill)
 		return UM_TIER_DISK;
+	if (room && room >= ask)
+		return UM_TIER_HOST_NODE((unsigned int)dest_node);
 	return UM_TIER_NONE;
+}
+
+/* Host bytes held on node (0 if the books cannot be read). */
+static uint64_t held_on(struct um_pressure *pr, int node)
+{
+	struct books b;
+
+	if (node < 0 || node >= UM_STATS_MAX_NODES || collect(pr->ctx, &b))
+		return 0;
+	return b.host_res[node];
 }
 
 /*
@@ -527,13 +593,14 @@ static void steer_home(struct um_pressure *pr, int from, int to)
 	um__exit(ctx);
 }
 
-static void mark_hot(struct um_pressure *pr, uint32_t node, um_tier_t dest)
+static void mark_hot(struct um_pressure *pr, uint32_t node, int dest_node)
 {
 	/* with no other node and no spill there is nowhere to keep them */
-	if (node >= 32 || (dest == UM_TIER_NONE && !pr->ctx->spill))
+	if (node >= 32 || ((dest_node < 0 || dest_node == (int)node) &&
+			   !pr->ctx->spill))
 		return;
 	pr->hot |= 1u << node;
-	pr->hot_dest[node] = dest;
+	pr->hot_dest[node] = dest_node;
 }
 
 /* Between events: push what we hold on a hot node to its destination. */
@@ -549,7 +616,9 @@ static void keep_off_hot(struct um_pressure *pr)
 	for (uint32_t n = 0; n < 32 && n < UM_STATS_MAX_NODES; n++) {
 		if (!(pr->hot & (1u << n)) || !b.host_rec[n])
 			continue;
-		shed(pr, UM_TIER_HOST_NODE(n), b.host_rec[n], pr->hot_dest[n]);
+		shed(pr, UM_TIER_HOST_NODE(n), b.host_rec[n],
+		     dest_for(pr, pr->hot_dest[n], (int)n, b.host_res[n],
+			      b.host_rec[n]));
 		atomic_store(&pr->dirty, true);
 	}
 }
@@ -644,18 +713,22 @@ static void handle_pressure(struct um_pressure *pr, const struct umm_event *ev)
 	case UMM_EVENT_PRESSURE:
 	case UMM_EVENT_SHRINK:
 		tier = UM_TIER_HOST_NODE(ev->tier_id);
-		dest = dest_for(pr, ev->dest_node, (int)ev->tier_id);
+		dest = dest_for(pr, ev->dest_node, (int)ev->tier_id,
+				held_on(pr, (int)ev->tier_id), ev->bytes_to_free);
 		if (ev->level >= UMM_LEVEL_LOW) {
 			if (ev->tier_id < 32 &&
 			    ev->bytes_free > pr->low_mark[ev->tier_id])
 				pr->low_mark[ev->tier_id] = ev->bytes_free;
-			steer_home(pr, (int)ev->tier_id, ev->dest_node);
-			mark_hot(pr, ev->tier_id, dest);
+			if (UM_TIER_TYPE(dest) == UM_TIER_HOST)
+				steer_home(pr, (int)ev->tier_id,
+					   ev->dest_node);
+			mark_hot(pr, ev->tier_id, ev->dest_node);
 		}
 		break;
 	case UMM_EVENT_OOM:
 		tier = UM_TIER_HOST_ANY;
-		dest = dest_for(pr, ev->dest_node, -1);
+		dest = dest_for(pr, ev->dest_node, -1, ev->bytes_to_free,
+				ev->bytes_to_free);
 		break;
 	case UMM_EVENT_GPU_BUDGET:
 		tier = UM_TIER_GPU(ev->tier_id);

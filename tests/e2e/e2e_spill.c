@@ -6,7 +6,8 @@
  * module's events name no destination and libum spills host copies to the
  * spill directory on a virtio disk (ext4, mounted by the rig on /mnt);
  * later steps read them back. Passes when: no OOM, spill writes and reads
- * happened, every region's checksum is intact. Reports spill throughput,
+ * happened, nothing was moved to node 1, every region's checksum is
+ * intact. Reports spill throughput,
  * lead time and event-to-ACK latency.
  */
 #define TEST_TIMEOUT 900
@@ -49,6 +50,13 @@ TEST(both_nodes_fill_regions_spill_and_return)
 	EXPECT_LT(0, res.umm_events);
 	EXPECT_LT(0, res.spill_writes) TH_LOG("nothing was spilled");
 	EXPECT_LT(0, res.spill_reads) TH_LOG("nothing came back from the spill");
+	/*
+	 * Node 1 sits at its low mark: events may still name it (the node
+	 * with most room, however little), but nothing may go there.
+	 */
+	EXPECT_EQ(0, res.steered_away);
+	EXPECT_EQ(0, res.moves_paged + res.moves_copied)
+		TH_LOG("host copies moved to node 1, which had no room");
 }
 
 TEST_HARNESS_MAIN
