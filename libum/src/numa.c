@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "um_numa.h"
+#include "sysfs.h"
 
 #define NODE_BITS	1024
 #define NODE_WORDS	(NODE_BITS / (8 * sizeof(unsigned long)))
@@ -147,11 +148,9 @@ static int parse_bdf(const char *bdf, char *out, size_t len)
 
 int um__numa_pci_node_at(const char *root, const char *bdf)
 {
-	char norm[32], path[PATH_MAX], buf[32];
-	ssize_t n;
-	int fd, ret;
-	long node;
-	char *end;
+	char norm[32], path[PATH_MAX];
+	long long node;
+	int ret;
 
 	if (!bdf)
 		return 0;
@@ -164,18 +163,9 @@ int um__numa_pci_node_at(const char *root, const char *bdf)
 			     "%s/sys/bus/pci/devices/%s/numa_node", root,
 			     norm) >= sizeof(path))
 		return -ENAMETOOLONG;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT ? -ENOENT : -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -EIO;
-	buf[n] = '\0';
-	errno = 0;
-	node = strtol(buf, &end, 10);
-	if (errno || end == buf)
-		return -EIO;
+	ret = um__read_num(path, &node);
+	if (ret)
+		return ret;
 	/* -1: the platform does not say; treat as node 0. */
 	if (node < 0)
 		return 0;

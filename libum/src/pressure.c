@@ -35,6 +35,7 @@
 #include "internal.h"
 #include "um_numa.h"
 #include "pressure.h"
+#include "sysfs.h"
 
 #define EV_BATCH	16
 #define TAG_UMM		1
@@ -493,25 +494,6 @@ static void ack(struct um_pressure *pr, const struct umm_event *ev,
 	pthread_mutex_unlock(&pr->st_lock);
 }
 
-/* A decimal number from a sysfs file. */
-static int read_u64(const char *path, uint64_t *out)
-{
-	char buf[32], *end;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -EIO;
-	buf[n] = '\0';
-	errno = 0;
-	*out = strtoull(buf, &end, 10);
-	return errno || end == buf ? -EIO : 0;
-}
-
 /*
  * Bytes node can take before it falls to its low mark: the module's
  * low_bp of the node's memory, or the free memory we saw it go LOW at,
@@ -519,14 +501,15 @@ static int read_u64(const char *path, uint64_t *out)
  */
 static uint64_t node_room(const struct um_pressure *pr, int node)
 {
-	uint64_t free_b, total, bp = 0, low = 0;
+	uint64_t free_b, total, low = 0;
+	long long bp = 0;
 	char path[96];
 
 	if (node < 0 || node >= 32 || um__numa_node_mem(node, &free_b, &total))
 		return 0;
 	snprintf(path, sizeof(path), UMM_SYSFS_NODES "/node%d/low_bp", node);
-	if (!read_u64(path, &bp) && bp <= 10000)
-		low = total / 10000 * bp;
+	if (!um__read_num(path, &bp) && bp >= 0 && bp <= 10000)
+		low = total / 10000 * (uint64_t)bp;
 	if (pr->low_mark[node] > low)
 		low = pr->low_mark[node];
 	if (!low)
