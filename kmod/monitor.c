@@ -182,11 +182,17 @@ static void umm_node_sample(struct umm_node *n, u64 now)
  * umm_dest_node() - the node with most free memory above its low watermark.
  * @exclude:	node not to name (the one under pressure), or -1.
  *
+ * Only a node above its low watermark by the hysteresis band counts: one
+ * just above it (held there by another workload) would go LOW with the
+ * first bytes moved to it, and a client bound elsewhere that fills it is
+ * not eligible for that node's OOM kill, so others die instead.
+ *
  * Context: any; reads the last samples without locks.
  * Return: a node id, or UMM_NODE_NONE when no node has headroom.
  */
 int umm_dest_node(int exclude)
 {
+	u32 band = READ_ONCE(umm.hysteresis_bp);
 	s32 best = UMM_NODE_NONE;
 	struct umm_node *n;
 	u64 most = 0;
@@ -195,7 +201,7 @@ int umm_dest_node(int exclude)
 	for_each_umm_node(n, nid) {
 		u64 free = READ_ONCE(n->free_bytes);
 		u64 low = umm_bp_of(READ_ONCE(n->total_bytes),
-				    READ_ONCE(n->low_bp));
+				    READ_ONCE(n->low_bp) + band);
 
 		if (nid == exclude || free <= low || free - low <= most)
 			continue;

@@ -168,7 +168,8 @@ enum umm_event_type {
  * @bytes_free:	free bytes on the source now (node: free memory; GPU:
  *		budget left, 0 when over budget or no budget).
  * @dest_node:	a host node with headroom (most free bytes above its low
- *		watermark) to move bytes to, or UMM_NODE_NONE (-1).
+ *		watermark plus the hysteresis band) to move bytes to, or
+ *		UMM_NODE_NONE (-1).
  * @eta_ms:	estimated ms until the source reaches the critical level at
  *		the current rate of decline; 0 if it is critical already;
  *		UMM_ETA_UNKNOWN if it is not declining or not a node.
