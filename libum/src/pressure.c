@@ -542,14 +542,22 @@ static um_tier_t dest_for(const struct um_pressure *pr, int dest_node,
 	return UM_TIER_NONE;
 }
 
-/* Host bytes held on node (0 if the books cannot be read). */
-static uint64_t held_on(struct um_pressure *pr, int node)
+/*
+ * Host bytes held on node, or on every node but it (elsewhere); err when
+ * the books cannot be read.
+ */
+static uint64_t held(struct um_pressure *pr, int node, bool elsewhere,
+		     uint64_t err)
 {
+	uint64_t sum = 0;
 	struct books b;
 
-	if (node < 0 || node >= UM_STATS_MAX_NODES || collect(pr->ctx, &b))
-		return 0;
-	return b.host_res[node];
+	if (collect(pr->ctx, &b))
+		return err;
+	for (int n = 0; n < UM_STATS_MAX_NODES; n++)
+		if ((n == node) != elsewhere)
+			sum += b.host_res[n];
+	return sum;
 }
 
 /*
@@ -624,20 +632,6 @@ static void trim_kept_off(struct um_pressure *pr)
 	}
 }
 
-/* Host bytes held on nodes other than node. */
-static uint64_t held_off(struct um_pressure *pr, int node)
-{
-	uint64_t sum = 0;
-	struct books b;
-
-	if (collect(pr->ctx, &b))
-		return UINT64_MAX;
-	for (int n = 0; n < UM_STATS_MAX_NODES; n++)
-		if (n != node)
-			sum += b.host_res[n];
-	return sum;
-}
-
 /*
  * Send new host copies home again if the home node, with free_b bytes
  * free, has room for what would come back and stays a quarter above its
@@ -651,7 +645,7 @@ static void try_home(struct um_pressure *pr, uint64_t free_b)
 
 	if (home < 0 || home >= 32 || (pr->hot & (1u << home)))
 		return;
-	away = held_off(pr, home);
+	away = held(pr, home, true, UINT64_MAX);
 	mark = pr->low_mark[home] + pr->low_mark[home] / 4;
 	if (away > free_b || free_b - away < mark || um__enter(ctx))
 		return;
@@ -697,7 +691,8 @@ static void handle_pressure(struct um_pressure *pr, const struct umm_event *ev)
 	case UMM_EVENT_SHRINK:
 		tier = UM_TIER_HOST_NODE(ev->tier_id);
 		dest = dest_for(pr, ev->dest_node, (int)ev->tier_id,
-				held_on(pr, (int)ev->tier_id), ev->bytes_to_free);
+				held(pr, (int)ev->tier_id, false, 0),
+				ev->bytes_to_free);
 		if (ev->level >= UMM_LEVEL_LOW) {
 			if (ev->tier_id < 32 &&
 			    ev->bytes_free > pr->low_mark[ev->tier_id])
