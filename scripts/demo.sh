@@ -214,6 +214,7 @@ cat <<EOF
 == summary ($where)
   events from umm.ko received     $(v umm_events) (ACKs $(v acks): $(v acked_mib) MiB freed; event-to-ACK avg $(v ack_avg_ms) ms, max $(v ack_max_ms) ms)
   host copies, node 0 -> node 1   $(v to_node1_mib) MiB moved (node 0 held $(v node0_start_mib) MiB at the start; node 1 peak $(v node1_peak_mib) MiB)
+  moves between nodes             $(v moves_paged) by move_pages (whole pool chunks), $(v moves_copied) copied
   host copies, node 1 -> node 0   $(v to_node0_mib) MiB back home once node 0 had room
   device <-> host (budget)        $(v evict_mib) MiB evicted, $(v restore_mib) MiB restored (sim device: one region fits)
   spill to disk                   0 MiB (no spill tier in this scene; see tests/e2e e2e_spill)

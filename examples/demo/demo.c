@@ -53,6 +53,7 @@ struct result {
 	uint64_t host_start[2], host_end[2], host_peak[2];
 	uint64_t to_node[2];		/* bytes that arrived on a node */
 	uint64_t evict_bytes, restore_bytes;
+	uint64_t moves_paged, moves_copied;	/* host copies between nodes */
 	struct um_pressure_stats ps;
 };
 
@@ -214,6 +215,8 @@ static void trainer_child(const struct opts *o, int wfd, int rfd)
 	if (!um_stats_get(t.ctx, &st)) {
 		r.evict_bytes = st.evict_bytes;
 		r.restore_bytes = st.restore_bytes;
+		r.moves_paged = st.node_moves_paged;
+		r.moves_copied = st.node_moves_copied;
 		for (int n = 0; n < 2; n++)
 			if (st.host[n].peak > r.host_peak[n])
 				r.host_peak[n] = st.host[n].peak;
@@ -340,6 +343,9 @@ static void print_result(const struct result *r, const struct watch *w,
 	       (unsigned long long)(ps->shed_bytes / MiB),
 	       ps->acks ? e2e_ms(ps->sum_ack_ns / ps->acks) : 0.0,
 	       e2e_ms(ps->max_ack_ns), ps->max_level);
+	printf("DEMO-RESULT moves_paged=%llu moves_copied=%llu\n",
+	       (unsigned long long)r->moves_paged,
+	       (unsigned long long)r->moves_copied);
 	printf("DEMO-RESULT node0_start_mib=%llu node0_end_mib=%llu node1_peak_mib=%llu node1_end_mib=%llu to_node1_mib=%llu to_node0_mib=%llu evict_mib=%llu restore_mib=%llu\n",
 	       (unsigned long long)(r->host_start[0] / MiB),
 	       (unsigned long long)(r->host_end[0] / MiB),
