@@ -236,7 +236,7 @@ int main(int argc, char **argv)
 		o.j = &j;
 		ut_json_obj_begin(&j, NULL);
 		ut_json_str(&j, "tool", "umbench");
-		ut_json_str(&j, "version", "0.1");
+		ut_json_str(&j, "version", UM_RELEASE);
 		ut_json_bool(&j, "quick", o.quick);
 	}
 	for (i = 0; i < NSECTIONS; i++) {

@@ -17,7 +17,7 @@
 #include "umctl.h"
 #include "ut.h"
 
-#define UMCTL_VERSION "0.1"
+#define UMCTL_VERSION UM_RELEASE	/* from VERSION, see mk/common.mk */
 
 static int cmd_help(struct umctl *u, int argc, char **argv);
 

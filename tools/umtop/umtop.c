@@ -22,7 +22,7 @@
 
 #include "ut.h"
 
-#define UMTOP_VERSION "0.1"
+#define UMTOP_VERSION UM_RELEASE	/* from VERSION, see mk/common.mk */
 
 /* The counters shown as rates, as indexes of struct ut_umm's g[]. */
 static const int rated[] = {
