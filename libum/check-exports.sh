@@ -1,13 +1,15 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 #
-# check-exports.sh SOLIB HEADER MANDIR - libum's ABI is what um.h declares.
+# check-exports.sh SOLIB HEADER MANDIR ARCHIVE - libum's ABI is what um.h
+# declares.
 #
 # TAP: the shared library exports exactly the functions declared in the
 # public header (no um__* internal, no backend table, nothing missing), no
-# data symbols, and each exported function has its man page.
+# data symbols, each exported function has its man page, and the installed
+# static archive defines no other global symbol either.
 set -u
-so=$1 hdr=$2 man=$3
+so=$1 hdr=$2 man=$3 ar=$4
 n=0 fail=0
 
 ok() {	# ok DESCRIPTION DETAILS: DETAILS empty means passed
@@ -28,7 +30,7 @@ declared=$(grep -oE '\bum_[a-z_0-9]+[[:space:]]*\(' "$hdr" |
 	sed 's/[[:space:]]*($//' | sort -u)
 
 echo "TAP version 13"
-echo "1..3"
+echo "1..4"
 ok "libum.exports_match_um_h" "$(comm -3 <(echo "$exported") <(echo "$declared") |
 	sed 's/^\t/declared, not exported: /;t;s/^/exported, not declared: /')"
 ok "libum.no_data_symbols" "$data"
@@ -37,5 +39,8 @@ for f in $exported; do
 	[ -f "$man/$f.3" ] || missing+="no man page $man/$f.3"$'\n'
 done
 ok "libum.man_page_per_function" "${missing%$'\n'}"
+archived=$(nm -g --defined-only "$ar" | awk 'NF == 3 { print $3 }' | sort)
+ok "libum.archive_exports_match_um_h" "$(comm -3 <(echo "$archived") \
+	<(echo "$declared") | sed 's/^\t/declared, not in libum.a: /;t;s/^/global in libum.a, not declared: /')"
 echo "# Totals: pass:$((n - fail)) fail:$fail xfail:0 xpass:0 skip:0 error:0"
 [ "$fail" -eq 0 ]
