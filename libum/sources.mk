@@ -7,16 +7,27 @@
 # the tree builds at every step: backend_cuda*.c (with the CUDA toolkit),
 # spill.c, pressure.c, numa.c. Each present part defines UM_HAVE_<PART>=1.
 
+#
+# The CUDA backend two ways (backend_plugin.h): LIBUM_SRCS, what the tree's
+# static libum.a and tests compile, link it in (backend_cuda_builtin.c)
+# where the toolkit is; LIBUM_NOCUDA_SRCS, what libum.so and the installed
+# libum.a are made of, load it (backend_load.c) from the plugin
+# libum-cuda.so.0, made of LIBUM_PLUGIN_SRCS.
 LIBUM_SRCS := $(wildcard $(LIBUM_DIR)/src/*.c)
 LIBUM_CUDA_SRCS := $(wildcard $(LIBUM_DIR)/src/backend_cuda*.c)
+LIBUM_NOCUDA_SRCS := $(filter-out $(LIBUM_CUDA_SRCS),$(LIBUM_SRCS))
+LIBUM_PLUGIN_SRCS := $(filter-out %/backend_cuda_builtin.c,$(LIBUM_CUDA_SRCS)) \
+	$(LIBUM_DIR)/src/plugin/cuda_entry.c
 LIBUM_CPPFLAGS := -I$(LIBUM_DIR)/include -I$(LIBUM_DIR)/src
 LIBUM_LDLIBS := -lpthread
 
 ifeq ($(HAVE_CUDA)$(if $(LIBUM_CUDA_SRCS),y,n),1y)
 LIBUM_CPPFLAGS += $(CUDA_CPPFLAGS)
 LIBUM_LDLIBS += $(CUDA_LIBS)
+LIBUM_SRCS := $(filter-out %/backend_load.c,$(LIBUM_SRCS))
 else
-LIBUM_SRCS := $(filter-out $(LIBUM_CUDA_SRCS),$(LIBUM_SRCS))
+LIBUM_SRCS := $(LIBUM_NOCUDA_SRCS)
+LIBUM_PLUGIN_SRCS :=
 endif
 
 define libum_feature

@@ -7,8 +7,8 @@
 # in the directory above the checkout) and the checkout stays clean. Then
 # lintian; any error (not a warning) fails. Prints each package and its size.
 #
-# With the profile pkg.um.nocuda nothing links CUDA and libum-cuda0 is not
-# built.
+# Without the CUDA toolkit (HAVE_CUDA=0, as mk/common.mk decides) it builds
+# with the profile pkg.um.nocuda: nothing links CUDA, no libum-cuda0.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,10 +33,9 @@ else
 		tar -xf - -C "$src"
 fi
 
-# libum.so still links the CUDA runtime where the toolkit is: until the CUDA
-# backend is a plugin, the packages are built without CUDA everywhere.
 profiles=${DEB_BUILD_PROFILES:-}
-profiles="${profiles:+$profiles }pkg.um.nocuda"
+[ "$(make -s --no-print-directory -C libum print-have-cuda)" = 1 ] ||
+	profiles="${profiles:+$profiles }pkg.um.nocuda"
 echo "deb: dpkg-buildpackage -us -uc -b${profiles:+ (profiles: $profiles)} in $src"
 (cd "$src" && DEB_BUILD_PROFILES="$profiles" dpkg-buildpackage -us -uc -b) \
 	>"$out/build.log" 2>&1 || { tail -40 "$out/build.log"; die "dpkg-buildpackage failed (log: $out/build.log)"; }

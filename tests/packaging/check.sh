@@ -22,6 +22,9 @@
 #   packaging.pkg_config_shared  README's trainer.c, built with pkg-config
 #                                --cflags --libs libum, runs (sim backend)
 #   packaging.pkg_config_static  the same linked with libum.a
+#   packaging.backend_choice     asked for cuda, a context fails naming the
+#                                CUDA runtime (hidden) and, libum-cuda0
+#                                removed, the plugin; auto takes sim
 #   packaging.dkms_build.<kver>  dkms add + build of umm-dkms for every kernel
 #                                with headers (scripts/deps.sh --kernels);
 #                                the module's version is VERSION
@@ -38,7 +41,7 @@ mkdir -p "$out"
 ver=$(cat "$top/VERSION")
 kernels=$("$top/scripts/deps.sh" --kernels 2>/dev/null | cut -d' ' -f1)
 NS_CHECKS="dpkg_install umm_group_udev libum_so_no_cuda libum_a_public
-	pkg_config_shared pkg_config_static $(for k in $kernels; do
+	pkg_config_shared pkg_config_static backend_choice $(for k in $kernels; do
 	echo "dkms_build.$k"; done) import_umtorch tools_version dpkg_purge"
 n=0 fail=0 skip=0
 

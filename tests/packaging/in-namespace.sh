@@ -9,6 +9,7 @@
 # check writes "=== NAME" and its output to stdout and "PASS NAME" or
 # "FAIL NAME" to RESULTS.
 set -u
+here=$(cd "$(dirname "$0")" && pwd)
 top=$1 out=$2 res=$3
 shift 3
 ver=$(cat "$top/VERSION")
@@ -100,6 +101,21 @@ static_prog() {
 	env -u UM_BACKEND -u LIBUM_BACKEND "$out/trainer-static"
 }
 check pkg_config_static static_prog
+
+# The plugin there but its CUDA runtime hidden, then the plugin removed:
+# cuda fails naming what is missing, auto takes sim.
+backend_choice() {
+	cc -Wall -Wextra -Werror -o "$out/backend_choice" \
+		"$here/backend_choice.c" $(pkg-config --cflags --libs libum) || return 1
+	if dpkg -s libum-cuda0 >/dev/null 2>&1; then
+		env -u UM_BACKEND -u LIBUM_BACKEND "$out/backend_choice" \
+			libcudart.so || return 1
+		dpkg -r libum-cuda0 || return 1
+	fi
+	env -u UM_BACKEND -u LIBUM_BACKEND "$out/backend_choice" \
+		"libum-cuda.so.0: cannot open"
+}
+check backend_choice backend_choice
 
 dkms status -m umm -v "$ver" | grep -q . || dkms add -m umm -v "$ver"
 for k in "$@"; do
