@@ -19,34 +19,23 @@ top=$(cd "$here/../.." && pwd)
 lib=${1:-$top/libum/build}
 out=$here/build
 mkdir -p "$out"
-n=0 fail=0
+# shellcheck source=../../tools/common/tap.sh
+. "$top/tools/common/tap.sh"
 
-ok() {	# ok NAME DETAILS: DETAILS empty means passed
-	n=$((n + 1))
-	if [ -z "$2" ]; then
-		echo "ok $n $1"
-	else
-		fail=$((fail + 1))
-		echo "not ok $n $1"
-		printf '%s\n' "$2" | sed 's/^/# /'
-	fi
-}
-
-echo "TAP version 13"
-echo "1..9"
+tap_begin 9
 x=$here/extract-example.sh
 "$x" "$top/README.md" >"$out/readme.c" 2>&1
-ok docs.example_in_readme "$([ -s "$out/readme.c" ] || echo "no trainer.c block in README.md")"
+tap_result docs.example_in_readme "$([ -s "$out/readme.c" ] || echo "no trainer.c block in README.md")"
 "$x" "$top/Documentation/man/libum.7" >"$out/man.c" 2>&1
-ok docs.example_in_libum_7 "$([ -s "$out/man.c" ] || echo "no EXAMPLES .EX block in libum.7")"
-ok docs.example_same_in_both "$(diff "$out/readme.c" "$out/man.c")"
+tap_result docs.example_in_libum_7 "$([ -s "$out/man.c" ] || echo "no EXAMPLES .EX block in libum.7")"
+tap_result docs.example_same_in_both "$(diff "$out/readme.c" "$out/man.c")"
 cc -std=c11 -Wall -Wextra -Werror -I"$top/libum/include" -o "$out/trainer" \
 	"$out/readme.c" -L"$lib" -Wl,-rpath,"$lib" -lum -lm >"$out/cc.log" 2>&1
-ok docs.example_builds "$(cat "$out/cc.log")"
+tap_result docs.example_builds "$(cat "$out/cc.log")"
 "$out/trainer" >"$out/run.log" 2>&1
 rc=$?
 sed 's/^/# /' "$out/run.log"
-ok docs.example_runs "$([ $rc -eq 0 ] || echo "exit $rc")"
+tap_result docs.example_runs "$([ $rc -eq 0 ] || echo "exit $rc")"
 
 # Everything git tracks (or every file, outside git) but build outputs.
 files() {
@@ -59,19 +48,18 @@ files() {
 # (the patterns are spelt so that this file does not match them)
 cites=$(cd "$top" && files | while read -r f; do [ -f "$f" ] && echo "$f"; done |
 	xargs -d '\n' grep -nE '(FACTS|DESIGN|STYLE)[.]md|[Ii]ssues? #?[0-9]' 2>/dev/null)
-ok docs.cites_only_the_tree "$cites"
+tap_result docs.cites_only_the_tree "$cites"
 
 ver=$(cat "$top/VERSION")
 hv=$(awk '/define UM_VERSION_MAJOR/ { M = $3 } /define UM_VERSION_MINOR/ { m = $3 }
 	END { print M "." m }' "$top/libum/include/um.h")
-ok release.um_h_is_VERSION "$([ "$hv" = "$ver" ] || echo "um.h $hv, VERSION $ver")"
+tap_result release.um_h_is_VERSION "$([ "$hv" = "$ver" ] || echo "um.h $hv, VERSION $ver")"
 cv=$(sed -n '1s/^[^(]*(\([^)]*\)).*/\1/p' "$top/debian/changelog")
-ok release.debian_changelog_is_VERSION "$([ "$cv" = "$ver" ] ||
+tap_result release.debian_changelog_is_VERSION "$([ "$cv" = "$ver" ] ||
 	echo "debian/changelog $cv, VERSION $ver")"
 lit=$(cd "$top" && files | grep -E '\.(c|h|cu|py|sh|mk|conf)$|Makefile$|Kbuild$' |
 	while read -r f; do [ -f "$f" ] && echo "$f"; done |
 	xargs -d '\n' grep -nF "\"$ver\"" 2>/dev/null)
-ok release.no_version_literal "$lit"
+tap_result release.no_version_literal "$lit"
 
-echo "# Totals: pass:$((n - fail)) fail:$fail xfail:0 xpass:0 skip:0 error:0"
-[ "$fail" -eq 0 ]
+tap_end

@@ -43,21 +43,11 @@ kernels=$("$top/scripts/deps.sh" --kernels 2>/dev/null | cut -d' ' -f1)
 NS_CHECKS="dpkg_install umm_group_udev libum_so_no_cuda libum_a_public
 	pkg_config_shared pkg_config_static backend_choice $(for k in $kernels; do
 	echo "dkms_build.$k"; done) import_umtorch tools_version dpkg_purge"
-n=0 fail=0 skip=0
+# shellcheck source=../../tools/common/tap.sh
+. "$top/tools/common/tap.sh"
+ok() { tap_result "packaging.$1" "$2"; }
 
-ok() {	# ok NAME DETAILS: DETAILS empty means passed
-	n=$((n + 1))
-	if [ -z "$2" ]; then
-		echo "ok $n packaging.$1"
-	else
-		fail=$((fail + 1))
-		echo "not ok $n packaging.$1"
-		printf '%s\n' "$2" | sed 's/^/# /'
-	fi
-}
-
-echo "TAP version 13"
-echo "1..$((5 + $(echo $NS_CHECKS | wc -w)))"
+tap_begin $((5 + $(echo $NS_CHECKS | wc -w)))
 
 # --- the packages
 start=$SECONDS
@@ -102,8 +92,7 @@ ok uninstall_removes_all "$(cd "$d" && find . ! -type d)"
 # --- installed, in a namespace of its own
 if [ "$(id -u)" -ne 0 ] || ! command -v unshare >/dev/null; then
 	for c in $NS_CHECKS; do
-		n=$((n + 1)) skip=$((skip + 1))
-		echo "ok $n packaging.$c # SKIP needs root (and unshare)"
+		tap_skip "packaging.$c" "needs root (and unshare)"
 	done
 else
 	res=$out/ns-results
@@ -122,5 +111,4 @@ ${line:-(not run)}"
 		fi
 	done
 fi
-echo "# Totals: pass:$((n - fail - skip)) fail:$fail xfail:0 xpass:0 skip:$skip error:0"
-[ "$fail" -eq 0 ]
+tap_end
