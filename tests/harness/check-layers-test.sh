@@ -12,21 +12,7 @@ CC=${CC:-cc}
 dir=$(mktemp -d) || exit 1
 trap 'rm -rf "$dir"' EXIT
 
-n=0 fail=0
-out="" rc=0
-
-ok() {	# ok DESCRIPTION CONDITION...
-	local d=$1
-	shift
-	n=$((n + 1))
-	if "$@"; then
-		echo "ok $n $d"
-	else
-		fail=$((fail + 1))
-		echo "not ok $n $d"
-		printf '%s\n' "rc=$rc" "$out" | sed 's/^/#   | /'
-	fi
-}
+. "$(dirname "$0")/tap.sh"
 
 # unit NAME BODY: NAME.c holding BODY, compiled to NAME.o
 unit() {
@@ -110,5 +96,4 @@ out=$("$CHECK" "$dir/spec" 2>&1)
 rc=$?
 ok "layers.usage_error_is_2" test "$rc" -eq 2
 
-echo "# Totals: pass:$((n - fail)) fail:$fail xfail:0 xpass:0 skip:0 error:0"
-[ "$fail" -eq 0 ]
+totals
