@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * internal.h - libum's core structures, shared by the core's files and by
- * the pressure/NUMA/spill parts (issue 5). Nothing here is public ABI.
+ * internal.h - libum's core structures, shared by the files from core.c up
+ * (the layers: libum/layers, Documentation/design/libum.rst). Nothing here
+ * is public ABI; the services below (pool, spill, numa, backends) do not
+ * include it.
  *
  * Locking: one mutex per context (ctx->lock) protects everything in the
  * context except the pool (its own lock) and the spill store (its own lock).
