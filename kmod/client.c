@@ -25,126 +25,6 @@ static ushort dev_mode = 0660;
 module_param(dev_mode, ushort, 0444);
 MODULE_PARM_DESC(dev_mode, "Mode of /dev/umm (default 0660)");
 
-/* ---- ring ------------------------------------------------------------- */
-
-static u32 umm_ring_slot(struct umm_client *c, u32 i)
-{
-	return (c->head + i) % (c->queue_len + 1);
-}
-
-static void umm_pending_add(struct umm_client *c, const struct umm_event *ev)
-{
-	u32 i;
-
-	if (c->pending_nr == UMM_ACK_PENDING) {
-		/* forget the oldest: an ACK for it now gets -ENOENT */
-		c->pending_head = (c->pending_head + 1) % UMM_ACK_PENDING;
-		c->pending_nr--;
-	}
-	i = (c->pending_head + c->pending_nr) % UMM_ACK_PENDING;
-	c->pending[i].seq = ev->seq;
-	c->pending[i].ts_ns = ev->ts_ns;
-	c->pending_nr++;
-}
-
-/*
- * Append @ev, or account for it in an OVERFLOW record. Events may only fill
- * queue_len slots; the last slot is kept so that an OVERFLOW record always
- * fits. The OVERFLOW record carries the seq of the last record dropped, so
- * seq numbers stay contiguous across it: records seq - lost + 1 .. seq are
- * the lost ones. It is not coalesced into while a reader copies it out.
- */
-static void umm_ring_push(struct umm_client *c, struct umm_event *ev)
-{
-	struct umm_event *last, *o;
-
-	lockdep_assert_held(&c->ring_lock);
-	ev->seq = ++c->seq;
-	if (c->used < c->queue_len) {
-		c->ring[umm_ring_slot(c, c->used)] = *ev;
-		c->used++;
-		c->events++;
-		atomic64_inc(&umm.stats.events_sent);
-		if (ev->flags & UMM_EVENT_F_ACK)
-			umm_pending_add(c, ev);
-		return;
-	}
-
-	c->drops++;
-	atomic64_inc(&umm.stats.events_dropped);
-	last = &c->ring[umm_ring_slot(c, c->used - 1)];
-	if (last->type == UMM_EVENT_OVERFLOW && !(c->reading && c->used == 1)) {
-		last->lost++;
-		last->seq = ev->seq;
-		last->ts_ns = ev->ts_ns;
-		return;
-	}
-	o = &c->ring[umm_ring_slot(c, c->used)];
-	umm_event_init(o, UMM_EVENT_OVERFLOW, UMM_TIER_NONE, 0);
-	o->seq = ev->seq;
-	o->ts_ns = ev->ts_ns;
-	o->lost = 1;
-	c->used++;
-	atomic64_inc(&umm.stats.overflows);
-}
-
-/**
- * umm_client_queue() - queue one event record for a client and wake it.
- * @c:	the client.
- * @ev:	the record; its seq is filled in.
- *
- * Context: any process context, including reclaim and the OOM notifier;
- * never sleeps. Callers hold umm.lock.
- */
-void umm_client_queue(struct umm_client *c, struct umm_event *ev)
-{
-	spin_lock(&c->ring_lock);
-	umm_ring_push(c, ev);
-	spin_unlock(&c->ring_lock);
-	wake_up_interruptible_poll(&c->wq, EPOLLIN | EPOLLRDNORM);
-}
-
-/**
- * umm_client_depth() - records waiting in a client's ring.
- * @c:	the client.
- *
- * Return: the number of records queued and not read yet.
- */
-u32 umm_client_depth(struct umm_client *c)
-{
-	u32 n;
-
-	spin_lock(&c->ring_lock);
-	n = c->used;
-	spin_unlock(&c->ring_lock);
-	return n;
-}
-
-static bool umm_ring_peek(struct umm_client *c, struct umm_event *ev)
-{
-	bool found = false;
-
-	spin_lock(&c->ring_lock);
-	if (c->used) {
-		*ev = c->ring[c->head];
-		c->reading = true;
-		found = true;
-	}
-	spin_unlock(&c->ring_lock);
-	return found;
-}
-
-static void umm_ring_done(struct umm_client *c, bool consumed)
-{
-	spin_lock(&c->ring_lock);
-	if (consumed) {
-		c->head = umm_ring_slot(c, 1);
-		c->used--;
-	}
-	c->reading = false;
-	spin_unlock(&c->ring_lock);
-}
-
 /* ---- file operations ------------------------------------------------- */
 
 static int umm_open(struct inode *inode, struct file *file)
@@ -162,17 +42,11 @@ static int umm_open(struct inode *inode, struct file *file)
 		ret = -ENOMEM;
 		goto free_client;
 	}
-	c->queue_len = READ_ONCE(umm.queue_len);
-	c->ring = kvcalloc(c->queue_len + 1, sizeof(*c->ring),
-			   GFP_KERNEL_ACCOUNT);
-	if (!c->ring) {
-		ret = -ENOMEM;
+	ret = umm_ring_alloc(c, READ_ONCE(umm.queue_len));
+	if (ret)
 		goto free_nodes;
-	}
 
 	INIT_LIST_HEAD(&c->list);
-	spin_lock_init(&c->ring_lock);
-	init_waitqueue_head(&c->wq);
 	mutex_init(&c->read_mutex);
 	c->pid = get_pid(task_tgid(current));
 	get_task_comm(comm, current);
@@ -252,7 +126,7 @@ static int umm_release(struct inode *inode, struct file *file)
 	mutex_unlock(&umm.mutex);
 
 	put_pid(c->pid);
-	kvfree(c->ring);
+	umm_ring_free(c);
 	kfree(c->nodes);
 	kfree(c);
 	atomic_dec(&umm.stats.clients);

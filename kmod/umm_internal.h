@@ -25,6 +25,7 @@
 #include <linux/bits.h>
 #include <linux/kobject.h>
 #include <linux/list.h>
+#include <linux/math64.h>
 #include <linux/mutex.h>
 #include <linux/nodemask.h>
 #include <linux/spinlock.h>
@@ -233,6 +234,7 @@ struct umm_state {
 	struct umm_stats stats;
 };
 
+/* state.c: the one instance, with the knobs' defaults */
 extern struct umm_state umm;
 
 /* The next node with memory after *@nid (start with -1), or NULL. */
@@ -247,41 +249,23 @@ static inline struct umm_node *umm_next_node(int *nid)
 #define for_each_umm_node(n, nid)					\
 	for ((nid) = -1; ((n) = umm_next_node(&(nid))) != NULL; )
 
+/* Bytes that @bp basis points of @total are. */
+static inline u64 umm_bp_of(u64 total, u32 bp)
+{
+	return div64_u64(total * bp, UMM_BP_MAX);
+}
+
+/*
+ * The files call downward only (kmod/layers, checked by make check; drawn in
+ * Documentation/design/umm.rst):
+ *
+ *   main.c -> client.c | sysfs.c | debugfs.c -> inject.c
+ *          -> monitor.c | reclaim.c -> events.c -> ring.c -> state.c
+ */
+
 /* client.c: /dev/umm */
 int umm_dev_init(void);
 void umm_dev_exit(void);
-void umm_client_queue(struct umm_client *c, struct umm_event *ev);
-u32 umm_client_depth(struct umm_client *c);
-
-/* events.c: who is asked for what */
-void umm_event_init(struct umm_event *ev, u32 type, u32 tier_type,
-		    u32 tier_id);
-#define UMM_ASK_RESIDENT	BIT(0)	/* then ask for non-reclaimable bytes */
-#define UMM_ASK_INFO		BIT(1)	/* tell ALL_PRESSURE clients too */
-int umm_ask(struct umm_event *tmpl, u64 bytes, unsigned int how);
-int umm_broadcast(struct umm_event *ev, u64 feature);
-u64 umm_client_reclaimable(struct umm_client *c, u32 tier_type, u32 id);
-u64 umm_client_resident(struct umm_client *c, u32 tier_type, u32 id);
-bool umm_rate_ok(u64 *last_ns, u64 now, bool force);
-
-/* monitor.c: node and GPU levels */
-void umm_monitor_init(void);
-void umm_monitor_start(void);
-void umm_monitor_stop(void);
-void umm_monitor_kick(void);
-int umm_dest_node(int exclude);
-int umm_node_check_wm(u32 low, u32 medium, u32 crit);
-u64 umm_node_critical_bytes(struct umm_node *n);
-void umm_gpu_check(struct umm_gpu *g, bool injected);
-void umm_set_enabled(bool on);
-int umm_inject(const char *cmd);
-const char *umm_level_name(u32 level);
-
-/* reclaim.c: shrinker and OOM notifier */
-int umm_reclaim_init(void);
-void umm_reclaim_exit(void);
-void umm_shrink_node(int nid, u64 bytes, bool injected);
-void umm_oom(bool injected);
 
 /* sysfs.c */
 int umm_sysfs_init(void);
@@ -290,5 +274,47 @@ void umm_sysfs_exit(void);
 /* debugfs.c */
 void umm_debugfs_init(void);
 void umm_debugfs_exit(void);
+
+/* inject.c: the inject file (a test aid) */
+int umm_inject(const char *cmd);
+
+/* monitor.c: node and GPU levels */
+void umm_monitor_init(void);
+void umm_monitor_start(void);
+void umm_monitor_stop(void);
+void umm_monitor_kick(void);
+int umm_node_check_wm(u32 low, u32 medium, u32 crit);
+u64 umm_node_critical_bytes(struct umm_node *n);
+void umm_gpu_check(struct umm_gpu *g, bool injected);
+void umm_set_enabled(bool on);
+const char *umm_level_name(u32 level);
+int umm_level_parse(const char *word);
+void umm_node_hold(struct umm_node *n, u32 level);
+void umm_gpu_hold(struct umm_gpu *g, u32 level);
+
+/* reclaim.c: shrinker and OOM notifier */
+int umm_reclaim_init(void);
+void umm_reclaim_exit(void);
+void umm_shrink_node(int nid, u64 bytes, bool injected);
+void umm_oom(bool injected);
+
+/* events.c: who is asked for what, and where to */
+#define UMM_ASK_RESIDENT	BIT(0)	/* then ask for non-reclaimable bytes */
+#define UMM_ASK_INFO		BIT(1)	/* tell ALL_PRESSURE clients too */
+int umm_ask(struct umm_event *tmpl, u64 bytes, unsigned int how);
+int umm_broadcast(struct umm_event *ev, u64 feature);
+u64 umm_client_reclaimable(struct umm_client *c, u32 tier_type, u32 id);
+u64 umm_client_resident(struct umm_client *c, u32 tier_type, u32 id);
+bool umm_rate_ok(u64 *last_ns, u64 now, bool force);
+int umm_dest_node(int exclude);
+
+/* ring.c: event records and a client's ring */
+void umm_event_init(struct umm_event *ev, u32 type, u32 tier_type,
+		    u32 tier_id);
+int umm_ring_alloc(struct umm_client *c, u32 queue_len);
+void umm_ring_free(struct umm_client *c);
+void umm_client_queue(struct umm_client *c, struct umm_event *ev);
+bool umm_ring_peek(struct umm_client *c, struct umm_event *ev);
+void umm_ring_done(struct umm_client *c, bool consumed);
 
 #endif /* UMM_INTERNAL_H */
