@@ -6,6 +6,7 @@
 # SPEC names the layers, one per line, top layer first: the basenames of
 # the .c files of that layer and of the .h files that belong to it,
 # separated by blanks. '#' starts a comment; blank lines are ignored.
+# Files joined by '+' (a.c+b.c) are one unit: they may call each other.
 #
 # Reads the symbol tables of the objects (nm) and maps each defined global
 # symbol to its object. Fails, with one line per offence, when
@@ -47,7 +48,7 @@ syms=$(nm -A -P "$@") || { echo "$0: nm failed" >&2; exit 2; }
 
 # '#include "x.h"' lines of the spec's files, as "file x.h"
 includes=$(
-	for f in $(sed 's/#.*//' "$spec"); do
+	for f in $(sed 's/#.*//; s/+/ /g' "$spec"); do
 		for d in "${dirs[@]}"; do
 			[ -f "$d/$f" ] || continue
 			sed -nE 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"([^"]+)".*/\1/p' \
@@ -104,10 +105,14 @@ FILENAME == spec {
 		next
 	layers++
 	for (i = 1; i <= NF; i++) {
-		key = $i ~ /\.h$/ ? $i : unit($i)
-		if (key in layer)
-			offend("listed twice: " $i)
-		layer[key] = layers
+		nmembers = split($i, member, "+")
+		for (j = 1; j <= nmembers; j++) {
+			key = member[j] ~ /\.h$/ ? member[j] : unit(member[j])
+			if (key in layer)
+				offend("listed twice: " member[j])
+			layer[key] = layers
+			group[key] = layers "." i
+		}
 	}
 	next
 }
@@ -138,7 +143,8 @@ END {
 			continue
 		if (layer[to] < layer[from]) {
 			offend("upward: " from ".o -> " to ".o (" sym ")")
-		} else if (layer[to] == layer[from]) {
+		} else if (layer[to] == layer[from] &&
+			   group[to] != group[from]) {
 			if (!((from, to) in syms))
 				out[from, ++nout[from]] = to
 			else

@@ -3,8 +3,9 @@
 #
 # check-layers-test.sh - proves that scripts/check-layers.sh finds upward
 # calls, upward includes, cycles within a layer and unlisted objects, and
-# passes a clean graph. Compiles a few one-function fixtures into a
-# temporary directory. Prints TAP with a Totals line.
+# passes a clean graph and a cycle within files joined into one unit.
+# Compiles a few one-function fixtures into a temporary directory. Prints
+# TAP with a Totals line.
 set -u
 CHECK=$(cd "$(dirname "$0")/../.." && pwd)/scripts/check-layers.sh
 CC=${CC:-cc}
@@ -56,7 +57,7 @@ unit ping 'int pong(void); int ping(void) { return pong(); }'
 unit pong 'int ping(void); int pong(void) { return ping(); }'
 
 echo "TAP version 13"
-echo "1..9"
+echo "1..10"
 
 good='# a comment
 top.c top.h   # trailing comment
@@ -74,6 +75,10 @@ layers "top.c
 ping.c pong.c" top.o ping.o pong.o
 ok "layers.cycle_in_layer_fails" eval '[ "$rc" -eq 1 ] && lines 1 &&
 	grep -qE "^cycle: (ping.o -> pong.o -> ping.o \(pong ping\)|pong.o -> ping.o -> pong.o \(ping pong\))$" <<<"$out"'
+
+layers "top.c
+ping.c+pong.c" top.o ping.o pong.o
+ok "layers.joined_unit_may_cycle" test "$rc" -eq 0 -a -z "$out"
 
 layers "top.c top.h
 mid.c helper.c
