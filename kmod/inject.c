@@ -17,16 +17,16 @@
 static int umm_inject_node(int argc, char **argv)
 {
 	struct umm_node *n;
-	unsigned int nid;
+	u32 nid;
 	u64 bytes;
 	int level;
 
-	if (argc < 3 || kstrtouint(argv[1], 0, &nid) || nid >= nr_node_ids ||
+	if (argc < 3 || umm_parse_u32(argv[1], &nid) || nid >= nr_node_ids ||
 	    !umm.nodes[nid])
 		return -EINVAL;
 	n = umm.nodes[nid];
 	if (!strcmp(argv[2], "shrink")) {
-		if (argc != 4 || kstrtou64(argv[3], 0, &bytes) || !bytes)
+		if (argc != 4 || umm_parse_u64(argv[3], &bytes) || !bytes)
 			return -EINVAL;
 		umm_shrink_node(nid, bytes, true);
 		return 0;
@@ -43,10 +43,10 @@ static int umm_inject_node(int argc, char **argv)
 /* "gpu <id> <level>|clear" */
 static int umm_inject_gpu(int argc, char **argv)
 {
-	unsigned int id;
+	u32 id;
 	int level;
 
-	if (argc != 3 || kstrtouint(argv[1], 0, &id) || id >= UMM_MAX_GPUS)
+	if (argc != 3 || umm_parse_u32(argv[1], &id) || id >= UMM_MAX_GPUS)
 		return -EINVAL;
 	level = strcmp(argv[2], "clear") ? umm_level_parse(argv[2]) : 0;
 	if (level < 0)

@@ -270,7 +270,7 @@ void umm_gpu_check(struct umm_gpu *g, bool injected)
 
 	lockdep_assert_held(&umm.mutex);
 	spin_lock(&umm.lock);
-	used = g->src.resident;
+	used = umm_sum_read(&g->src.resident);
 	spin_unlock(&umm.lock);
 	budget = g->budget_bytes;
 	if (budget && used > budget)

@@ -36,19 +36,37 @@ void umm_event_init(struct umm_event *ev, u32 type, u32 tier_type,
 	ev->eta_ms = UMM_ETA_UNKNOWN;
 }
 
+static u64 umm_ring_bytes(u32 queue_len)
+{
+	return (u64)(queue_len + 1) * sizeof(struct umm_event);
+}
+
 /**
  * umm_ring_alloc() - give a new client its ring and the lock around it.
  * @c:		the client (zeroed).
  * @queue_len:	records that events may fill.
  *
- * Return: 0 or -ENOMEM.
+ * The ring is charged to the opener's memory cgroup (a client's memory is
+ * its own), and all rings together may not pass ring_bytes_max: at
+ * queue_len 65536 a ring is 4 MiB, and without a cap the clients of one
+ * unprivileged user pinned hundreds of MiB.
+ *
+ * Return: 0, -ENOBUFS when the cap would be passed, or -ENOMEM.
  */
 int umm_ring_alloc(struct umm_client *c, u32 queue_len)
 {
-	/* charged to the opener's memory cgroup: a client's memory is its own */
+	u64 bytes = umm_ring_bytes(queue_len);
+
+	if ((u64)atomic64_add_return(bytes, &umm.stats.ring_bytes) >
+	    READ_ONCE(umm.ring_bytes_max)) {
+		atomic64_sub(bytes, &umm.stats.ring_bytes);
+		return -ENOBUFS;
+	}
 	c->ring = kvcalloc(queue_len + 1, sizeof(*c->ring), GFP_KERNEL_ACCOUNT);
-	if (!c->ring)
+	if (!c->ring) {
+		atomic64_sub(bytes, &umm.stats.ring_bytes);
 		return -ENOMEM;
+	}
 	c->queue_len = queue_len;
 	spin_lock_init(&c->ring_lock);
 	init_waitqueue_head(&c->wq);
@@ -61,8 +79,11 @@ int umm_ring_alloc(struct umm_client *c, u32 queue_len)
  */
 void umm_ring_free(struct umm_client *c)
 {
+	if (!c->ring)
+		return;
 	kvfree(c->ring);
 	c->ring = NULL;
+	atomic64_sub(umm_ring_bytes(c->queue_len), &umm.stats.ring_bytes);
 }
 
 static u32 umm_ring_slot(struct umm_client *c, u32 i)
@@ -178,4 +199,120 @@ void umm_ring_done(struct umm_client *c, bool consumed)
 	}
 	c->reading = false;
 	spin_unlock(&c->ring_lock);
+}
+
+/* The newest pending event at or before @seq, as an index, or -1. */
+static int umm_pending_newest(struct umm_client *c, u64 seq)
+{
+	int found = -1;
+	u32 k;
+
+	for (k = 0; k < c->pending_nr; k++) {
+		u32 i = (c->pending_head + k) % UMM_ACK_PENDING;
+
+		if (c->pending[i].seq > seq)
+			break;
+		found = i;
+	}
+	return found;
+}
+
+/* Time since @ts_ns; 0, never negative, for an event stamped after @now. */
+static u64 umm_since(u64 now, u64 ts_ns)
+{
+	return now > ts_ns ? now - ts_ns : 0;
+}
+
+/**
+ * umm_pending_latency() - how long ago the newest event at or before @seq
+ * that is owed an ACK was raised; nothing is retired.
+ * @c:		the client.
+ * @seq:	seq the client acknowledges.
+ * @lat:	the latency, ns.
+ *
+ * Return: 0, -EINVAL for seq 0 or a seq not issued yet, -ENOENT when no
+ * such event is waiting.
+ */
+int umm_pending_latency(struct umm_client *c, u64 seq, u64 *lat)
+{
+	int ret = -ENOENT, i;
+
+	spin_lock(&c->ring_lock);
+	if (!seq || seq > c->seq) {
+		ret = -EINVAL;
+	} else {
+		i = umm_pending_newest(c, seq);
+		if (i >= 0) {
+			*lat = umm_since(ktime_get_ns(), c->pending[i].ts_ns);
+			ret = 0;
+		}
+	}
+	spin_unlock(&c->ring_lock);
+	return ret;
+}
+
+/* Add @v to a figure, stopping at U64_MAX instead of wrapping. */
+static void umm_stat_add(atomic64_t *stat, u64 v)
+{
+	s64 old = atomic64_read(stat), prev;
+
+	for (;;) {
+		prev = atomic64_cmpxchg(stat, old,
+					(s64)umm_add_sat((u64)old, v));
+		if (prev == old)
+			return;
+		old = prev;
+	}
+}
+
+static void umm_stat_max(atomic64_t *stat, u64 v)
+{
+	s64 old = atomic64_read(stat), prev;
+
+	while (v > (u64)old) {
+		prev = atomic64_cmpxchg(stat, old, (s64)v);
+		if (prev == old)
+			return;
+		old = prev;
+	}
+}
+
+/**
+ * umm_pending_retire() - count an ACK: retire every pending event at or
+ * before @seq and add their latencies and @bytes_freed to the figures.
+ * @c:		the client.
+ * @seq:	seq the client acknowledges.
+ * @bytes_freed: bytes it says it gave back.
+ *
+ * Every sum saturates at U64_MAX; a latency is never negative.
+ * Return: the number of events retired (0: none was waiting any more).
+ */
+u32 umm_pending_retire(struct umm_client *c, u64 seq, u64 bytes_freed)
+{
+	u64 now, lat;
+	u32 n = 0;
+
+	spin_lock(&c->ring_lock);
+	now = ktime_get_ns();
+	while (c->pending_nr && c->pending[c->pending_head].seq <= seq) {
+		lat = umm_since(now, c->pending[c->pending_head].ts_ns);
+		umm_stat_add(&umm.stats.ack_latency_sum_ns, lat);
+		atomic64_inc(&umm.stats.ack_latency_count);
+		umm_stat_max(&umm.stats.ack_latency_max_ns, lat);
+		c->ack_ns_sum = umm_add_sat(c->ack_ns_sum, lat);
+		c->ack_ns_n++;
+		c->pending_head = (c->pending_head + 1) % UMM_ACK_PENDING;
+		c->pending_nr--;
+		n++;
+	}
+	if (n) {
+		c->acks++;
+		c->bytes_freed = umm_add_sat(c->bytes_freed, bytes_freed);
+	}
+	spin_unlock(&c->ring_lock);
+	if (n) {
+		atomic64_inc(&umm.stats.acks);
+		umm_stat_add(&umm.stats.bytes_freed, bytes_freed);
+	}
+	return n;
 }

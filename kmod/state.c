@@ -12,6 +12,7 @@ struct umm_state umm = {
 	.enabled	= true,
 	.interval_ms	= 100,
 	.queue_len	= 256,
+	.ring_bytes_max	= 64ULL << 20,
 	.hysteresis_bp	= 200,
 	.min_interval_ms = 100,
 	.repeat_ms	= 1000,
