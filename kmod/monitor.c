@@ -307,6 +307,17 @@ static void umm_node_update(struct umm_node *n, u64 now)
 	umm_node_announce(n, now, false);
 }
 
+/*
+ * The sampling work runs on the high-priority system workqueue: its
+ * kworkers run at nice -20, so a sample (and the events it raises) does not
+ * queue behind other work of system_wq on a busy machine, which put the
+ * p99 of an event's delivery at several times a plain wakeup's.
+ */
+static void umm_sample_after(unsigned long delay)
+{
+	queue_delayed_work(system_highpri_wq, &umm.work, delay);
+}
+
 static void umm_work_fn(struct work_struct *work)
 {
 	struct umm_node *n;
@@ -320,8 +331,7 @@ static void umm_work_fn(struct work_struct *work)
 	for (i = 0; i < UMM_MAX_GPUS; i++)
 		umm_gpu_check(umm.gpus[i], false);
 	if (umm.running)
-		schedule_delayed_work(&umm.work,
-				      msecs_to_jiffies(umm.interval_ms));
+		umm_sample_after(msecs_to_jiffies(umm.interval_ms));
 	mutex_unlock(&umm.mutex);
 }
 
@@ -428,7 +438,7 @@ void umm_monitor_kick(void)
 {
 	lockdep_assert_held(&umm.mutex);
 	if (umm.running)
-		mod_delayed_work(system_wq, &umm.work, 0);
+		mod_delayed_work(system_highpri_wq, &umm.work, 0);
 }
 
 /**
@@ -455,8 +465,7 @@ void umm_monitor_start(void)
 		n->src.level = umm_node_level(n);
 	}
 	umm.running = true;
-	schedule_delayed_work(&umm.work,
-			      msecs_to_jiffies(READ_ONCE(umm.interval_ms)));
+	umm_sample_after(msecs_to_jiffies(READ_ONCE(umm.interval_ms)));
 	mutex_unlock(&umm.mutex);
 }
 

@@ -303,27 +303,30 @@ TEST(names_cannot_forge_rows)
 
 /* ---- decimal or 0x hex ------------------------------------------------ */
 
+/* Write @val to @file and read the number back; UINT64_MAX on failure. */
+static uint64_t read_back(const char *file, const char *val)
+{
+	uint64_t v;
+
+	if (attr_write(file, val) || attr_read_u64(file, &v))
+		return UINT64_MAX;
+	return v;
+}
+
 TEST(numbers_are_decimal_or_hex)
 {
-	uint64_t old, v;
+	uint64_t old;
 
 	ASSERT_EQ(0, attr_read_u64("event_min_interval_ms", &old));
-	EXPECT_EQ(0, attr_write("event_min_interval_ms", "0400"));
-	EXPECT_EQ(0, attr_read_u64("event_min_interval_ms", &v));
-	EXPECT_EQ(400, v);
-	EXPECT_EQ(0, attr_write("event_min_interval_ms", "08"));
-	EXPECT_EQ(0, attr_read_u64("event_min_interval_ms", &v));
-	EXPECT_EQ(8, v);
-	EXPECT_EQ(0, attr_write("event_min_interval_ms", "0x10"));
-	EXPECT_EQ(0, attr_read_u64("event_min_interval_ms", &v));
-	EXPECT_EQ(16, v);
+	EXPECT_EQ(400, read_back("event_min_interval_ms", "0400"));
+	EXPECT_EQ(8, read_back("event_min_interval_ms", "08"));
+	EXPECT_EQ(16, read_back("event_min_interval_ms", "0x10"));
 	EXPECT_EQ(-EINVAL, attr_write("event_min_interval_ms", "0x"));
 	EXPECT_EQ(-EINVAL, attr_write("event_min_interval_ms", "0x0x10"));
 	EXPECT_EQ(-EINVAL, attr_write("event_min_interval_ms", "-1"));
 	EXPECT_EQ(0, attr_write_u64("event_min_interval_ms", old));
 
-	EXPECT_EQ(0, attr_write("gpus/gpu3/budget_bytes", "010"));
-	EXPECT_EQ(10, gpu_attr(3, "budget_bytes"));
+	EXPECT_EQ(10, read_back("gpus/gpu3/budget_bytes", "010"));
 	EXPECT_EQ(0, attr_write("gpus/gpu3/budget_bytes", "0"));
 
 	/* gpu 010 is gpu 10, not gpu 8 */

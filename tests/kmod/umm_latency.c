@@ -6,8 +6,9 @@
  * alternating between them event by event (so both modes share the
  * machine's conditions); each injected event wakes one waiter. Measured per
  * event, N times per mode:
- *   inject -> wakeup: from just before the inject write to the waiter
- *                     running again with the record in hand;
+ *   inject -> wakeup: from just before the write() to the inject file
+ *                     (opened once) to the waiter running again with the
+ *                     record in hand;
  *   event  -> wakeup: from the record's ts_ns (when the module raised it).
  * The floor, measured the same way in the same run: a third waiter sleeps
  * in read() on an eventfd that the main thread writes (write -> wakeup), in
@@ -22,6 +23,7 @@
  * Usage: umm_latency [-n N] [--json]
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <liburing.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -136,18 +138,24 @@ static int sleeping(pid_t tid)
 	return p && p[1] == ' ' && p[2] == 'S';
 }
 
-/* Wake waiter @m: inject for the /dev/umm modes, write the eventfd. */
-static int poke(struct bench *b, int m)
+/*
+ * Wake waiter @m with one write() each, so the modes compare like with
+ * like: the inject file (opened once, in @inject_fd) for the /dev/umm
+ * modes, the eventfd for the floor.
+ */
+static int poke(struct bench *b, int m, int inject_fd)
 {
 	static const char *const cmd[] = {
 		[M_READ] = "node 0 critical", [M_URING] = "node 1 critical",
 	};
 	uint64_t one = 1;
+	ssize_t len;
 
 	if (m == M_EVENTFD)
 		return write(b[m].fd, &one, sizeof(one)) == sizeof(one) ? 0
 									 : -1;
-	return umm_inject(cmd[m]);
+	len = (ssize_t)strlen(cmd[m]);
+	return pwrite(inject_fd, cmd[m], (size_t)len, 0) == len ? 0 : -1;
 }
 
 /*
@@ -156,7 +164,7 @@ static int poke(struct bench *b, int m)
  * the read client holds bytes on node 0, the io_uring client on node 1,
  * and each injection names one node, so it wakes one waiter.
  */
-static int run(struct bench *b, uint64_t **t_inject)
+static int run(struct bench *b, uint64_t **t_inject, int inject_fd)
 {
 	pthread_t t[M_NR];
 	int started = 0;
@@ -184,7 +192,7 @@ static int run(struct bench *b, uint64_t **t_inject)
 			t_inject[m][i] = now_ns();
 			if (m == M_EVENTFD)
 				b[m].t_event[i] = t_inject[m][i];
-			if (poke(b, m)) {
+			if (poke(b, m, inject_fd)) {
 				b[m].bad++;
 				continue;
 			}
@@ -235,6 +243,7 @@ int main(int argc, char **argv)
 	uint64_t *t_inj[M_NR] = { NULL };
 	int n = 1000, json = 0, fail = 0, setup_ok = 1, passed = 0;
 	uint64_t repeat_ms;
+	int inject_fd;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--json"))
@@ -280,11 +289,16 @@ int main(int argc, char **argv)
 		    !b[m].t_event || umm_report(b[m].fd, &t, 1, 0))
 			setup_ok = 0;
 	}
-	if (!setup_ok || run(b, t_inj)) {
+	inject_fd = open(UMM_SYSFS "/inject", O_WRONLY | O_CLOEXEC);
+	if (inject_fd < 0)
+		setup_ok = 0;
+	if (!setup_ok || run(b, t_inj, inject_fd)) {
 		fprintf(stderr, "%s: setup failed\n", argv[0]);
 		for (int m = 0; m < M_NR; m++)
 			b[m].bad = n;
 	}
+	if (inject_fd >= 0)
+		close(inject_fd);
 	umm_inject("node 0 clear");
 	umm_inject("node 1 clear");
 	attr_write_u64("repeat_interval_ms", repeat_ms);
