@@ -8,7 +8,8 @@
  * octal; bytes_freed is unsigned and saturates; an ACK whose answer cannot
  * be written does not count; ioctl structs larger than the module knows are
  * accepted when the extra bytes are zero (E2BIG otherwise), smaller ones
- * refused; the rings of all clients are capped by ring_bytes_max. Runs
+ * refused; a ring is charged to the opener's memory cgroup and the rings
+ * of all clients are capped by ring_bytes_max. Runs
  * late in the boot: it saturates the module's bytes_freed.
  */
 #include <errno.h>
@@ -21,6 +22,8 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -444,6 +447,72 @@ TEST(ring_memory_capped)
 	EXPECT_EQ(base, now);
 	EXPECT_EQ(0, attr_write_u64("queue_len", old_len));
 	EXPECT_EQ(0, attr_write_u64("ring_bytes_max", old_max));
+}
+
+/* memory.current of cgroup directory @cg, or 0. */
+static uint64_t cg_current(const char *cg)
+{
+	char p[128];
+	uint64_t v = 0;
+
+	snprintf(p, sizeof(p), "%s/memory.current", cg);
+	attr_read_u64(p, &v);
+	return v;
+}
+
+/*
+ * In a child cgroup (cgroup2, memory controller), open a client with a
+ * 4 MiB ring: the cgroup's memory grows by at least the ring. Exit status:
+ * 0, or what went wrong.
+ */
+static int ring_charged_in(const char *cg)
+{
+	char p[128], pid[16];
+	uint64_t before, after;
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/cgroup.procs", cg);
+	snprintf(pid, sizeof(pid), "%d", getpid());
+	if (attr_write(p, pid))
+		return 10;
+	before = cg_current(cg);
+	fd = umm_open(0);
+	if (fd < 0)
+		return 11;
+	after = cg_current(cg);
+	printf("# memory.current %llu -> %llu after one open\n",
+	       (unsigned long long)before, (unsigned long long)after);
+	close(fd);
+	return after >= before + (4ull << 20) ? 0 : 12;
+}
+
+TEST(ring_charged_to_opener_cgroup)
+{
+	const char *root = "/tmp/umm-cg", *cg = "/tmp/umm-cg/opener";
+	uint64_t old_len;
+	int status;
+	pid_t pid;
+
+	mkdir(root, 0755);
+	if (mount("none", root, "cgroup2", 0, NULL) && errno != EBUSY)
+		SKIP(return, "no cgroup2: %s", strerror(errno));
+	if (attr_write("/tmp/umm-cg/cgroup.subtree_control", "+memory"))
+		SKIP(umount(root); return, "no memory controller");
+	ASSERT_EQ(0, mkdir(cg, 0755));
+	ASSERT_EQ(0, attr_read_u64("queue_len", &old_len));
+	ASSERT_EQ(0, attr_write("queue_len", "65536"));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0)
+		_exit(ring_charged_in(cg));
+	waitpid(pid, &status, 0);
+	EXPECT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status))
+		TH_LOG("10: join, 11: open, 12: the ring was not charged");
+	EXPECT_EQ(0, attr_write_u64("queue_len", old_len));
+	rmdir(cg);
+	umount(root);
+	rmdir(root);
 }
 
 /* ---- structs larger than the module knows ----------------------------- */
