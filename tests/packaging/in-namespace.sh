@@ -7,7 +7,7 @@
 # that lives only in this mount namespace, so dpkg -i, dkms and the group
 # change the machine for this script only; /usr/local/cuda is hidden. Each
 # check writes "=== NAME" and its output to stdout and "PASS NAME" or
-# "FAIL NAME" to RESULTS.
+# "FAIL NAME" to RESULTS; "CANNOT WHY" there means none could run.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$1 out=$2 res=$3
@@ -27,16 +27,21 @@ check() {	# check NAME COMMAND...
 say() { echo "$*"; }
 fails() { echo "$*"; return 1; }
 
+# A machine that cannot give us the overlays (no overlayfs, a container
+# without the right to mount) skips the checks: RESULTS says why.
+cannot() { echo "CANNOT $*" >>"$res"; exit 0; }
 root=$out/ns-root
 mkdir -p "$root"
-mount -t tmpfs -o size=4g,mode=0755 um-packaging "$root" || exit 1
+mount -t tmpfs -o size=4g,mode=0755 um-packaging "$root" ||
+	cannot "mount a tmpfs in a mount namespace"
 for d in usr etc var; do
 	mkdir -p "$root/$d/up" "$root/$d/work"
 	mount -t overlay -o "lowerdir=/$d,upperdir=$root/$d/up,workdir=$root/$d/work" \
-		overlay "/$d" || exit 1
+		overlay "/$d" || cannot "mount an overlay on /$d"
 done
 if [ -d /usr/local/cuda ]; then
-	mount -t tmpfs -o size=1m,mode=0755 no-cuda /usr/local/cuda || exit 1
+	mount -t tmpfs -o size=1m,mode=0755 no-cuda /usr/local/cuda ||
+		cannot "hide /usr/local/cuda"
 fi
 # The module is built by the checks below, for every kernel, not by the
 # postinst for some; the man-db trigger would only cost time.
