@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,6 +103,21 @@ void ut_umm_json_clients(struct ut_json *j, const char *key,
 }
 
 /* ---- tables -------------------------------------------------------------- */
+
+int ut_table_rowf(struct libscols_table *tb, int ncols, ...)
+{
+	const char *cells[32];
+	va_list ap;
+	int i;
+
+	if (ncols > 32 || ncols != ut_table_ncols(tb))
+		return -EINVAL;
+	va_start(ap, ncols);
+	for (i = 0; i < ncols; i++)
+		cells[i] = va_arg(ap, const char *);
+	va_end(ap);
+	return ut_table_row(tb, cells);
+}
 
 #define CELL	32
 

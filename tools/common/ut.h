@@ -10,6 +10,7 @@
 #ifndef UT_H
 #define UT_H
 
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -49,7 +50,28 @@ void ut_die_try_help(void) __attribute__((noreturn));
 /* "prog: message\n" on stderr. */
 void ut_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* ---- Human sizes and times ------------------------------------------- */
+/* um's version, "MAJOR.MINOR" (um.h's): what every tool's -V prints. */
+const char *ut_version(void);
+/*
+ * The end of every tool's getopt switch (default: ut_opt_common(c, usage)):
+ * 'h' prints usage() and exits 0, 'V' prints "prog (um) VERSION" and exits
+ * 0, anything else is an option getopt has already complained about (exit
+ * 2). UT_OPTS_TAIL ends the long option table to match.
+ */
+void ut_opt_common(int c, void (*usage)(void)) __attribute__((noreturn));
+#define UT_OPTS_TAIL							\
+	{ "help", no_argument, NULL, 'h' },				\
+	{ "version", no_argument, NULL, 'V' },				\
+	{ NULL, 0, NULL, 0 }
+/*
+ * --sysroot DIR, in every tool that reads /sys or /proc: DIR stands for /,
+ * as in util-linux. The tools' older --sysfs-root DIR (DIR stands for /sys)
+ * stays as an alias. Returns "DIR/sys" (a static buffer).
+ */
+#define UT_OPT_SYSROOT	0x5359	/* getopt id of --sysroot */
+const char *ut_sysroot_sys(const char *dir);
+
+/* ---- Human sizes, times and small files -------------------------------- */
 
 #define UT_SIZE_STR 24
 /* "256 B", "4 KiB", "1.5 GiB"; returns buf. */
@@ -58,6 +80,12 @@ char *ut_size_str(uint64_t bytes, char buf[UT_SIZE_STR]);
 uint64_t ut_now_ns(void);
 /* Median of n values (sorts v in place); 0 when n == 0. */
 double ut_median(double *v, size_t n);
+/*
+ * A small file (a /sys or /proc one) into buf, NUL-terminated, at most
+ * len - 1 bytes with one read(): sysfs hands a file over whole in one. 0 or
+ * -errno.
+ */
+int ut_read_file(const char *path, char *buf, size_t len);
 
 /* ---- Progress line (stderr, only when stdout and stderr are TTYs) ----- */
 
@@ -117,7 +145,9 @@ struct libscols_table *ut_table_new(const char *const *cols, int ncols,
 				    unsigned int right_mask);
 /* Appends a row of ncols strings (NULL = empty). Returns 0 or -errno. */
 int ut_table_row(struct libscols_table *tb, const char *const *cells);
+/* The same with the cells as arguments (umm_show.c, for both backends). */
 int ut_table_rowf(struct libscols_table *tb, int ncols, ...);
+int ut_table_ncols(const struct libscols_table *tb);
 /* Prints to stdout and frees the table. */
 int ut_table_print(struct libscols_table *tb);
 /* Frees a table without printing it. */

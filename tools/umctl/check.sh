@@ -15,13 +15,12 @@ here=$(dirname "$0")
 . "$here/../common/tap.sh"
 . "$here/../common/fakeumm.sh"
 
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
+tap_tmpdir
 chmod 0755 "$TMP"	# like /sys: anyone may look, the files decide
 R=$TMP/sys
 U=$R/kernel/mm/umm
 fake_umm "$R"
-u() { "$UMCTL" --sysfs-root "$R" "$@"; }
+u() { "$UMCTL" --sysroot "$TMP" "$@"; }
 
 # json_is FILE KEY VALUE: "KEY": VALUE appears in the pretty-printed JSON
 json_is() {
@@ -175,15 +174,32 @@ not_root() {
 
 help_version() {
 	u --help | grep -q 'inject' && u help | grep -q 'KNOB' &&
-	u -V | grep -q '^umctl[-a-z]* [0-9]'
+	u -V | grep -q '^umctl[-a-z]* (um) [0-9]'
 }
 
-tap_begin 12
+# --sysroot DIR (DIR stands for /) before or after the command, with or
+# without '=', and the older -r/--sysfs-root DIR and $UMM_SYSFS_ROOT (DIR
+# stands for /sys): the same tree, the same output.
+sysroot_forms() {
+	local f bad=0
+	u get >"$TMP/want" || return 1
+	for f in "--sysroot=$TMP get" "get --sysroot $TMP" "-r $R get" \
+		"get --sysfs-root=$R" "--sysfs-root $R get"; do
+		# shellcheck disable=SC2086
+		"$UMCTL" $f | cmp -s - "$TMP/want" || { echo "$f"; bad=1; }
+	done
+	UMM_SYSFS_ROOT=$R "$UMCTL" get | cmp -s - "$TMP/want" || bad=1
+	expect 2 'needs a directory' "$UMCTL" get --sysroot || bad=1
+	return $bad
+}
+
+tap_begin 13
 tap_check "umctl.status_text" status_text
 tap_check "umctl.status_json" status_json
 tap_check "umctl.clients" clients
 tap_check "umctl.clients_without_debugfs" clients_no_debugfs
 tap_check "umctl.get_set" get_set
+tap_check "umctl.sysroot_and_older_forms" sysroot_forms
 tap_check "umctl.bad_values_refused_before_writing" bad_values
 tap_check "umctl.inject" inject
 tap_check "umctl.kernel_errno_reported" kernel_refuses
