@@ -26,6 +26,7 @@ PKGS=(
 	liburing-dev libnuma-dev numactl libsmartcols-dev libxxhash-dev
 	qemu-system-x86 busybox-static cpio xz-utils kmod e2fsprogs
 	linux-image-amd64 linux-headers-amd64 python3-torch
+	prometheus prometheus-node-exporter
 )
 BPO_SOURCE=/etc/apt/sources.list.d/bookworm-backports.sources
 # Newest 6.12 image (signed, else -unsigned) whose headers are available.

@@ -255,6 +255,18 @@ void ut_umm_free(struct ut_umm *s);
  * parse.
  */
 int ut_umm_clients(const char *root, struct ut_umm_client **out, size_t *n);
+/* One tier of a client's books: what it holds there and could give back. */
+struct ut_umm_book {
+	char tier[16];			/* "node0", "gpu1" */
+	uint64_t resident, reclaimable;	/* bytes */
+};
+#define UT_UMM_MAX_BOOKS	64
+
+/*
+ * A client's books ("node0:<res>/<recl>,gpu1:...", "-" for none) into
+ * b[0..max): returns how many; entries of another shape are skipped.
+ */
+int ut_umm_books(const char *books, struct ut_umm_book *b, int max);
 /* One line saying why ut_umm_read/ut_umm_clients failed with err. */
 void ut_umm_warn(const char *root, const char *what, int err);
 
@@ -276,5 +288,22 @@ void ut_umm_json_clients(struct ut_json *j, const char *key,
 int ut_umm_print_nodes(const struct ut_umm *s, const double *decline);
 int ut_umm_print_gpus(const struct ut_umm *s, bool all);
 int ut_umm_print_clients(const struct ut_umm_client *c, size_t n);
+
+/* ---- Prometheus text exposition (prom.c) ------------------------------- */
+
+/* "# HELP name help" and "# TYPE name type" (counter, gauge, ...). */
+void ut_prom_family(FILE *f, const char *name, const char *type,
+		    const char *help);
+/*
+ * Appends key="val" to the label list in buf (after a comma when buf is not
+ * empty), val escaped as the format wants (\\, \" and \n); other control
+ * bytes and bytes that are not UTF-8 become the visible text \xNN. Returns
+ * 0, or -ENOSPC with buf unchanged.
+ */
+int ut_prom_label(char *buf, size_t len, const char *key, const char *val);
+/* A sample "name{labels} v"; labels as ut_prom_label built them, or "". */
+void ut_prom_u64(FILE *f, const char *name, const char *labels, uint64_t v);
+/* The same for a double: NaN, +Inf and -Inf spelt as the format wants. */
+void ut_prom_dbl(FILE *f, const char *name, const char *labels, double v);
 
 #endif /* UT_H */

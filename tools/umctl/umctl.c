@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * umctl - administer umm.ko: its state, its client list, its knobs and its
- * inject file, all through /sys/kernel/mm/umm and debugfs.
+ * inject file, all through /sys/kernel/mm/umm and debugfs; its figures for
+ * Prometheus (metrics.c).
  *
  * Exit status: 0 done, 1 the system refused or umm.ko is not there, 2 bad
  * usage (unknown command or knob, a value out of range). See umctl(8).
@@ -137,6 +138,8 @@ static const struct command commands[] = {
 	  "module counters, nodes and GPUs" },
 	{ "clients", cmd_clients, "",
 	  "the processes that have /dev/umm open (debugfs, root)" },
+	{ "metrics", cmd_metrics, "[FILE]",
+	  "Prometheus text format, to stdout or FILE (atomically)" },
 	{ "get", cmd_get, "[KNOB]",
 	  "print one knob, or all of them" },
 	{ "set", cmd_set, "KNOB VALUE",
@@ -264,7 +267,7 @@ int main(int argc, char **argv)
 	ut_set_progname(argv[0]);
 	parse(argc, argv, &u);
 	if (optind >= argc)
-		ut_die_usage("no command (status, clients, get, set, inject)");
+		ut_die_usage("no command (status, clients, metrics, get, set, inject)");
 	argc = keep_args(argc - optind, argv + optind, &u);
 	argv += optind;
 	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
