@@ -200,20 +200,45 @@ static void module_families(FILE *f, const struct ut_umm *s)
 	}
 }
 
-static void node_levels(FILE *f, const struct ut_umm *s)
+/* A node or a GPU as the writer sees it. */
+struct entity {
+	unsigned int id;
+	const char *level;
+	const uint64_t *v;
+};
+
+/* umm_KIND_level and the field families of every node or every GPU. */
+static void entity_families(FILE *f, const char *kind, const struct entity *e,
+			    size_t n, const struct field_metric *m, size_t nm)
+{
+	char name[64], help[128], labels[LABELS];
+	size_t i, k;
+
+	snprintf(name, sizeof(name), "umm_%s_level", kind);
+	snprintf(help, sizeof(help),
+		 "The %s's pressure level: 0 normal, 1 low, 2 medium, 3 critical.",
+		 kind);
+	ut_prom_family(f, name, "gauge", help);
+	for (i = 0; i < n; i++) {
+		id_label(labels, kind, e[i].id);
+		ut_prom_dbl(f, name, labels, level_value(e[i].level));
+	}
+	for (k = 0; k < nm; k++) {
+		ut_prom_family(f, m[k].name, m[k].type, m[k].help);
+		for (i = 0; i < n; i++) {
+			id_label(labels, kind, e[i].id);
+			sample(f, &m[k], labels, e[i].v[m[k].field]);
+		}
+	}
+}
+
+static void node_watermarks(FILE *f, const struct ut_umm *s)
 {
 	static const int wm[] = { UT_UMM_N_low_bp, UT_UMM_N_medium_bp,
 				  UT_UMM_N_critical_bp };
 	char labels[LABELS];
 	size_t i, w;
 
-	ut_prom_family(f, "umm_node_level", "gauge",
-		       "The node's pressure level: 0 normal, 1 low, 2 medium, 3 critical.");
-	for (i = 0; i < s->nnodes; i++) {
-		id_label(labels, "node", s->nodes[i].id);
-		ut_prom_dbl(f, "umm_node_level", labels,
-			    level_value(s->nodes[i].level));
-	}
 	ut_prom_family(f, "umm_node_watermark_ratio", "gauge",
 		       "Fraction of the node's memory below which free memory puts it at the level named by the watermark label.");
 	for (i = 0; i < s->nnodes; i++)
@@ -242,45 +267,13 @@ static void node_eta(FILE *f, const struct ut_umm *s)
 	}
 }
 
-static void node_families(FILE *f, const struct ut_umm *s)
+static void node_families(FILE *f, const struct ut_umm *s,
+			  const struct entity *e)
 {
-	char labels[LABELS];
-	size_t i, n;
-
-	node_levels(f, s);
+	entity_families(f, "node", e, s->nnodes, node_metrics,
+			COUNT(node_metrics));
+	node_watermarks(f, s);
 	node_eta(f, s);
-	for (n = 0; n < COUNT(node_metrics); n++) {
-		const struct field_metric *m = &node_metrics[n];
-
-		ut_prom_family(f, m->name, m->type, m->help);
-		for (i = 0; i < s->nnodes; i++) {
-			id_label(labels, "node", s->nodes[i].id);
-			sample(f, m, labels, s->nodes[i].v[m->field]);
-		}
-	}
-}
-
-static void gpu_families(FILE *f, const struct ut_umm *s)
-{
-	char labels[LABELS];
-	size_t i, n;
-
-	ut_prom_family(f, "umm_gpu_level", "gauge",
-		       "The GPU's pressure level: 0 normal, 1 low, 2 medium, 3 critical.");
-	for (i = 0; i < s->ngpus; i++) {
-		id_label(labels, "gpu", s->gpus[i].id);
-		ut_prom_dbl(f, "umm_gpu_level", labels,
-			    level_value(s->gpus[i].level));
-	}
-	for (n = 0; n < COUNT(gpu_metrics); n++) {
-		const struct field_metric *m = &gpu_metrics[n];
-
-		ut_prom_family(f, m->name, m->type, m->help);
-		for (i = 0; i < s->ngpus; i++) {
-			id_label(labels, "gpu", s->gpus[i].id);
-			sample(f, m, labels, s->gpus[i].v[m->field]);
-		}
-	}
 }
 
 /* Every field but the priority, which is signed. */
@@ -369,6 +362,8 @@ static void client_families(FILE *f, const struct ut_umm_client *c,
 struct snapshot {
 	bool loaded;
 	struct ut_umm s;
+	struct entity *nodes;		/* s's, for entity_families */
+	struct entity gpus[UT_UMM_MAX_GPUS];
 	int clients_err;		/* 0, or why there is no table */
 	struct ut_umm_client *c;
 	size_t nc;
@@ -382,12 +377,32 @@ static void write_metrics(FILE *f, const struct snapshot *x)
 	if (!x->loaded)
 		return;
 	module_families(f, &x->s);
-	node_families(f, &x->s);
-	gpu_families(f, &x->s);
+	node_families(f, &x->s, x->nodes);
+	entity_families(f, "gpu", x->gpus, x->s.ngpus, gpu_metrics,
+			COUNT(gpu_metrics));
 	ut_prom_family(f, "umm_client_table_readable", "gauge",
 		       "1 when the debugfs client table could be read; 0, and no umm_client_ series, when not (debugfs not mounted, not root).");
 	ut_prom_u64(f, "umm_client_table_readable", "", !x->clients_err);
 	client_families(f, x->c, x->nc);
+}
+
+/* The nodes and GPUs of x->s as entities. */
+static int entities(struct snapshot *x)
+{
+	const struct ut_umm *s = &x->s;
+	size_t i;
+
+	x->nodes = calloc(s->nnodes ? s->nnodes : 1, sizeof(*x->nodes));
+	if (!x->nodes)
+		return -ENOMEM;
+	for (i = 0; i < s->nnodes; i++)
+		x->nodes[i] = (struct entity){ s->nodes[i].id,
+					       s->nodes[i].level,
+					       s->nodes[i].v };
+	for (i = 0; i < s->ngpus; i++)
+		x->gpus[i] = (struct entity){ s->gpus[i].id, s->gpus[i].level,
+					      s->gpus[i].v };
+	return 0;
 }
 
 /*
@@ -404,9 +419,10 @@ static int take(const struct umctl *u, struct snapshot *x)
 			    ret);
 		return EX_RUNTIME;
 	}
-	if (x->loaded)
-		x->clients_err = ut_umm_clients(u->root, &x->c, &x->nc);
-	return EX_DONE;
+	if (!x->loaded)
+		return EX_DONE;
+	x->clients_err = ut_umm_clients(u->root, &x->c, &x->nc);
+	return entities(x) ? umctl_fail("metrics", -ENOMEM) : EX_DONE;
 }
 
 /*
@@ -465,6 +481,7 @@ int cmd_metrics(struct umctl *u, int argc, char **argv)
 		if (ret)
 			ret = umctl_fail(argv[1], ret);
 	}
+	free(x.nodes);
 	free(x.c);
 	ut_umm_free(&x.s);
 	return ret;
