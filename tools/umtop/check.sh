@@ -1,9 +1,10 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# Description: umtop against a fake umm.ko tree (--sysfs-root): batch text
-# and newline-delimited JSON, rates computed from a tree that changes
-# between samples (counters per second, free memory declining), -n, bad
-# options, the module absent, and the client table missing (not fatal).
+# Description: umtop against a fake umm.ko tree (--sysfs-root, and
+# --sysroot giving the same): batch text and newline-delimited JSON, rates
+# computed from a tree that changes between samples (counters per second,
+# free memory declining), -n, bad options, the module absent, and the
+# client table missing (not fatal).
 # Usage: check.sh UMTOP UT-JSONCHECK
 set -u
 UMTOP=$1
