@@ -139,7 +139,7 @@ static const struct command commands[] = {
 	{ "clients", cmd_clients, "",
 	  "the processes that have /dev/umm open (debugfs, root)" },
 	{ "metrics", cmd_metrics, "[FILE]",
-	  "Prometheus text format, to stdout or FILE (atomically)" },
+	  "Prometheus text, to stdout or FILE (atomic)" },
 	{ "get", cmd_get, "[KNOB]",
 	  "print one knob, or all of them" },
 	{ "set", cmd_set, "KNOB VALUE",
@@ -167,9 +167,9 @@ static void usage(void)
 	       "  (K/M/G sizes). LEVEL: normal, low, medium, critical.\n\n"
 	       "Options:\n"
 	       "  -J, --json            machine-readable output\n"
-	       "      --sysroot DIR     DIR stands for / (tests with a fake\n"
-	       "                        tree; also $%s for /sys)\n"
-	       "  -r, --sysfs-root DIR  DIR stands for /sys (the older form)\n"
+	       "      --sysroot DIR     DIR stands for / (tests with a fake tree)\n"
+	       "  -r, --sysfs-root DIR  DIR stands for /sys (the older form;\n"
+	       "                        also $%s)\n"
 	       "  -h, --help            this text\n"
 	       "  -V, --version         the version\n\n"
 	       "Exit: 0 done, 1 refused by the system or umm.ko not loaded,\n"

@@ -204,9 +204,9 @@ static void usage(void)
 	       "  -n, --iterations N    stop after N samples (default: until ^C)\n"
 	       "  -b, --batch           plain lines, no terminal control\n"
 	       "  -J, --json            one JSON object per sample and line\n"
-	       "      --sysroot DIR     DIR stands for / (tests with a fake\n"
-	       "                        tree; also $%s for /sys)\n"
-	       "  -r, --sysfs-root DIR  DIR stands for /sys (the older form)\n"
+	       "      --sysroot DIR     DIR stands for / (tests with a fake tree)\n"
+	       "  -r, --sysfs-root DIR  DIR stands for /sys (the older form;\n"
+	       "                        also $%s)\n"
 	       "  -h, --help            this text\n"
 	       "  -V, --version         the version\n\n"
 	       "Exit: 0 done, 1 umm.ko not loaded or not readable, 2 bad usage.\n",
