@@ -190,6 +190,12 @@ int um_budget_set(struct um_context *ctx, unsigned int device,
 int um_budget_get(struct um_context *ctx, unsigned int device,
 		  uint64_t *bytes);
 /*
+ * The unit of device memory: on device a region takes its bytes rounded up
+ * to a multiple of it, and counts that against the budget (2 MiB on sim).
+ */
+int um_granularity(struct um_context *ctx, unsigned int device,
+		   uint64_t *bytes);
+/*
  * Evict released regions from tier, in policy order, until at least bytes
  * have been freed there, moving them to dest (UM_TIER_NONE: policy's
  * choice). Returns bytes scheduled (> 0 may be less than asked) or -errno.
