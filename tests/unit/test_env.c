@@ -233,16 +233,25 @@ TEST(backend_one_rule_and_alias)
 	EXPECT_EQ(0, in_child(backend_names, NULL, err, sizeof(err)));
 }
 
-static int unknown_name(const void *arg)
+/* A sim context with a capturing log, after setenv(var, val). */
+static int create_env(const char *var, const char *val,
+		      struct um_context **ctx)
 {
-	struct um_context *ctx = NULL;
 	struct um_config cfg;
 
 	cfg_sim(&cfg, 0, 16 * MiB);
 	setenv("LIBUM_PRESSURE", "0", 1);
-	setenv("LIBUM_DEVICE_BUGDET", "1G", 1);
+	setenv(var, val, 1);
 	logcap_reset();
-	if (um_context_create(&cfg, &ctx))
+	*ctx = NULL;
+	return um_context_create(&cfg, ctx);
+}
+
+static int unknown_name(const void *arg)
+{
+	struct um_context *ctx;
+
+	if (create_env("LIBUM_DEVICE_BUGDET", "1G", &ctx))
 		return 1;
 	um_context_destroy(ctx);
 	return logcap_has(UM_LOG_WARN, "LIBUM_DEVICE_BUGDET",
@@ -341,14 +350,9 @@ TEST(stderr_without_callback)
 
 static int bad_with_callback(const void *arg)
 {
-	struct um_context *ctx = NULL;
-	struct um_config cfg;
+	struct um_context *ctx;
 
-	cfg_sim(&cfg, 0, 16 * MiB);
-	setenv("LIBUM_PRESSURE", "0", 1);
-	setenv("LIBUM_PRIORITY", "high", 1);
-	logcap_reset();
-	if (um_context_create(&cfg, &ctx) != -EINVAL)
+	if (create_env("LIBUM_PRIORITY", "high", &ctx) != -EINVAL)
 		return 1;
 	return logcap_has(UM_LOG_ERR, "LIBUM_PRIORITY", NULL) ? 0 : 2;
 }
