@@ -50,7 +50,7 @@ void ut_die_try_help(void) __attribute__((noreturn));
 /* "prog: message\n" on stderr. */
 void ut_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* um's version, "MAJOR.MINOR" (um.h's): what every tool's -V prints. */
+/* um's release (VERSION, else um.h's MAJOR.MINOR): what -V prints. */
 const char *ut_version(void);
 /*
  * The end of every tool's getopt switch (default: ut_opt_common(c, usage)):
