@@ -211,14 +211,16 @@ metrics_text() {
 		"$TMP/m.prom"
 }
 
-# A level raised, a node falling, a name with a quote, a backslash, a tab
-# and a byte that is not UTF-8: the values follow, the labels stay valid.
+# A level raised, a node falling, no ACK yet (no mean: NaN), a name with a
+# quote, a backslash, a tab and a byte that is not UTF-8: the values
+# follow, the labels stay valid.
 metrics_changes_and_names() {
 	mkdir -p "$TMP/mc"
 	fake_umm "$TMP/mc/sys"
 	fake_set "$TMP/mc/sys" nodes/node1/level critical
 	fake_set "$TMP/mc/sys" nodes/node1/eta_ms 2500
 	fake_set "$TMP/mc/sys" gpus/gpu3/level medium
+	fake_set "$TMP/mc/sys" acks 0
 	printf '%s\n%s\n' "$(head -n 1 "$TMP/mc/sys/kernel/debug/umm/clients")" \
 		$'77 a"b\\c\td\xff 0 1 256 0 3 0 1 5 100 node1:4096/0' \
 		>"$TMP/mc/sys/kernel/debug/umm/clients"
@@ -227,6 +229,7 @@ metrics_changes_and_names() {
 	has "$TMP/mc.prom" 'umm_node_level{node="1"} 3' &&
 	has "$TMP/mc.prom" 'umm_node_critical_eta_seconds{node="1"} 2.5' &&
 	has "$TMP/mc.prom" 'umm_gpu_level{gpu="3"} 2' &&
+	has "$TMP/mc.prom" 'umm_ack_latency_mean_seconds NaN' &&
 	has "$TMP/mc.prom" \
 		'umm_client_resident_bytes{pid="77",name="a\"b\\c\\x09d\\xff",tier="node1"} 4096'
 }

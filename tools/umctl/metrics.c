@@ -22,7 +22,8 @@
 #include "umctl.h"
 #include "ut.h"
 
-enum scale { AS_IS, MS_TO_S, NS_TO_S, BP_TO_RATIO };
+/* NS_MEAN: nanoseconds, a mean of the ACKs: NaN (no value) before one */
+enum scale { AS_IS, MS_TO_S, NS_TO_S, NS_MEAN, BP_TO_RATIO };
 
 /* A family whose value is one field of the module, a node, a GPU. */
 struct field_metric {
@@ -52,8 +53,8 @@ static const struct field_metric module_metrics[] = {
 	  "Bytes clients said they freed in their ACKs.", G(bytes_freed),
 	  AS_IS },
 	{ "umm_ack_latency_mean_seconds", "gauge",
-	  "Mean time from an event to its ACK since umm.ko was loaded (umm.ko keeps a sum and a count, no histogram).",
-	  G(ack_latency_ns_avg), NS_TO_S },
+	  "Mean time from an event to its ACK since umm.ko was loaded, NaN before the first (umm.ko keeps a sum and a count, no histogram).",
+	  G(ack_latency_ns_avg), NS_MEAN },
 	{ "umm_ack_latency_max_seconds", "gauge",
 	  "Longest time from an event to its ACK since umm.ko was loaded.",
 	  G(ack_latency_ns_max), NS_TO_S },
@@ -129,8 +130,8 @@ static const struct field_metric client_metrics[] = {
 	{ "umm_client_freed_bytes_total", "counter",
 	  "Bytes the client said it freed in its ACKs.", C_FREED, AS_IS },
 	{ "umm_client_ack_latency_mean_seconds", "gauge",
-	  "Mean time from an event to the client's ACK (umm.ko keeps a sum and a count, no histogram).",
-	  C_ACK_NS, NS_TO_S },
+	  "Mean time from an event to the client's ACK, NaN before its first (umm.ko keeps a sum and a count, no histogram).",
+	  C_ACK_NS, NS_MEAN },
 };
 
 #define COUNT(a)	(sizeof(a) / sizeof((a)[0]))
@@ -144,6 +145,7 @@ static double scaled(uint64_t v, enum scale s)
 	case MS_TO_S:
 		return (double)v / 1e3;
 	case NS_TO_S:
+	case NS_MEAN:
 		return (double)v / 1e9;
 	case BP_TO_RATIO:
 		return (double)v / 1e4;
@@ -152,11 +154,14 @@ static double scaled(uint64_t v, enum scale s)
 	}
 }
 
+/* acks: how many ACKs the mean (NS_MEAN) is of. */
 static void sample(FILE *f, const struct field_metric *m, const char *labels,
-		   uint64_t v)
+		   uint64_t v, uint64_t acks)
 {
 	if (m->scale == AS_IS)
 		ut_prom_u64(f, m->name, labels, v);
+	else if (m->scale == NS_MEAN && !acks)
+		ut_prom_dbl(f, m->name, labels, NAN);
 	else
 		ut_prom_dbl(f, m->name, labels, scaled(v, m->scale));
 }
@@ -196,7 +201,7 @@ static void module_families(FILE *f, const struct ut_umm *s)
 		const struct field_metric *m = &module_metrics[i];
 
 		ut_prom_family(f, m->name, m->type, m->help);
-		sample(f, m, "", s->g[m->field]);
+		sample(f, m, "", s->g[m->field], s->g[UT_UMM_G_acks]);
 	}
 }
 
@@ -227,7 +232,7 @@ static void entity_families(FILE *f, const char *kind, const struct entity *e,
 		ut_prom_family(f, m[k].name, m[k].type, m[k].help);
 		for (i = 0; i < n; i++) {
 			id_label(labels, kind, e[i].id);
-			sample(f, &m[k], labels, e[i].v[m[k].field]);
+			sample(f, &m[k], labels, e[i].v[m[k].field], 0);
 		}
 	}
 }
@@ -350,8 +355,8 @@ static void client_families(FILE *f, const struct ut_umm_client *c,
 			if (m->field == C_PRIORITY)
 				ut_prom_dbl(f, m->name, labels, c[i].priority);
 			else
-				sample(f, m, labels, client_value(&c[i],
-								  m->field));
+				sample(f, m, labels,
+				       client_value(&c[i], m->field), c[i].acks);
 		}
 	}
 	client_books(f, c, n, true);
