@@ -17,9 +17,10 @@
 #include <string.h>
 #include <strings.h>
 
+#include <linux/umm.h>
+
 #include "internal.h"
 #include "um_numa.h"
-#include "linux/umm.h"
 
 enum opt_type {
 	/* with a field of struct um_config */
@@ -96,21 +97,6 @@ void um_config_init(struct um_config *cfg)
 		return;
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->size = sizeof(*cfg);
-}
-
-int um__struct_size_ok(const void *p, uint32_t size, size_t min, size_t full)
-{
-	const unsigned char *b = p;
-
-	if (size < min)
-		return -EINVAL;
-	if (size > 4096)
-		return -E2BIG;
-	/* A newer caller's struct: fields we do not know must be zero. */
-	for (size_t i = full; i < size; i++)
-		if (b[i])
-			return -E2BIG;
-	return 0;
 }
 
 int um__parse_size(const char *s, uint64_t *out)
