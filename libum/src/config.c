@@ -42,13 +42,14 @@ struct um_option {
 #define CFG(f) offsetof(struct um_config, f)
 #define SET(f) offsetof(struct um_settings, f)
 #define NO_FIELD ((size_t)-1)
-#define ENV_ONLY(name, type, form) { name, type, NO_FIELD, NO_FIELD, 0, 0, form }
+#define ENV_ONLY(name, type, form) \
+	{ name, type, NO_FIELD, NO_FIELD, 0, 0, form }
 
 /*
- * Every variable libum reads, as libum(7) lists them. The
- * pressure thread, the NUMA placement and the spill store read theirs
- * where they use them; they are checked here so that a bad value fails
- * context creation instead of being ignored there.
+ * Every variable libum reads, as libum(7) lists them. The pressure thread,
+ * the NUMA placement and the spill store read theirs where they use them;
+ * they are checked here so that a bad value fails context creation instead
+ * of being ignored there.
  */
 static const struct um_option options[] = {
 	/* first: it decides which of the lines below are seen */

@@ -4,8 +4,9 @@
  * backend and refuses a NULL or foreign context, a NULL result and a device
  * the context does not have; a region takes its size rounded up to the
  * unit on the device and in the budget (a 1-byte region and a 1 MiB one
- * fill a 4 MiB budget) while its host copy takes its own bytes only; the ERR line of an acquire that does not fit shows the size
- * asked and the size on the device.
+ * fill a 4 MiB budget) while its host copy takes its own bytes only; the
+ * ERR line of an acquire that does not fit shows the size asked and the
+ * size on the device.
  */
 #include <stdbool.h>
 
