@@ -31,6 +31,7 @@ PKGS=(
 	linux-image-amd64 linux-headers-amd64 python3-torch
 	sparse linux-source-6.1
 	debhelper dh-dkms dkms lintian
+	prometheus prometheus-node-exporter
 )
 BPO_SOURCE=/etc/apt/sources.list.d/bookworm-backports.sources
 # Newest 6.12 image (signed, else -unsigned) whose headers are available.

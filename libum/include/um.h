@@ -66,9 +66,11 @@ typedef void (*um_log_fn)(void *arg, int level, const char *msg);
 
 /*
  * Configuration. Fill with um_config_init(), then change what you need.
- * A zero field takes its LIBUM_* environment variable (sizes accept K, M, G
- * suffixes), else the built-in default. UM_BACKEND (or LIBUM_BACKEND) =
- * sim|cuda overrides the backend field.
+ * One rule for every field: a zero field takes its LIBUM_* environment
+ * variable (sizes accept K, M, G suffixes; UM_BACKEND is LIBUM_BACKEND's
+ * older name), else the built-in default. Every LIBUM_* variable that is
+ * set is checked at context creation (libum(7) lists them). Without a log
+ * callback, lines up to log_level (default: ERR only) go to stderr.
  */
 struct um_config {
 	uint32_t size;			/* sizeof(struct um_config) */
@@ -79,7 +81,7 @@ struct um_config {
 	uint64_t pool_chunk;		/* pool growth unit; LIBUM_POOL_CHUNK */
 	uint64_t chunk_bytes;		/* migration piece; LIBUM_CHUNK_BYTES */
 	const char *spill_dir;		/* spill tier directory; LIBUM_SPILL_DIR */
-	um_log_fn log;			/* NULL: silent */
+	um_log_fn log;			/* NULL: stderr */
 	void *log_arg;
 	int32_t log_level;		/* max level passed to log; LIBUM_LOG_LEVEL */
 	uint32_t flags;			/* reserved, must be 0 */
@@ -187,6 +189,12 @@ int um_budget_set(struct um_context *ctx, unsigned int device,
 		  uint64_t bytes);
 int um_budget_get(struct um_context *ctx, unsigned int device,
 		  uint64_t *bytes);
+/*
+ * The unit of device memory: on device a region takes its bytes rounded up
+ * to a multiple of it, and counts that against the budget (2 MiB on sim).
+ */
+int um_granularity(struct um_context *ctx, unsigned int device,
+		   uint64_t *bytes);
 /*
  * Evict released regions from tier, in policy order, until at least bytes
  * have been freed there, moving them to dest (UM_TIER_NONE: policy's

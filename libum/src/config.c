@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * config.c - um_config defaults and LIBUM_* environment options.
+ * config.c - um_config defaults and the LIBUM_* environment.
  *
  * One descriptor table drives parsing, validation and the DEBUG dump of
- * every option (the mimalloc way): a zero field in struct um_config takes
- * its environment variable, else the built-in default. Sizes take K, M, G
- * or T suffixes (powers of 1024, optional "B"/"iB"). A bad value fails
- * context creation with -EINVAL and one ERR line naming the variable.
+ * every option (the mimalloc way), by one rule for all of them: a field the
+ * caller set wins, else its environment variable when set and not empty,
+ * else the built-in default. Sizes take K, M, G or T suffixes (powers of
+ * 1024, optional "B"/"iB"). Every variable that is set is checked, used or
+ * not: a bad value fails context creation with -EINVAL and one ERR line
+ * naming the variable, its value and what it takes.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -15,9 +17,17 @@
 #include <string.h>
 #include <strings.h>
 
-#include "internal.h"
+#include <linux/umm.h>
 
-enum opt_type { OPT_SIZE, OPT_LEVEL, OPT_BACKEND, OPT_PATH };
+#include "internal.h"
+#include "um_numa.h"
+
+enum opt_type {
+	/* with a field of struct um_config */
+	OPT_SIZE, OPT_LEVEL, OPT_BACKEND, OPT_PATH,
+	/* the environment only: checked here, read where they are used */
+	OPT_SWITCH, OPT_BIT, OPT_MS, OPT_INT, OPT_NODE, OPT_NAME, OPT_FILE,
+};
 
 struct um_option {
 	const char *env;
@@ -25,28 +35,62 @@ struct um_option {
 	size_t cfg_off;		/* offset in struct um_config */
 	size_t set_off;		/* offset in struct um_settings */
 	uint64_t def;
-	uint64_t min;		/* smallest accepted non-default value */
+	uint64_t min;		/* OPT_SIZE: smallest value the variable takes */
+	const char *form;	/* what is accepted, for the ERR line */
 };
 
 #define CFG(f) offsetof(struct um_config, f)
 #define SET(f) offsetof(struct um_settings, f)
+#define NO_FIELD ((size_t)-1)
+#define ENV_ONLY(name, type, form) \
+	{ name, type, NO_FIELD, NO_FIELD, 0, 0, form }
 
+/*
+ * Every variable libum reads, as libum(7) lists them. The pressure thread,
+ * the NUMA placement and the spill store read theirs where they use them;
+ * they are checked here so that a bad value fails context creation instead
+ * of being ignored there.
+ */
 static const struct um_option options[] = {
-	{ "LIBUM_BACKEND", OPT_BACKEND, CFG(backend), SET(backend),
-	  UM_BACKEND_AUTO, 0 },
-	{ "LIBUM_DEVICE_BUDGET", OPT_SIZE, CFG(device_budget),
-	  SET(device_budget), 0, 1 },
-	{ "LIBUM_SIM_CAPACITY", OPT_SIZE, CFG(sim_capacity), SET(sim_capacity),
-	  UM_DEFAULT_SIM_CAPACITY, 1ull << 20 },
-	{ "LIBUM_POOL_SIZE", OPT_SIZE, CFG(pool_size), SET(pool_size), 0, 1 },
-	{ "LIBUM_POOL_CHUNK", OPT_SIZE, CFG(pool_chunk), SET(pool_chunk),
-	  UM_POOL_DEFAULT_CHUNK, UM_POOL_MIN_CHUNK },
-	{ "LIBUM_CHUNK_BYTES", OPT_SIZE, CFG(chunk_bytes), SET(chunk_bytes),
-	  UM_DEFAULT_CHUNK_BYTES, UM_MIN_CHUNK_BYTES },
-	{ "LIBUM_SPILL_DIR", OPT_PATH, CFG(spill_dir), SET(spill_dir), 0, 0 },
+	/* first: it decides which of the lines below are seen */
 	{ "LIBUM_LOG_LEVEL", OPT_LEVEL, CFG(log_level), SET(log_level),
-	  UM_LOG_INFO, 0 },
+	  UM_LOG_INFO, 0, "err, warn, info, debug, off, or 0-7" },
+	{ "LIBUM_BACKEND", OPT_BACKEND, CFG(backend), SET(backend),
+	  UM_BACKEND_AUTO, 0, "sim, cuda or auto" },
+	{ "LIBUM_DEVICE_BUDGET", OPT_SIZE, CFG(device_budget),
+	  SET(device_budget), 0, 1,
+	  "a size of at least 1 byte such as 512M or 8G; unset for the device's memory" },
+	{ "LIBUM_SIM_CAPACITY", OPT_SIZE, CFG(sim_capacity), SET(sim_capacity),
+	  UM_DEFAULT_SIM_CAPACITY, 1ull << 20, "a size of at least 1M" },
+	{ "LIBUM_POOL_SIZE", OPT_SIZE, CFG(pool_size), SET(pool_size), 0, 0,
+	  "a size, 0 for none" },
+	{ "LIBUM_POOL_CHUNK", OPT_SIZE, CFG(pool_chunk), SET(pool_chunk),
+	  UM_POOL_DEFAULT_CHUNK, UM_POOL_MIN_CHUNK, "a size of at least 2M" },
+	{ "LIBUM_CHUNK_BYTES", OPT_SIZE, CFG(chunk_bytes), SET(chunk_bytes),
+	  UM_DEFAULT_CHUNK_BYTES, UM_MIN_CHUNK_BYTES,
+	  "a size of at least 64K" },
+	{ "LIBUM_SPILL_DIR", OPT_PATH, CFG(spill_dir), SET(spill_dir), 0, 0,
+	  "a directory" },
+	ENV_ONLY("LIBUM_PRESSURE", OPT_SWITCH,
+		 "1, on, yes, true or 0, off, no, false"),
+	ENV_ONLY("LIBUM_PRESSURE_REPORT_MS", OPT_MS,
+		 "milliseconds from 1 to 60000"),
+	ENV_ONLY("LIBUM_PRIORITY", OPT_INT,
+		 "an integer from -2147483648 to 2147483647"),
+	ENV_ONLY("LIBUM_CLIENT_NAME", OPT_NAME,
+		 "1 to 31 printable ASCII characters"),
+	ENV_ONLY("LIBUM_UMM_DEV", OPT_FILE, "an absolute path"),
+	ENV_ONLY("LIBUM_PSI_PATH", OPT_FILE, "an absolute path"),
+	ENV_ONLY("LIBUM_HOME_NODE", OPT_NODE,
+		 "a NUMA node of this machine or any"),
+	ENV_ONLY("LIBUM_SPILL_REMOVE_STALE", OPT_BIT, "1 or 0"),
 };
+
+#define NOPTIONS (sizeof(options) / sizeof(options[0]))
+/* LIBUM_LOG_LEVEL=off (or 0-2): no line is at or below it */
+#define LOG_OFF 0
+/* The older name of LIBUM_BACKEND; when both are set they must agree. */
+#define BACKEND_ALIAS "UM_BACKEND"
 
 void um_config_init(struct um_config *cfg)
 {
@@ -87,12 +131,31 @@ int um__parse_size(const char *s, uint64_t *out)
 	return 0;
 }
 
+/* Digits only, at most max: strtoull would take " 5", "-1" and "0x10". */
+static int parse_decimal(const char *s, uint64_t max, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (!*s)
+		return -EINVAL;
+	for (; *s; s++) {
+		uint64_t d = (uint64_t)(*s - '0');
+
+		if (*s < '0' || *s > '9' || d > max || v > (max - d) / 10)
+			return -EINVAL;
+		v = v * 10 + d;
+	}
+	*out = v;
+	return 0;
+}
+
 static int parse_level(const char *s, uint64_t *out)
 {
 	static const struct { const char *name; int level; } names[] = {
 		{ "err", UM_LOG_ERR }, { "error", UM_LOG_ERR },
 		{ "warn", UM_LOG_WARN }, { "warning", UM_LOG_WARN },
 		{ "info", UM_LOG_INFO }, { "debug", UM_LOG_DEBUG },
+		{ "off", LOG_OFF }, { "none", LOG_OFF },
 	};
 	uint64_t v;
 
@@ -102,7 +165,7 @@ static int parse_level(const char *s, uint64_t *out)
 			return 0;
 		}
 	}
-	if (um__parse_size(s, &v) || v > UM_LOG_DEBUG || strpbrk(s, "kKmMgGtTbB"))
+	if (parse_decimal(s, UM_LOG_DEBUG, &v))
 		return -EINVAL;
 	*out = v;
 	return 0;
@@ -121,41 +184,118 @@ static int parse_backend(const char *s, uint64_t *out)
 	return 0;
 }
 
+/* The words pressure.c takes for on and off, in any case. */
+static int parse_switch(const char *s)
+{
+	static const char *const words[] = {
+		"1", "on", "yes", "true", "0", "off", "no", "false",
+	};
+
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+		if (!strcasecmp(s, words[i]))
+			return 0;
+	return -EINVAL;
+}
+
+static int parse_int32(const char *s)
+{
+	uint64_t v;
+	bool neg = *s == '-';
+
+	if (parse_decimal(s + neg, neg ? 2147483648ull : 2147483647ull,
+			      &v))
+		return -EINVAL;
+	return 0;
+}
+
+static int parse_node(const char *s)
+{
+	uint64_t v;
+
+	if (!strcmp(s, "any"))
+		return 0;
+	if (parse_decimal(s, INT32_MAX, &v) ||
+	    !um__numa_node_valid((int)v))
+		return -EINVAL;
+	return 0;
+}
+
+/* What pressure.c sends umm.ko: it drops the blanks. */
+static int parse_name(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n >= UMM_NAME_LEN)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++)
+		if (s[i] < 0x20 || s[i] > 0x7e)
+			return -EINVAL;
+	return 0;
+}
+
+/* An environment-only variable: checked, not kept. */
+static int check_env_only(const struct um_option *o, const char *val)
+{
+	uint64_t v;
+
+	switch (o->type) {
+	case OPT_SWITCH:
+		return parse_switch(val);
+	case OPT_BIT:
+		return strcmp(val, "0") && strcmp(val, "1") ? -EINVAL : 0;
+	case OPT_MS:
+		return parse_decimal(val, 60000, &v) || !v ? -EINVAL : 0;
+	case OPT_INT:
+		return parse_int32(val);
+	case OPT_NODE:
+		return parse_node(val);
+	case OPT_NAME:
+		return parse_name(val);
+	case OPT_FILE:
+		return val[0] == '/' ? 0 : -EINVAL;
+	default:
+		return -EINVAL;
+	}
+}
+
+/* The variable's value into v (0: keep the default); -EINVAL if bad. */
+static int parse_value(const struct um_option *o, const char *val,
+		       uint64_t *v)
+{
+	int ret;
+
+	*v = 0;
+	switch (o->type) {
+	case OPT_SIZE:
+		ret = um__parse_size(val, v);
+		return ret || *v < o->min ? -EINVAL : 0;
+	case OPT_LEVEL:
+		return parse_level(val, v);
+	case OPT_BACKEND:
+		return parse_backend(val, v);
+	default:
+		return check_env_only(o, val);
+	}
+}
+
 static int parse_env(struct um_context *ctx, const struct um_option *o,
 		     const char *name, const char *val, struct um_settings *s)
 {
-	uint64_t v = 0;
-	int ret = 0;
+	uint64_t v;
 
-	switch (o->type) {
-	case OPT_SIZE:
-		ret = um__parse_size(val, &v);
-		if (!ret && v && v < o->min)
-			ret = -EINVAL;
-		break;
-	case OPT_LEVEL:
-		ret = parse_level(val, &v);
-		break;
-	case OPT_BACKEND:
-		ret = parse_backend(val, &v);
-		break;
-	case OPT_PATH:
-		if (!*val)
-			return 0;
+	if (o->type == OPT_PATH) {
 		free(s->spill_dir);
 		s->spill_dir = strdup(val);
 		return s->spill_dir ? 0 : -ENOMEM;
 	}
-	if (ret) {
+	if (parse_value(o, val, &v)) {
 		um__log(ctx, UM_LOG_ERR,
-			"config: %s=\"%s\" is not valid (%s)", name, val,
-			o->type == OPT_SIZE ? "a size like 4096, 64M, 2G" :
-			o->type == OPT_LEVEL ? "err|warn|info|debug or 0-7" :
-			"sim|cuda|auto");
+			"config: %s=\"%s\" is not valid: want %s", name, val,
+			o->form);
 		return -EINVAL;
 	}
-	if (!v)		/* 0 means "the default" */
-		return 0;
+	if (o->set_off == NO_FIELD || (!v && o->type != OPT_LEVEL))
+		return 0;	/* checked only, or 0: the default */
 	if (o->type == OPT_SIZE)
 		*(uint64_t *)((char *)s + o->set_off) = v;
 	else
@@ -228,6 +368,8 @@ static int take_field(struct um_context *ctx, const struct um_option *o,
 			return -ENOMEM;
 		break;
 	}
+	default:
+		return 0;	/* no field */
 	}
 	*given = true;
 	return 0;
@@ -250,68 +392,144 @@ static void dump(struct um_context *ctx, const struct um_settings *s)
 }
 
 /*
- * Resolve cfg (may be NULL) into s: field, else environment, else default.
- * UM_BACKEND / LIBUM_BACKEND override the field (documented in um.h).
+ * The lines a context logs by default: every one up to INFO for a log
+ * callback; without one they go to stderr, and only ERR lines, so that a
+ * failure is seen and a working program stays quiet.
+ */
+static int default_level(const struct um_context *ctx)
+{
+	return ctx->log ? UM_LOG_INFO : UM_LOG_ERR;
+}
+
+static void set_default(const struct um_context *ctx,
+			const struct um_option *o, struct um_settings *s)
+{
+	if (o->set_off == NO_FIELD || o->type == OPT_PATH)
+		return;
+	if (o->type == OPT_SIZE)
+		*(uint64_t *)((char *)s + o->set_off) = o->def;
+	else if (o->type == OPT_LEVEL)
+		s->log_level = default_level(ctx);
+	else
+		*(int *)((char *)s + o->set_off) = (int)o->def;
+}
+
+static const char *nonempty(const char *v)
+{
+	return v && *v ? v : NULL;
+}
+
+/*
+ * The variable of o (NULL when unset or empty) and its name. The backend's
+ * may come by its older name UM_BACKEND, which must agree with
+ * LIBUM_BACKEND when both are set; a value that is not valid at all is
+ * left for parse_env to say so.
+ */
+static int env_of(struct um_context *ctx, const struct um_option *o,
+		  const char **name, const char **val)
+{
+	const char *alias = NULL;
+	uint64_t a, b;
+
+	*name = o->env;
+	*val = nonempty(getenv(o->env));
+	if (o->type == OPT_BACKEND)
+		alias = nonempty(getenv(BACKEND_ALIAS));
+	if (!alias || (*val && parse_backend(*val, &b)))
+		return 0;
+	if (*val && !parse_backend(alias, &a) && a != b) {
+		um__log(ctx, UM_LOG_ERR,
+			"config: %s=\"%s\" and %s=\"%s\" disagree: set one of them",
+			BACKEND_ALIAS, alias, o->env, *val);
+		return -EINVAL;
+	}
+	*name = BACKEND_ALIAS;
+	*val = alias;
+	return 0;
+}
+
+/*
+ * One option, by the rule of libum(7): the field when the caller set it,
+ * else the variable when set, else the default. A variable is checked even
+ * when the field wins, so that a typo is never silently ignored.
+ */
+static int resolve_one(struct um_context *ctx, const struct um_option *o,
+		       const struct um_config *c, struct um_settings *s)
+{
+	struct um_settings scratch = { 0 };
+	const char *name, *val;
+	bool given = false;
+	int ret;
+
+	set_default(ctx, o, s);
+	if (o->cfg_off != NO_FIELD) {
+		ret = take_field(ctx, o, c, s, &given);
+		if (ret)
+			return ret;
+	}
+	ret = env_of(ctx, o, &name, &val);
+	if (ret || !val)
+		return ret;
+	ret = parse_env(ctx, o, name, val, given ? &scratch : s);
+	um__settings_free(&scratch);
+	return ret;
+}
+
+/* A LIBUM_ variable libum does not know is most likely a typo. */
+static void warn_unknown(struct um_context *ctx)
+{
+	extern char **environ;
+	size_t i, len;
+
+	for (char **e = environ; e && *e; e++) {
+		if (strncmp(*e, "LIBUM_", 6))
+			continue;
+		len = strcspn(*e, "=");
+		for (i = 0; i < NOPTIONS; i++)
+			if (strlen(options[i].env) == len &&
+			    !strncmp(*e, options[i].env, len))
+				break;
+		if (i == NOPTIONS)
+			um__log(ctx, UM_LOG_WARN,
+				"config: %.*s is not a libum variable (see libum(7)); ignored",
+				(int)len, *e);
+	}
+}
+
+/*
+ * Resolves cfg (may be NULL) into s, option by option (resolve_one), and
+ * checks every other LIBUM_* variable of the environment too.
  */
 int um__settings_resolve(struct um_context *ctx, const struct um_config *cfg,
 			 struct um_settings *s)
 {
 	struct um_config c;
-	int ret;
+	int ret = 0;
 
 	memset(&c, 0, sizeof(c));
 	if (cfg)
 		memcpy(&c, cfg, cfg->size < sizeof(c) ? cfg->size : sizeof(c));
+	memset(s, 0, sizeof(*s));
+	/* until the level is known, the default one: ERR lines are seen */
+	ctx->log_level = default_level(ctx);
 	if (c.flags) {
 		um__log(ctx, UM_LOG_ERR, "config: flags 0x%x must be 0",
 			(unsigned int)c.flags);
 		return -EINVAL;
 	}
-
-	memset(s, 0, sizeof(*s));
-	for (size_t i = 0; i < sizeof(options) / sizeof(options[0]); i++) {
-		const struct um_option *o = &options[i];
-		const char *val;
-		bool given;
-
-		if (o->type == OPT_PATH)
-			s->spill_dir = NULL;
-		else if (o->type == OPT_SIZE)
-			*(uint64_t *)((char *)s + o->set_off) = o->def;
-		else
-			*(int *)((char *)s + o->set_off) = (int)o->def;
-
-		ret = take_field(ctx, o, &c, s, &given);
-		if (ret)
-			goto fail;
-		if (o->type == OPT_BACKEND) {
-			/* the environment overrides the field */
-			val = getenv("UM_BACKEND");
-			if (val && *val) {
-				ret = parse_env(ctx, o, "UM_BACKEND", val, s);
-				if (ret)
-					goto fail;
-				continue;
-			}
-			given = false;
-		}
-		if (given)
-			continue;
-		val = getenv(o->env);
-		if (!val || !*val)
-			continue;
-		ret = parse_env(ctx, o, o->env, val, s);
-		if (ret)
-			goto fail;
-		if (o->type == OPT_LEVEL)
+	for (size_t i = 0; i < NOPTIONS && !ret; i++) {
+		ret = resolve_one(ctx, &options[i], &c, s);
+		if (options[i].type == OPT_LEVEL)
 			ctx->log_level = s->log_level;
 	}
+	if (ret) {
+		um__settings_free(s);
+		return ret;
+	}
 	ctx->log_level = s->log_level;
+	warn_unknown(ctx);
 	dump(ctx, s);
 	return 0;
-fail:
-	um__settings_free(s);
-	return ret;
 }
 
 void um__settings_free(struct um_settings *s)

@@ -11,14 +11,32 @@
 
 /* ---- logging ---------------------------------------------------------- */
 
+/*
+ * Without a log callback a line goes to stderr: the one place libum
+ * prints, so that a failure is seen by default (only ERR lines unless
+ * LIBUM_LOG_LEVEL asks for more, or off; see libum(7)). One fprintf, so a
+ * line is one write even among threads.
+ */
+static void log_stderr(int level, const char *msg)
+{
+	const char *tag = level <= UM_LOG_ERR ? "error" :
+			  level == UM_LOG_WARN ? "warning" :
+			  level <= UM_LOG_INFO ? "info" : "debug";
+
+	fprintf(stderr, "libum: %s: %s\n", tag, msg);
+}
+
 void um__vlog(struct um_context *ctx, int level, const char *fmt, va_list ap)
 {
 	char buf[512];
 
-	if (!ctx->log || level > ctx->log_level)
+	if (level > ctx->log_level)
 		return;
 	vsnprintf(buf, sizeof(buf), fmt, ap);
-	ctx->log(ctx->log_arg, level, buf);
+	if (ctx->log)
+		ctx->log(ctx->log_arg, level, buf);
+	else
+		log_stderr(level, buf);
 }
 
 void um__log(struct um_context *ctx, int level, const char *fmt, ...)

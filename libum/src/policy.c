@@ -143,10 +143,10 @@ static void refuse(struct um_context *ctx, struct um_region *r,
 
 	held_summary(ctx, (int)r->device, &held, &n);
 	um__log(ctx, UM_LOG_ERR,
-		"acquire: region \"%s\" (%zu bytes) does not fit device %u: budget %" PRIu64
+		"acquire: region \"%s\" (%" PRIu64 " bytes, %zu on the device) does not fit device %u: budget %" PRIu64
 		", %" PRIu64 " bytes held by %u acquired region(s)%s",
-		r->name, r->dev_len, (unsigned int)r->device, d->budget, held, n,
-		why);
+		r->name, r->bytes, r->dev_len, (unsigned int)r->device,
+		d->budget, held, n, why);
 	ctx->books.nomem++;
 	um__event(ctx, UM_EVENT_NOMEM, 0, r, r->residency,
 		  UM_TIER_GPU(r->device), r->bytes, -ENOMEM, 0);

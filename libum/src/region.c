@@ -214,8 +214,9 @@ static int managed_fits(struct um_context *ctx, struct um_region *r)
 	if (ctx->managed_bytes + r->dev_len <= free_b)
 		return 0;
 	um__log(ctx, UM_LOG_ERR,
-		"alloc: MANAGED region \"%s\" of %zu bytes: with %llu managed bytes already, more than device %u has free (%llu)",
-		r->name, r->dev_len, (unsigned long long)ctx->managed_bytes,
+		"alloc: MANAGED region \"%s\" (%llu bytes, %zu on the device): with %llu managed bytes already, more than device %u has free (%llu)",
+		r->name, (unsigned long long)r->bytes, r->dev_len,
+		(unsigned long long)ctx->managed_bytes,
 		(unsigned int)r->device, (unsigned long long)free_b);
 	return -ENOMEM;
 }
@@ -284,9 +285,10 @@ static int region_new(struct um_context *ctx, const struct um_region_desc *d,
 	ret = region_map_va(ctx, r);
 	if (ret) {
 		um__log(ctx, UM_LOG_ERR,
-			"alloc: region \"%s\": %s of %zu bytes failed (%d)",
-			r->name, r->backing == UM_BACKING_MANAGED ?
-			"managed_alloc" : "va_reserve", r->dev_len, ret);
+			"alloc: region \"%s\" (%llu bytes, %zu on the device): %s failed (%d)",
+			r->name, (unsigned long long)r->bytes, r->dev_len,
+			r->backing == UM_BACKING_MANAGED ?
+			"managed_alloc" : "va_reserve", ret);
 		r->ptr = NULL;
 		free(r);
 		return ret;

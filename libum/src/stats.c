@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * stats.c - counters, um_stats_get, the JSON dump and the leak report.
+ * stats.c - counters, um_stats_get, the JSON dump and the leak report; the
+ * device unit (um_granularity).
  *
  * Scalar counters are listed once (X-macro, the mimalloc way) and drive
  * both the versioned struct copy and the JSON text. A caller built against
@@ -69,6 +70,21 @@ static void fill(struct um_context *ctx, struct um_stats *s)
 		s->pool_internal_frag_bp = ps.internal_frag_bp;
 		s->pool_external_frag_bp = ps.external_frag_bp;
 	}
+}
+
+int um_granularity(struct um_context *ctx, unsigned int device,
+		   uint64_t *bytes)
+{
+	int ret = um__enter(ctx);
+
+	if (ret)
+		return ret;
+	if (!bytes || device >= UM_MAX_DEVICES || (int)device >= ctx->ndev)
+		ret = -EINVAL;
+	else
+		*bytes = ctx->dev[device].gran;
+	um__exit(ctx);
+	return ret;
 }
 
 int um_stats_get(struct um_context *ctx, struct um_stats *st)

@@ -2,7 +2,8 @@
 /*
  * Description: context creation from struct um_config and LIBUM_*
  * environment variables: defaults, K/M/G/T suffixes, a field beating its
- * variable, UM_BACKEND/LIBUM_BACKEND beating the field, bad values failing
+ * variable (the backend's too: UM_BACKEND/LIBUM_BACKEND decide only when
+ * the field is auto), bad values failing
  * with -EINVAL and one ERR line naming the variable, wrong struct sizes,
  * and the automatic backend choice logging why it fell back to sim.
  * (Each test runs in its own process, so setenv stays local to it.)
@@ -148,9 +149,9 @@ TEST(backend_choice)
 		EXPECT_TRUE(logcap_has(UM_LOG_INFO, "using sim", NULL));
 	EXPECT_EQ(0, um_context_destroy(ctx));
 
-	/* the environment beats the field */
+	/* the variable decides what the field leaves to it (auto) */
 	setenv("UM_BACKEND", "sim", 1);
-	cfg.backend = UM_BACKEND_CUDA;
+	cfg.backend = UM_BACKEND_AUTO;
 	ASSERT_EQ(0, create(&cfg, &ctx));
 	EXPECT_EQ(UM_BACKEND_SIM, um_context_backend(ctx));
 	EXPECT_EQ(0, um_context_destroy(ctx));
@@ -158,7 +159,7 @@ TEST(backend_choice)
 	/* forcing cuda: a context on a GPU machine, else -ENODEV and why */
 	logcap_reset();
 	setenv("UM_BACKEND", "cuda", 1);
-	cfg.backend = UM_BACKEND_SIM;
+	cfg.backend = UM_BACKEND_AUTO;
 	ctx = NULL;
 	ret = create(&cfg, &ctx);
 	if (ret == 0) {

@@ -8,7 +8,8 @@
 #   fake_set ROOT REL VALUE  change one file
 #   expect RC PATTERN CMD... CMD exits RC and its stderr matches PATTERN
 #                            (the caller's $TMP holds its output)
-# ROOT stands for /sys (the tools' --sysfs-root).
+# ROOT stands for /sys: it is DIR/sys for the tools' --sysroot DIR, or the
+# DIR of their older --sysfs-root DIR.
 
 expect() {
 	local rc=$1 pat=$2

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: MIT
 /*
- * misc.c - human sizes, the clock, medians.
+ * misc.c - human sizes, the clock, medians, small files.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "ut.h"
 
@@ -53,4 +56,23 @@ double ut_median(double *v, size_t n)
 	if (n % 2)
 		return v[n / 2];
 	return (v[n / 2 - 1] + v[n / 2]) / 2.0;
+}
+
+int ut_read_file(const char *path, char *buf, size_t len)
+{
+	ssize_t n;
+	int fd, err;
+
+	if (!len)
+		return -EINVAL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	err = errno;
+	close(fd);
+	if (n < 0)
+		return -err;
+	buf[n] = '\0';
+	return 0;
 }

@@ -24,28 +24,30 @@ void ut_set_progname(const char *argv0)
 	ut_progname = slash ? slash + 1 : argv0;
 }
 
+static void vwarn(const char *fmt, va_list ap)
+{
+	fprintf(stderr, "%s: ", ut_progname);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
 void ut_warn(const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "%s: ", ut_progname);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vwarn(fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 }
 
 void ut_die_usage(const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "%s: ", ut_progname);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vwarn(fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "\nTry '%s --help' for more information.\n",
-		ut_progname);
-	exit(2);
+	ut_die_try_help();
 }
 
 void ut_die_try_help(void)
@@ -53,6 +55,41 @@ void ut_die_try_help(void)
 	fprintf(stderr, "Try '%s --help' for more information.\n",
 		ut_progname);
 	exit(2);
+}
+
+#define UT_STR(x)	#x
+#define UT_XSTR(x)	UT_STR(x)
+
+const char *ut_version(void)
+{
+#ifdef UM_RELEASE	/* the VERSION file, where the build passes it */
+	return UM_RELEASE;
+#else
+	return UT_XSTR(UM_VERSION_MAJOR) "." UT_XSTR(UM_VERSION_MINOR);
+#endif
+}
+
+void ut_opt_common(int c, void (*usage)(void))
+{
+	switch (c) {
+	case 'h':
+		usage();
+		exit(0);
+	case 'V':
+		printf("%s (um) %s\n", ut_progname, ut_version());
+		exit(0);
+	default:
+		ut_die_try_help();
+	}
+}
+
+const char *ut_sysroot_sys(const char *dir)
+{
+	static char sys[4096];
+
+	if ((size_t)snprintf(sys, sizeof(sys), "%s/sys", dir) >= sizeof(sys))
+		ut_die_usage("--sysroot: path too long");
+	return sys;
 }
 
 /* Digits only: strtoull alone would take "-1", " 5" and "0x10". */

@@ -3,7 +3,6 @@
  * table.c - libsmartcols tables with the look of util-linux's tools.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 
 #include <libsmartcols/libsmartcols.h>
@@ -43,19 +42,9 @@ int ut_table_row(struct libscols_table *tb, const char *const *cells)
 	return 0;
 }
 
-int ut_table_rowf(struct libscols_table *tb, int ncols, ...)
+int ut_table_ncols(const struct libscols_table *tb)
 {
-	const char *cells[32];
-	va_list ap;
-	int i;
-
-	if (ncols > 32 || (size_t)ncols != scols_table_get_ncols(tb))
-		return -EINVAL;
-	va_start(ap, ncols);
-	for (i = 0; i < ncols; i++)
-		cells[i] = va_arg(ap, const char *);
-	va_end(ap);
-	return ut_table_row(tb, cells);
+	return (int)scols_table_get_ncols(tb);
 }
 
 int ut_table_print(struct libscols_table *tb)

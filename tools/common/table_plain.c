@@ -7,7 +7,6 @@
  * them when stdout is not a terminal.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,19 +76,9 @@ struct libscols_table *ut_table_new(const char *const *cols, int ncols,
 	return tb;
 }
 
-int ut_table_rowf(struct libscols_table *tb, int ncols, ...)
+int ut_table_ncols(const struct libscols_table *tb)
 {
-	const char *cells[32];
-	va_list ap;
-	int i;
-
-	if (ncols > 32 || ncols != tb->ncols)
-		return -EINVAL;
-	va_start(ap, ncols);
-	for (i = 0; i < ncols; i++)
-		cells[i] = va_arg(ap, const char *);
-	va_end(ap);
-	return ut_table_row(tb, cells);
+	return tb->ncols;
 }
 
 static void print_row(const struct libscols_table *tb, size_t r,

@@ -6,6 +6,11 @@
 
 _tap_n=0 _tap_pass=0 _tap_fail=0 _tap_skip=0
 
+tap_tmpdir() {
+	TMP=$(mktemp -d) || exit 1
+	trap 'rm -rf "$TMP"' EXIT
+}
+
 tap_begin() {
 	echo "TAP version 13"
 	echo "1..$1"

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * Description: tools/common parsers, size formatting, medians and the JSON
- * writer give the documented results and refuse bad input.
+ * Description: tools/common parsers, size formatting, medians, the JSON
+ * writer and the Prometheus exposition helpers give the documented results
+ * and refuse bad input.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -111,6 +112,17 @@ TEST(median_odd_even)
 	ASSERT_TRUE(ut_median(NULL, 0) == 0.0);
 }
 
+/* What was written to f, NUL-terminated in buf; closes f. */
+static void read_back(FILE *f, char *buf, size_t len)
+{
+	size_t n;
+
+	rewind(f);
+	n = fread(buf, 1, len - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+}
+
 TEST(json_writer_shape)
 {
 	const char *want = "{\n  \"a\": 1,\n  \"s\": \"q\\\"\\n\",\n"
@@ -118,7 +130,6 @@ TEST(json_writer_shape)
 			   "  \"e\": {},\n  \"x\": null\n}\n";
 	struct ut_json j;
 	char buf[512];
-	size_t n;
 	FILE *f = tmpfile();
 
 	ASSERT_NONNULL(f);
@@ -135,10 +146,7 @@ TEST(json_writer_shape)
 	ut_json_dbl(&j, "x", 1.0 / 0.0);
 	ut_json_obj_end(&j);
 	ut_json_finish(&j);
-	rewind(f);
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	buf[n] = '\0';
-	fclose(f);
+	read_back(f, buf, sizeof(buf));
 	ASSERT_STREQ(want, buf);
 }
 
@@ -147,7 +155,6 @@ TEST(json_writer_line)
 	const char *want = "{\"a\":1,\"l\":[true,{}],\"e\":[]}\n";
 	struct ut_json j;
 	char buf[128];
-	size_t n;
 	FILE *f = tmpfile();
 
 	ASSERT_NONNULL(f);
@@ -163,10 +170,58 @@ TEST(json_writer_line)
 	ut_json_arr_end(&j);
 	ut_json_obj_end(&j);
 	ut_json_finish(&j);
-	rewind(f);
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	buf[n] = '\0';
-	fclose(f);
+	read_back(f, buf, sizeof(buf));
+	ASSERT_STREQ(want, buf);
+}
+
+TEST(prom_label_escapes_anything)
+{
+	char buf[128] = "";
+
+	/* the format's three escapes; UTF-8 passes; the rest as \xNN */
+	ASSERT_EQ(0, ut_prom_label(buf, sizeof(buf), "pid", "42"));
+	ASSERT_EQ(0, ut_prom_label(buf, sizeof(buf), "name",
+				   "a\"b\\c\nd\te\xc3\xa9\xff\xc3"));
+	ASSERT_STREQ("pid=\"42\",name=\"a\\\"b\\\\c\\nd\\\\x09e\xc3\xa9"
+		     "\\\\xff\\\\xc3\"", buf);
+	/* overlong and surrogate forms are not UTF-8 either */
+	buf[0] = '\0';
+	ASSERT_EQ(0, ut_prom_label(buf, sizeof(buf), "n",
+				   "\xc0\xaf\xed\xa0\x80"));
+	ASSERT_STREQ("n=\"\\\\xc0\\\\xaf\\\\xed\\\\xa0\\\\x80\"", buf);
+}
+
+TEST(prom_label_all_or_nothing)
+{
+	char buf[16] = "a=\"1\"";
+
+	ASSERT_EQ(-ENOSPC, ut_prom_label(buf, sizeof(buf), "name",
+					 "too long for it"));
+	ASSERT_STREQ("a=\"1\"", buf);
+	ASSERT_EQ(0, ut_prom_label(buf, sizeof(buf), "b", "22"));
+	ASSERT_STREQ("a=\"1\",b=\"22\"", buf);
+	/* exactly full: 15 bytes and the NUL */
+	ASSERT_EQ(-ENOSPC, ut_prom_label(buf, sizeof(buf), "c", ""));
+	ASSERT_STREQ("a=\"1\",b=\"22\"", buf);
+}
+
+TEST(prom_samples)
+{
+	const char *want = "# HELP x_bytes Some bytes.\n# TYPE x_bytes gauge\n"
+			   "x_bytes 18446744073709551615\n"
+			   "x_bytes{n=\"1\"} -5\nx_seconds +Inf\n"
+			   "x_seconds NaN\nx_ratio 0.05\n";
+	char buf[256];
+	FILE *f = tmpfile();
+
+	ASSERT_NONNULL(f);
+	ut_prom_family(f, "x_bytes", "gauge", "Some bytes.");
+	ut_prom_u64(f, "x_bytes", "", UINT64_MAX);
+	ut_prom_dbl(f, "x_bytes", "n=\"1\"", -5);
+	ut_prom_dbl(f, "x_seconds", NULL, 1.0 / 0.0);
+	ut_prom_dbl(f, "x_seconds", "", 0.0 / 0.0);
+	ut_prom_dbl(f, "x_ratio", "", 500 / 1e4);
+	read_back(f, buf, sizeof(buf));
 	ASSERT_STREQ(want, buf);
 }
 

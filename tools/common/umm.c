@@ -9,7 +9,6 @@
  */
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,33 +45,13 @@ int ut_umm_path(char *buf, size_t len, const char *root, const char *rel)
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
-/* Whole (small) file at path, NUL-terminated: 0 or -errno. */
-static int slurp(const char *path, char *buf, size_t len)
-{
-	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, len - 1);
-	if (n < 0) {
-		int err = -errno;
-
-		close(fd);
-		return err;
-	}
-	close(fd);
-	buf[n] = '\0';
-	return 0;
-}
-
 int ut_umm_read_str(const char *root, const char *rel, char *buf, size_t len)
 {
 	char path[4096];
 	int ret = ut_umm_path(path, sizeof(path), root, rel);
 
 	if (!ret)
-		ret = slurp(path, buf, len);
+		ret = ut_read_file(path, buf, len);
 	if (!ret)
 		buf[strcspn(buf, "\n")] = '\0';
 	return ret;
@@ -122,20 +101,20 @@ static int read_fields(const char *root, const char *dir,
 	return 0;
 }
 
-static int read_level(const char *root, const char *dir, char *level,
-		      struct ut_umm *s)
-{
-	char rel[sizeof(s->failed)];
-	int ret;
+/* nodes/ or gpus/: where the entries are and which files each has. */
+struct umm_kind {
+	const char *dir;		/* "nodes" */
+	const char *prefix;		/* "node": entries are node<N> */
+	const char *const *names;
+	int count;
+};
 
-	snprintf(rel, sizeof(rel), "%s/level", dir);
-	ret = ut_umm_read_str(root, rel, level, UT_UMM_LEVEL_LEN);
-	if (ret == -ENOENT)
-		ret = -EPROTO;
-	if (ret)
-		memcpy(s->failed, rel, sizeof(rel));
-	return ret;
-}
+static const struct umm_kind node_kind = {
+	"nodes", "node", ut_umm_node_names, UT_UMM_N_COUNT
+};
+static const struct umm_kind gpu_kind = {
+	"gpus", "gpu", ut_umm_gpu_names, UT_UMM_GPU_COUNT
+};
 
 static int cmp_uint(const void *a, const void *b)
 {
@@ -145,26 +124,27 @@ static int cmp_uint(const void *a, const void *b)
 }
 
 /*
- * The ids N of the PREFIX<N> entries of ROOT/kernel/mm/umm/DIR, sorted, in
- * *ids (malloc'ed). Returns the count or -errno.
+ * The ids N of the PREFIX<N> entries of kind k, sorted, in *ids
+ * (malloc'ed). Returns the count or -errno (the directory in s->failed).
  */
-static int list_ids(const char *root, const char *dir, const char *prefix,
-		    unsigned int **ids)
+static int list_ids(const char *root, const struct umm_kind *k,
+		    unsigned int **ids, struct ut_umm *s)
 {
-	size_t plen = strlen(prefix), n = 0, cap = 0;
+	size_t plen = strlen(k->prefix), n = 0, cap = 0;
 	char path[4096];
 	struct dirent *de;
 	uint64_t id;
 	DIR *d;
 
 	*ids = NULL;
-	if (ut_umm_path(path, sizeof(path), root, dir))
+	snprintf(s->failed, sizeof(s->failed), "%s", k->dir);
+	if (ut_umm_path(path, sizeof(path), root, k->dir))
 		return -ENAMETOOLONG;
 	d = opendir(path);
 	if (!d)
 		return -errno;
 	while ((de = readdir(d))) {
-		if (strncmp(de->d_name, prefix, plen) ||
+		if (strncmp(de->d_name, k->prefix, plen) ||
 		    ut_parse_u64(de->d_name + plen, 0, 65535, &id))
 			continue;
 		if (n == cap) {
@@ -181,63 +161,64 @@ static int list_ids(const char *root, const char *dir, const char *prefix,
 		(*ids)[n++] = (unsigned int)id;
 	}
 	closedir(d);
+	s->failed[0] = '\0';
 	if (n)
 		qsort(*ids, n, sizeof(**ids), cmp_uint);
 	return (int)n;
 }
 
+/* The files and the level of entry PREFIX<id> of kind k. */
+static int read_entry(const char *root, const struct umm_kind *k,
+		      unsigned int id, uint64_t *v, char *level,
+		      struct ut_umm *s)
+{
+	char dir[64], rel[sizeof(s->failed)];
+	int ret;
+
+	snprintf(dir, sizeof(dir), "%s/%s%u", k->dir, k->prefix, id);
+	ret = read_fields(root, dir, k->names, k->count, v, s);
+	if (ret)
+		return ret;
+	snprintf(rel, sizeof(rel), "%s/level", dir);
+	ret = ut_umm_read_str(root, rel, level, UT_UMM_LEVEL_LEN);
+	if (ret == -ENOENT)
+		ret = -EPROTO;
+	if (ret)
+		memcpy(s->failed, rel, sizeof(rel));
+	return ret;
+}
+
 static int read_nodes(const char *root, struct ut_umm *s)
 {
 	unsigned int *ids;
-	char dir[64];
-	int n = list_ids(root, "nodes", "node", &ids), i, ret = 0;
+	int n = list_ids(root, &node_kind, &ids, s), i, ret = 0;
 
-	if (n < 0) {
-		snprintf(s->failed, sizeof(s->failed), "nodes");
+	if (n < 0)
 		return n;
-	}
 	s->nodes = calloc(n ? (size_t)n : 1, sizeof(*s->nodes));
-	if (!s->nodes) {
-		free(ids);
-		return -ENOMEM;
-	}
-	for (i = 0; i < n && !ret; i++) {
-		struct ut_umm_node *nd = &s->nodes[i];
-
-		nd->id = ids[i];
-		snprintf(dir, sizeof(dir), "nodes/node%u", ids[i]);
-		ret = read_fields(root, dir, ut_umm_node_names, UT_UMM_N_COUNT,
-				  nd->v, s);
-		if (!ret)
-			ret = read_level(root, dir, nd->level, s);
+	for (i = 0; s->nodes && i < n && !ret; i++) {
+		s->nodes[i].id = ids[i];
 		s->nnodes = (size_t)i + 1;
+		ret = read_entry(root, &node_kind, ids[i], s->nodes[i].v,
+				 s->nodes[i].level, s);
 	}
 	free(ids);
-	return ret;
+	return s->nodes ? ret : -ENOMEM;
 }
 
 static int read_gpus(const char *root, struct ut_umm *s)
 {
 	unsigned int *ids;
-	char dir[64];
-	int n = list_ids(root, "gpus", "gpu", &ids), i, ret = 0;
+	int n = list_ids(root, &gpu_kind, &ids, s), i, ret = 0;
 
-	if (n < 0) {
-		snprintf(s->failed, sizeof(s->failed), "gpus");
-		return n;
-	}
 	for (i = 0; i < n && !ret && s->ngpus < UT_UMM_MAX_GPUS; i++) {
 		struct ut_umm_gpu *g = &s->gpus[s->ngpus++];
 
 		g->id = ids[i];
-		snprintf(dir, sizeof(dir), "gpus/gpu%u", ids[i]);
-		ret = read_fields(root, dir, ut_umm_gpu_names,
-				  UT_UMM_GPU_COUNT, g->v, s);
-		if (!ret)
-			ret = read_level(root, dir, g->level, s);
+		ret = read_entry(root, &gpu_kind, ids[i], g->v, g->level, s);
 	}
 	free(ids);
-	return ret;
+	return n < 0 ? n : ret;
 }
 
 int ut_umm_read(const char *root, struct ut_umm *s)

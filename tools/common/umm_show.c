@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,22 +56,38 @@ void ut_umm_json(struct ut_json *j, const struct ut_umm *s,
 	ut_json_arr_end(j);
 }
 
+int ut_umm_books(const char *books, struct ut_umm_book *b, int max)
+{
+	char copy[sizeof(((struct ut_umm_client *)0)->books)];
+	unsigned long long res, recl;
+	char *save, *t;
+	int n = 0;
+
+	snprintf(copy, sizeof(copy), "%s", books);
+	for (t = strtok_r(copy, ",", &save); t && n < max;
+	     t = strtok_r(NULL, ",", &save)) {
+		if (sscanf(t, "%15[a-z0-9]:%llu/%llu", b[n].tier, &res,
+			   &recl) != 3)
+			continue;	/* "-": no books */
+		b[n].resident = res;
+		b[n].reclaimable = recl;
+		n++;
+	}
+	return n;
+}
+
 /* "node0:1/2,gpu1:3/4" as [{"tier": "node0", ...}, ...]; "-" as []. */
 static void json_books(struct ut_json *j, const char *books)
 {
-	char copy[sizeof(((struct ut_umm_client *)0)->books)], tier[32];
-	unsigned long long res, recl;
-	char *save, *t;
+	struct ut_umm_book b[UT_UMM_MAX_BOOKS];
+	int i, n = ut_umm_books(books, b, UT_UMM_MAX_BOOKS);
 
-	snprintf(copy, sizeof(copy), "%s", books);
 	ut_json_arr_begin(j, "books");
-	for (t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-		if (sscanf(t, "%31[a-z0-9]:%llu/%llu", tier, &res, &recl) != 3)
-			continue;	/* "-": no books */
+	for (i = 0; i < n; i++) {
 		ut_json_obj_begin(j, NULL);
-		ut_json_str(j, "tier", tier);
-		ut_json_u64(j, "resident_bytes", res);
-		ut_json_u64(j, "reclaimable_bytes", recl);
+		ut_json_str(j, "tier", b[i].tier);
+		ut_json_u64(j, "resident_bytes", b[i].resident);
+		ut_json_u64(j, "reclaimable_bytes", b[i].reclaimable);
 		ut_json_obj_end(j);
 	}
 	ut_json_arr_end(j);
@@ -102,6 +119,21 @@ void ut_umm_json_clients(struct ut_json *j, const char *key,
 }
 
 /* ---- tables -------------------------------------------------------------- */
+
+int ut_table_rowf(struct libscols_table *tb, int ncols, ...)
+{
+	const char *cells[32];
+	va_list ap;
+	int i;
+
+	if (ncols > 32 || ncols != ut_table_ncols(tb))
+		return -EINVAL;
+	va_start(ap, ncols);
+	for (i = 0; i < ncols; i++)
+		cells[i] = va_arg(ap, const char *);
+	va_end(ap);
+	return ut_table_row(tb, cells);
+}
 
 #define CELL	32
 

@@ -10,6 +10,7 @@
 #ifndef UT_H
 #define UT_H
 
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -49,7 +50,28 @@ void ut_die_try_help(void) __attribute__((noreturn));
 /* "prog: message\n" on stderr. */
 void ut_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* ---- Human sizes and times ------------------------------------------- */
+/* um's release (VERSION, else um.h's MAJOR.MINOR): what -V prints. */
+const char *ut_version(void);
+/*
+ * The end of every tool's getopt switch (default: ut_opt_common(c, usage)):
+ * 'h' prints usage() and exits 0, 'V' prints "prog (um) VERSION" and exits
+ * 0, anything else is an option getopt has already complained about (exit
+ * 2). UT_OPTS_TAIL ends the long option table to match.
+ */
+void ut_opt_common(int c, void (*usage)(void)) __attribute__((noreturn));
+#define UT_OPTS_TAIL							\
+	{ "help", no_argument, NULL, 'h' },				\
+	{ "version", no_argument, NULL, 'V' },				\
+	{ NULL, 0, NULL, 0 }
+/*
+ * --sysroot DIR, in every tool that reads /sys or /proc: DIR stands for /,
+ * as in util-linux. The tools' older --sysfs-root DIR (DIR stands for /sys)
+ * stays as an alias. Returns "DIR/sys" (a static buffer).
+ */
+#define UT_OPT_SYSROOT	0x5359	/* getopt id of --sysroot */
+const char *ut_sysroot_sys(const char *dir);
+
+/* ---- Human sizes, times and small files -------------------------------- */
 
 #define UT_SIZE_STR 24
 /* "256 B", "4 KiB", "1.5 GiB"; returns buf. */
@@ -58,6 +80,12 @@ char *ut_size_str(uint64_t bytes, char buf[UT_SIZE_STR]);
 uint64_t ut_now_ns(void);
 /* Median of n values (sorts v in place); 0 when n == 0. */
 double ut_median(double *v, size_t n);
+/*
+ * A small file (a /sys or /proc one) into buf, NUL-terminated, at most
+ * len - 1 bytes with one read(): sysfs hands a file over whole in one. 0 or
+ * -errno.
+ */
+int ut_read_file(const char *path, char *buf, size_t len);
 
 /* ---- Progress line (stderr, only when stdout and stderr are TTYs) ----- */
 
@@ -117,7 +145,9 @@ struct libscols_table *ut_table_new(const char *const *cols, int ncols,
 				    unsigned int right_mask);
 /* Appends a row of ncols strings (NULL = empty). Returns 0 or -errno. */
 int ut_table_row(struct libscols_table *tb, const char *const *cells);
+/* The same with the cells as arguments (umm_show.c, for both backends). */
 int ut_table_rowf(struct libscols_table *tb, int ncols, ...);
+int ut_table_ncols(const struct libscols_table *tb);
 /* Prints to stdout and frees the table. */
 int ut_table_print(struct libscols_table *tb);
 /* Frees a table without printing it. */
@@ -225,6 +255,18 @@ void ut_umm_free(struct ut_umm *s);
  * parse.
  */
 int ut_umm_clients(const char *root, struct ut_umm_client **out, size_t *n);
+/* One tier of a client's books: what it holds there and could give back. */
+struct ut_umm_book {
+	char tier[16];			/* "node0", "gpu1" */
+	uint64_t resident, reclaimable;	/* bytes */
+};
+#define UT_UMM_MAX_BOOKS	64
+
+/*
+ * A client's books ("node0:<res>/<recl>,gpu1:...", "-" for none) into
+ * b[0..max): returns how many; entries of another shape are skipped.
+ */
+int ut_umm_books(const char *books, struct ut_umm_book *b, int max);
 /* One line saying why ut_umm_read/ut_umm_clients failed with err. */
 void ut_umm_warn(const char *root, const char *what, int err);
 
@@ -246,5 +288,22 @@ void ut_umm_json_clients(struct ut_json *j, const char *key,
 int ut_umm_print_nodes(const struct ut_umm *s, const double *decline);
 int ut_umm_print_gpus(const struct ut_umm *s, bool all);
 int ut_umm_print_clients(const struct ut_umm_client *c, size_t n);
+
+/* ---- Prometheus text exposition (prom.c) ------------------------------- */
+
+/* "# HELP name help" and "# TYPE name type" (counter, gauge, ...). */
+void ut_prom_family(FILE *f, const char *name, const char *type,
+		    const char *help);
+/*
+ * Appends key="val" to the label list in buf (after a comma when buf is not
+ * empty), val escaped as the format wants (\\, \" and \n); other control
+ * bytes and bytes that are not UTF-8 become the visible text \xNN. Returns
+ * 0, or -ENOSPC with buf unchanged.
+ */
+int ut_prom_label(char *buf, size_t len, const char *key, const char *val);
+/* A sample "name{labels} v"; labels as ut_prom_label built them, or "". */
+void ut_prom_u64(FILE *f, const char *name, const char *labels, uint64_t v);
+/* The same for a double: NaN, +Inf and -Inf spelt as the format wants. */
+void ut_prom_dbl(FILE *f, const char *name, const char *labels, double v);
 
 #endif /* UT_H */

@@ -1,5 +1,5 @@
-# ut.mk - how a tool links tools/common (include after mk/common.mk).
-# Needs TOP. Tools add $(UT_CPPFLAGS) and link $(UT_LIBS); their rules
+# ut.mk - how a program links tools/common (include after mk/common.mk).
+# Needs TOP. Programs add $(UT_CPPFLAGS) and link $(UT_LIBS); their rules
 # should depend on $(UT_LIB) and build it with $(MAKE) -C $(UT_DIR).
 UT_DIR      := $(TOP)/tools/common
 UT_LIB      := $(UT_DIR)/build/libut.a
@@ -9,3 +9,46 @@ UT_LIBS     := $(UT_LIB) -lsmartcols -lm
 UT_STATIC_LIB  := $(UT_DIR)/build/libut-static.a
 UT_STATIC_LIBS := $(UT_STATIC_LIB) -lm
 UT_JSONCHECK := $(UT_DIR)/build/ut-jsoncheck
+
+# The stanza every tool in tools/<name>/ shares. A tool sets, before the
+# include:
+#   TOOL       its name: build/$(TOOL) is linked from $(TOOL_OBJS)
+#   TOOL_SRCS  its .c files; TOOL_HDRS the headers they include
+#   TOOL_OBJS  extra objects (optional); TOOL_LIBS what it links besides
+#              libut (optional)
+# and then lists its programs after "all:" and writes check and install.
+# build/$(TOOL)-static is there for the tools the VM rig carries.
+ifdef TOOL
+# where `make install` puts things (mk/install.mk where the tree has it)
+-include $(TOP)/mk/install.mk
+PREFIX  ?= /usr/local
+BINDIR  ?= $(PREFIX)/bin
+SBINDIR ?= $(PREFIX)/sbin
+MANDIR  ?= $(PREFIX)/share/man
+B      := build
+CPPFLAGS += $(UT_CPPFLAGS)
+TOOL_OBJS := $(TOOL_SRCS:%.c=$(B)/%.o) $(TOOL_OBJS)
+
+.PHONY: all check clean install FORCE
+.DEFAULT_GOAL := all
+all:
+
+$(B):
+	mkdir -p $@
+
+$(B)/%.o: %.c $(TOOL_HDRS) $(UT_DIR)/ut.h | $(B)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+$(B)/$(TOOL): $(TOOL_OBJS) $(UT_LIB)
+	$(CC) $(CFLAGS) -o $@ $(TOOL_OBJS) $(UT_LIBS) $(TOOL_LIBS)
+
+$(B)/$(TOOL)-static: $(TOOL_OBJS) $(UT_STATIC_LIB)
+	$(CC) $(CFLAGS) -static -o $@ $(TOOL_OBJS) $(UT_STATIC_LIBS) \
+		$(TOOL_LIBS)
+
+$(UT_LIB) $(UT_STATIC_LIB) &: FORCE
+	@$(MAKE) -s -C $(UT_DIR) all
+
+clean:
+	rm -rf $(B)
+endif

@@ -10,8 +10,7 @@ UMBENCH=$1
 JC=$2
 . "$(dirname "$0")/../common/tap.sh"
 
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
+tap_tmpdir
 
 "$UMBENCH" --quick --json >"$TMP/out.json" 2>"$TMP/err"
 RC=$?
@@ -85,7 +84,14 @@ gpu_flag() {
 	fi
 }
 
-tap_begin 13
+# -V as every um tool prints it, and the JSON's version the same
+version() {
+	local v
+	v=$("$UMBENCH" -V) && [[ $v =~ ^umbench\ \(um\)\ ([0-9.]+)$ ]] &&
+	grep -q "\"version\": \"${BASH_REMATCH[1]}\"" "$TMP/out.json"
+}
+
+tap_begin 14
 tap_check "umbench --quick --json runs (exit 0 or 1)" runs
 tap_check "JSON valid with every key" keys
 tap_check "migrated data intact" data_intact
@@ -100,4 +106,5 @@ tap_check "bad --region-bytes" usage_error "invalid --region-bytes" \
 	--region-bytes 12
 tap_check "unknown option" usage_error "unrecognized option" --frob
 tap_check "--gpu answers or refuses clearly" gpu_flag
+tap_check "--version" version
 tap_end

@@ -40,6 +40,19 @@ static uint8_t pattern(unsigned int region, uint64_t off)
 	return (uint8_t)(region * 131u + (off >> 12) * 7u + off);
 }
 
+/* Region i resident on the device, its bytes at *p. */
+static int acquire_on_gpu(struct migrate_bench *mb, unsigned int i,
+			  uint8_t **p)
+{
+	int rc = um_acquire(mb->ctx, mb->r[i], UM_TIER_GPU(0), NULL);
+
+	if (!rc)
+		rc = um_wait(mb->ctx, mb->r[i]);
+	if (!rc)
+		rc = um_ptr(mb->ctx, mb->r[i], (void **)p);
+	return rc;
+}
+
 static int fill_regions(struct migrate_bench *mb)
 {
 	uint64_t n = mb->o->region_bytes, off;
@@ -49,11 +62,7 @@ static int fill_regions(struct migrate_bench *mb)
 	for (i = 0; !rc && i < mb->o->regions; i++) {
 		uint8_t *p;
 
-		rc = um_acquire(mb->ctx, mb->r[i], UM_TIER_GPU(0), NULL);
-		if (!rc)
-			rc = um_wait(mb->ctx, mb->r[i]);
-		if (!rc)
-			rc = um_ptr(mb->ctx, mb->r[i], (void **)&p);
+		rc = acquire_on_gpu(mb, i, &p);
 		if (rc)
 			break;
 		for (off = 0; off < n; off++)
@@ -77,11 +86,7 @@ static int check_regions(struct migrate_bench *mb)
 	for (i = 0; !rc && i < mb->o->regions; i++) {
 		uint8_t *p;
 
-		rc = um_acquire(mb->ctx, mb->r[i], UM_TIER_GPU(0), NULL);
-		if (!rc)
-			rc = um_wait(mb->ctx, mb->r[i]);
-		if (!rc)
-			rc = um_ptr(mb->ctx, mb->r[i], (void **)&p);
+		rc = acquire_on_gpu(mb, i, &p);
 		if (rc)
 			break;
 		for (off = 0; off < n && mb->data_ok; off++)

@@ -116,9 +116,7 @@ static const struct section *parse_args(int argc, char **argv,
 		{ "region-bytes", required_argument, NULL, OPT_RBYTES },
 		{ "regions", required_argument, NULL, OPT_REGIONS },
 		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 },
+		UT_OPTS_TAIL,
 	};
 	bool rounds_set = false, rbytes_set = false, regions_set = false;
 	const struct section *only = NULL;
@@ -167,15 +165,8 @@ static const struct section *parse_args(int argc, char **argv,
 		case 'q':
 			o->quiet = true;
 			break;
-		case 'h':
-			usage();
-			exit(0);
-		case 'V':
-			printf("umbench (um) %d.%d\n", UM_VERSION_MAJOR,
-			       UM_VERSION_MINOR);
-			exit(0);
 		default:
-			ut_die_try_help();
+			ut_opt_common(c, usage);
 		}
 	}
 	if (o->quick) {
@@ -236,7 +227,7 @@ int main(int argc, char **argv)
 		o.j = &j;
 		ut_json_obj_begin(&j, NULL);
 		ut_json_str(&j, "tool", "umbench");
-		ut_json_str(&j, "version", UM_RELEASE);
+		ut_json_str(&j, "version", ut_version());
 		ut_json_bool(&j, "quick", o.quick);
 	}
 	for (i = 0; i < NSECTIONS; i++) {

@@ -1,8 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# Description: umctl against a fake umm.ko tree (--sysfs-root): status and
-# clients in text and JSON, get/set of every kind of knob with the value
-# landing in the file, ranges and watermark order refused before writing,
+# Description: umctl against a fake umm.ko tree (--sysroot): status and
+# clients in text and JSON, metrics in the Prometheus format (promtool's
+# check, values, escaped names, the atomic file, partial trees), get/set of
+# every kind of knob with the value landing in the file, ranges and watermark order refused before writing,
 # inject commands as the kernel's grammar wants them, the module absent, a
 # write the kernel refuses (ENOSPC from /dev/full), and non-root (EACCES)
 # when we can drop privileges. The real module is exercised in the VM by
@@ -15,13 +16,12 @@ here=$(dirname "$0")
 . "$here/../common/tap.sh"
 . "$here/../common/fakeumm.sh"
 
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
+tap_tmpdir
 chmod 0755 "$TMP"	# like /sys: anyone may look, the files decide
 R=$TMP/sys
 U=$R/kernel/mm/umm
 fake_umm "$R"
-u() { "$UMCTL" --sysfs-root "$R" "$@"; }
+u() { "$UMCTL" --sysroot "$TMP" "$@"; }
 
 # json_is FILE KEY VALUE: "KEY": VALUE appears in the pretty-printed JSON
 json_is() {
@@ -162,7 +162,7 @@ not_root() {
 	local bad=0 c nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
 	chmod -R a+rX "$TMP"
 	for f in $(find "$R" -type f); do chmod go-rwx "$f"; done
-	for c in status clients "get queue_len" "set queue_len 64" \
+	for c in status clients metrics "get queue_len" "set queue_len 64" \
 		"inject clear"; do
 		# shellcheck disable=SC2086
 		expect 1 'ermission denied' "${nobody[@]}" "$UMCTL" -r "$R" $c ||
@@ -173,19 +173,145 @@ not_root() {
 	return $bad
 }
 
-help_version() {
-	u --help | grep -q 'inject' && u help | grep -q 'KNOB' &&
-	u -V | grep -q '^umctl[-a-z]* [0-9]'
+# has FILE LINE: FILE holds LINE exactly
+has() {
+	grep -qxF -- "$2" "$1" || { echo "no line '$2' in $1"; return 1; }
 }
 
-tap_begin 12
+# promtool's own check of the format and Prometheus' naming rules
+promcheck() {
+	promtool check metrics <"$1" || { echo "promtool on $1"; return 1; }
+}
+
+metrics_text() {
+	u metrics >"$TMP/m.prom" && promcheck "$TMP/m.prom" &&
+	has "$TMP/m.prom" 'umm_up 1' &&
+	has "$TMP/m.prom" 'umm_info{api_version="1"} 1' &&
+	has "$TMP/m.prom" 'umm_events_sent_total 40' &&
+	has "$TMP/m.prom" 'umm_ack_latency_mean_seconds 0.0015' &&
+	has "$TMP/m.prom" 'umm_node_free_bytes{node="1"} 629145600' &&
+	has "$TMP/m.prom" \
+		'umm_node_watermark_ratio{node="0",watermark="critical"} 0.05' &&
+	has "$TMP/m.prom" 'umm_node_critical_eta_seconds{node="0"} +Inf' &&
+	has "$TMP/m.prom" 'umm_node_events_total{node="1"} 5' &&
+	has "$TMP/m.prom" 'umm_gpu_level{gpu="15"} 0' &&
+	has "$TMP/m.prom" 'umm_client_table_readable 1' &&
+	has "$TMP/m.prom" \
+		'umm_client_priority{pid="4343",name="my trainer 2"} -5' &&
+	has "$TMP/m.prom" \
+		'umm_client_resident_bytes{pid="4242",name="umtrain",tier="gpu1"} 1048576' &&
+	has "$TMP/m.prom" \
+		'umm_client_reclaimable_bytes{pid="4242",name="umtrain",tier="node0"} 33554432' &&
+	has "$TMP/m.prom" \
+		'umm_client_ack_latency_mean_seconds{pid="4343",name="my trainer 2"} 0.0021' || return 1
+	# every family once, with its help and type before its samples
+	awk '/^# HELP /{h[$3]++} /^# TYPE /{t[$3]++; if (!h[$3]) bad = 1}
+	     !/^#/{n = $1; sub(/\{.*/, "", n); if (!t[n]) bad = 1}
+	     END {for (k in h) if (h[k] != 1 || t[k] != 1) bad = 1; exit bad}' \
+		"$TMP/m.prom"
+}
+
+# A level raised, a node falling, no ACK yet (no mean: NaN), a name with a
+# quote, a backslash, a tab and a byte that is not UTF-8: the values
+# follow, the labels stay valid.
+metrics_changes_and_names() {
+	mkdir -p "$TMP/mc"
+	fake_umm "$TMP/mc/sys"
+	fake_set "$TMP/mc/sys" nodes/node1/level critical
+	fake_set "$TMP/mc/sys" nodes/node1/eta_ms 2500
+	fake_set "$TMP/mc/sys" gpus/gpu3/level medium
+	fake_set "$TMP/mc/sys" acks 0
+	printf '%s\n%s\n' "$(head -n 1 "$TMP/mc/sys/kernel/debug/umm/clients")" \
+		$'77 a"b\\c\td\xff 0 1 256 0 3 0 1 5 100 node1:4096/0' \
+		>"$TMP/mc/sys/kernel/debug/umm/clients"
+	"$UMCTL" --sysroot "$TMP/mc" metrics >"$TMP/mc.prom" &&
+	promcheck "$TMP/mc.prom" &&
+	has "$TMP/mc.prom" 'umm_node_level{node="1"} 3' &&
+	has "$TMP/mc.prom" 'umm_node_critical_eta_seconds{node="1"} 2.5' &&
+	has "$TMP/mc.prom" 'umm_gpu_level{gpu="3"} 2' &&
+	has "$TMP/mc.prom" 'umm_ack_latency_mean_seconds NaN' &&
+	has "$TMP/mc.prom" \
+		'umm_client_resident_bytes{pid="77",name="a\"b\\c\\x09d\\xff",tier="node1"} 4096'
+}
+
+# FILE is replaced whole (rename of a temporary beside it, mode 0644) and
+# holds what stdout would; nothing is left behind; a FILE that cannot be
+# written is an error (exit 1) that leaves the old one.
+metrics_file() {
+	mkdir -p "$TMP/tf"
+	echo old >"$TMP/tf/umm.prom"
+	ln "$TMP/tf/umm.prom" "$TMP/tf/old-link"
+	u metrics "$TMP/tf/umm.prom" &&
+	cmp -s "$TMP/tf/umm.prom" "$TMP/m.prom" &&
+	[ "$(stat -c %a "$TMP/tf/umm.prom")" = 644 ] &&
+	[ "$(cat "$TMP/tf/old-link")" = old ] &&
+	[ "$(ls "$TMP/tf" | wc -l)" = 2 ] || { ls -l "$TMP/tf"; return 1; }
+	expect 1 'nodir/umm.prom: No such file' u metrics "$TMP/nodir/umm.prom"
+}
+
+# umm.ko not loaded is a fact to export: umm_up 0, exit 0. No debugfs:
+# the table is said to be unreadable and no client series appear.
+metrics_partial() {
+	"$UMCTL" --sysroot "$TMP/none" metrics >"$TMP/n.prom" &&
+	promcheck "$TMP/n.prom" && has "$TMP/n.prom" 'umm_up 0' &&
+	[ "$(grep -vc '^#' "$TMP/n.prom")" = 1 ] || return 1
+	mkdir -p "$TMP/md"
+	fake_umm "$TMP/md"
+	rm -rf "$TMP/md/kernel/debug/umm"
+	"$UMCTL" -r "$TMP/md" metrics >"$TMP/nd.prom" &&
+	promcheck "$TMP/nd.prom" &&
+	has "$TMP/nd.prom" 'umm_client_table_readable 0' &&
+	! grep -q '^umm_client_[a-z_]*{' "$TMP/nd.prom"
+}
+
+metrics_usage() {
+	expect 2 'does not apply' u --json metrics &&
+	expect 2 "unexpected argument 'b'" u metrics a b
+}
+
+help_version() {
+	u --help | grep -q 'inject' && u help | grep -q 'KNOB' &&
+	u -V | grep -q '^umctl[-a-z]* (um) [0-9]'
+}
+
+# --sysroot DIR (DIR stands for /) before or after the command, with or
+# without '=', and the older -r/--sysfs-root DIR and $UMM_SYSFS_ROOT (DIR
+# stands for /sys): the same tree, the same output.
+sysroot_forms() {
+	local f bad=0
+	u get >"$TMP/want" || return 1
+	for f in "--sysroot=$TMP get" "get --sysroot $TMP" "-r $R get" \
+		"get --sysfs-root=$R" "--sysfs-root $R get"; do
+		# shellcheck disable=SC2086
+		"$UMCTL" $f | cmp -s - "$TMP/want" || { echo "$f"; bad=1; }
+	done
+	UMM_SYSFS_ROOT=$R "$UMCTL" get | cmp -s - "$TMP/want" || bad=1
+	expect 2 'needs a directory' "$UMCTL" get --sysroot || bad=1
+	return $bad
+}
+
+tap_begin 18
 tap_check "umctl.status_text" status_text
 tap_check "umctl.status_json" status_json
 tap_check "umctl.clients" clients
 tap_check "umctl.clients_without_debugfs" clients_no_debugfs
 tap_check "umctl.get_set" get_set
+tap_check "umctl.sysroot_and_older_forms" sysroot_forms
 tap_check "umctl.bad_values_refused_before_writing" bad_values
 tap_check "umctl.inject" inject
+if command -v promtool >/dev/null; then
+	tap_check "umctl.metrics_text" metrics_text
+	tap_check "umctl.metrics_follow_changes_escape_names" \
+		metrics_changes_and_names
+	tap_check "umctl.metrics_file_atomic" metrics_file
+	tap_check "umctl.metrics_module_absent_no_debugfs" metrics_partial
+else
+	for t in text follow_changes_escape_names file_atomic \
+		module_absent_no_debugfs; do
+		tap_skip "umctl.metrics_$t" "promtool not installed (prometheus)"
+	done
+fi
+tap_check "umctl.metrics_usage" metrics_usage
 tap_check "umctl.kernel_errno_reported" kernel_refuses
 tap_check "umctl.module_absent" no_module
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then

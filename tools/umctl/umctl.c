@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * umctl - administer umm.ko: its state, its client list, its knobs and its
- * inject file, all through /sys/kernel/mm/umm and debugfs.
+ * inject file, all through /sys/kernel/mm/umm and debugfs; its figures for
+ * Prometheus (metrics.c).
  *
  * Exit status: 0 done, 1 the system refused or umm.ko is not there, 2 bad
  * usage (unknown command or knob, a value out of range). See umctl(8).
@@ -16,8 +17,6 @@
 
 #include "umctl.h"
 #include "ut.h"
-
-#define UMCTL_VERSION UM_RELEASE	/* from VERSION, see mk/common.mk */
 
 static int cmd_help(struct umctl *u, int argc, char **argv);
 
@@ -139,6 +138,8 @@ static const struct command commands[] = {
 	  "module counters, nodes and GPUs" },
 	{ "clients", cmd_clients, "",
 	  "the processes that have /dev/umm open (debugfs, root)" },
+	{ "metrics", cmd_metrics, "[FILE]",
+	  "Prometheus text, to stdout or FILE (atomic)" },
 	{ "get", cmd_get, "[KNOB]",
 	  "print one knob, or all of them" },
 	{ "set", cmd_set, "KNOB VALUE",
@@ -166,8 +167,9 @@ static void usage(void)
 	       "  (K/M/G sizes). LEVEL: normal, low, medium, critical.\n\n"
 	       "Options:\n"
 	       "  -J, --json            machine-readable output\n"
-	       "  -r, --sysfs-root DIR  DIR stands for /sys (tests; also\n"
-	       "                        $%s)\n"
+	       "      --sysroot DIR     DIR stands for / (tests with a fake tree)\n"
+	       "  -r, --sysfs-root DIR  DIR stands for /sys (the older form;\n"
+	       "                        also $%s)\n"
 	       "  -h, --help            this text\n"
 	       "  -V, --version         the version\n\n"
 	       "Exit: 0 done, 1 refused by the system or umm.ko not loaded,\n"
@@ -180,62 +182,79 @@ static int cmd_help(struct umctl *u, int argc, char **argv)
 	return EX_DONE;
 }
 
+/* --sysroot DIR, or its older form --sysfs-root DIR (-r): the /sys to read. */
+static void set_root(struct umctl *u, int opt, const char *dir)
+{
+	u->root = opt == UT_OPT_SYSROOT ? ut_sysroot_sys(dir) : dir;
+}
+
 static void parse(int argc, char **argv, struct umctl *u)
 {
 	static const struct option lo[] = {
 		{ "json", no_argument, NULL, 'J' },
+		{ "sysroot", required_argument, NULL, UT_OPT_SYSROOT },
 		{ "sysfs-root", required_argument, NULL, 'r' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ 0 },
+		UT_OPTS_TAIL,
 	};
-	const char *root = NULL;
 	int c;
 
+	u->root = ut_umm_root(NULL);
 	/* '+': stop at the command, whose arguments keep_args sorts out */
 	while ((c = getopt_long(argc, argv, "+Jr:hV", lo, NULL)) != -1) {
-		switch (c) {
-		case 'J':
+		if (c == 'J')
 			u->json = true;
-			break;
-		case 'r':
-			root = optarg;
-			break;
-		case 'h':
-			usage();
-			exit(EX_DONE);
-		case 'V':
-			printf("%s %s\n", ut_progname, UMCTL_VERSION);
-			exit(EX_DONE);
-		default:
-			ut_die_try_help();
-		}
+		else if (c == 'r' || c == UT_OPT_SYSROOT)
+			set_root(u, c, optarg);
+		else
+			ut_opt_common(c, usage);
 	}
-	u->root = ut_umm_root(root);
 }
 
 /*
- * The command's own words, with --json and --sysfs-root taken out wherever
- * they are ("umctl status --json"); anything else, "-1" included, is an
- * argument for the command to judge. Returns the new argc.
+ * argv[*i] is --sysroot, --sysfs-root or -r with its DIR (after '=' or as
+ * the next word): sets u->root, steps *i past it and returns true.
+ */
+static bool take_root(int argc, char **argv, int *i, struct umctl *u)
+{
+	const char *a = argv[*i], *v;
+	int opt = 'r';
+
+	if (!strncmp(a, "--sysroot", 9)) {
+		opt = UT_OPT_SYSROOT;
+		v = a + 9;
+	} else if (!strncmp(a, "--sysfs-root", 12)) {
+		v = a + 12;
+	} else if (!strcmp(a, "-r")) {
+		v = "";
+	} else {
+		return false;
+	}
+	if (*v == '=') {
+		set_root(u, opt, v + 1);
+		return true;
+	}
+	if (*v)
+		return false;	/* "--sysrootx": a word for the command */
+	if (++*i == argc)
+		ut_die_usage("%s needs a directory", a);
+	set_root(u, opt, argv[*i]);
+	return true;
+}
+
+/*
+ * The command's own words, with --json and --sysroot (--sysfs-root) taken
+ * out wherever they are ("umctl status --json"); anything else, "-1"
+ * included, is an argument for the command to judge. Returns the new argc.
  */
 static int keep_args(int argc, char **argv, struct umctl *u)
 {
 	int i, n = 1;
 
 	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "-J") || !strcmp(argv[i], "--json")) {
+		if (!strcmp(argv[i], "-J") || !strcmp(argv[i], "--json"))
 			u->json = true;
-		} else if (!strcmp(argv[i], "-r") ||
-			   !strcmp(argv[i], "--sysfs-root")) {
-			if (++i == argc)
-				ut_die_usage("%s needs a directory", argv[i - 1]);
-			u->root = argv[i];
-		} else if (!strncmp(argv[i], "--sysfs-root=", 13)) {
-			u->root = argv[i] + 13;
-		} else {
+		else if (!take_root(argc, argv, &i, u))
 			argv[n++] = argv[i];
-		}
 	}
 	return n;
 }
@@ -248,7 +267,7 @@ int main(int argc, char **argv)
 	ut_set_progname(argv[0]);
 	parse(argc, argv, &u);
 	if (optind >= argc)
-		ut_die_usage("no command (status, clients, get, set, inject)");
+		ut_die_usage("no command (status, clients, metrics, get, set, inject)");
 	argc = keep_args(argc - optind, argv + optind, &u);
 	argv += optind;
 	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)

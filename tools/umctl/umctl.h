@@ -18,6 +18,7 @@ struct umctl {
 int cmd_get(struct umctl *u, int argc, char **argv);
 int cmd_set(struct umctl *u, int argc, char **argv);
 int cmd_inject(struct umctl *u, int argc, char **argv);
+int cmd_metrics(struct umctl *u, int argc, char **argv);
 
 /*
  * Writes "VAL\n" to ROOT/kernel/mm/umm/REL with one write(), as sysfs wants:

@@ -12,8 +12,7 @@ UMP=$1
 JC=$2
 . "$(dirname "$0")/../common/tap.sh"
 
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
+tap_tmpdir
 
 # fake_node ROOT NODE TOTAL_KB FREE_KB [LEVEL]
 fake_node() {
@@ -46,6 +45,8 @@ usage_errors() {
 		fi
 	done
 	"$UMP" --help | grep -q -- --until-level || { echo "--help"; bad=1; }
+	"$UMP" --version | grep -q '^umpressure (um) [0-9]' ||
+		{ echo "--version"; bad=1; }
 	return $bad
 }
 

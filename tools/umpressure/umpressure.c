@@ -86,22 +86,13 @@ static void on_signal(int sig)
 
 /* ---- the node, as the kernel sees it ------------------------------------ */
 
+/* path under --sysroot. */
 static int read_file(const char *root, const char *path, char *buf, size_t len)
 {
 	char full[4096];
-	ssize_t n;
-	int fd;
 
 	snprintf(full, sizeof(full), "%s%s", root ? root : "", path);
-	fd = open(full, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, len - 1);
-	close(fd);
-	if (n < 0)
-		return -errno;
-	buf[n] = '\0';
-	return 0;
+	return ut_read_file(full, buf, len);
 }
 
 /* MemTotal/MemFree of node (or of the machine for node -1), in bytes. */
@@ -400,10 +391,11 @@ static void usage(void)
 	       "  -f, --force           ignore the floor\n"
 	       "  -s, --step SIZE       allocation step (default 16M)\n"
 	       "      --oom-score-adj N write N to /proc/self/oom_score_adj\n"
-	       "      --sysroot DIR     read /sys and /proc under DIR (tests)\n"
+	       "      --sysroot DIR     DIR stands for / (/sys, /proc; tests)\n"
 	       "  -J, --json            print a JSON summary\n"
 	       "  -q, --quiet           no text output\n"
-	       "  -h, --help            this text\n\n"
+	       "  -h, --help            this text\n"
+	       "  -V, --version         the version\n\n"
 	       "Exit: 0 goal reached, 1 error, 2 usage, 3 floor reached first,\n"
 	       "130 interrupted. Memory is always released before exit.\n",
 	       ut_progname);
@@ -443,17 +435,16 @@ static void parse(int argc, char **argv, struct opts *o, double *pct)
 		{ "force", no_argument, NULL, 'f' },
 		{ "step", required_argument, NULL, 's' },
 		{ "oom-score-adj", required_argument, NULL, 'O' },
-		{ "sysroot", required_argument, NULL, 'S' },
+		{ "sysroot", required_argument, NULL, UT_OPT_SYSROOT },
 		{ "json", no_argument, NULL, 'J' },
 		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
+		UT_OPTS_TAIL,
 	};
 	uint64_t v;
 	double d;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "n:r:t:u:H:m:fs:Jqh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "n:r:t:u:H:m:fs:JqhV", lo, NULL)) != -1) {
 		switch (c) {
 		case 'n':
 			if (ut_parse_u64(optarg, 0, 1023, &v))
@@ -498,7 +489,7 @@ static void parse(int argc, char **argv, struct opts *o, double *pct)
 			o->oom_adj = optarg[0] == '-' ? -(int)v : (int)v;
 			o->oom_adj_set = true;
 			break;
-		case 'S':
+		case UT_OPT_SYSROOT:
 			o->sysroot = optarg;
 			break;
 		case 'J':
@@ -507,11 +498,8 @@ static void parse(int argc, char **argv, struct opts *o, double *pct)
 		case 'q':
 			o->quiet = true;
 			break;
-		case 'h':
-			usage();
-			exit(0);
 		default:
-			ut_die_usage("unknown option");
+			ut_opt_common(c, usage);
 		}
 	}
 	if (optind < argc)

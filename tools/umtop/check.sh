@@ -1,9 +1,10 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# Description: umtop against a fake umm.ko tree (--sysfs-root): batch text
-# and newline-delimited JSON, rates computed from a tree that changes
-# between samples (counters per second, free memory declining), -n, bad
-# options, the module absent, and the client table missing (not fatal).
+# Description: umtop against a fake umm.ko tree (--sysfs-root, and
+# --sysroot giving the same): batch text and newline-delimited JSON, rates
+# computed from a tree that changes between samples (counters per second,
+# free memory declining), -n, bad options, the module absent, and the
+# client table missing (not fatal).
 # Usage: check.sh UMTOP UT-JSONCHECK
 set -u
 UMTOP=$1
@@ -12,8 +13,7 @@ here=$(dirname "$0")
 . "$here/../common/tap.sh"
 . "$here/../common/fakeumm.sh"
 
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
+tap_tmpdir
 R=$TMP/sys
 fake_umm "$R"
 t() { "$UMTOP" --sysfs-root "$R" "$@"; }
@@ -76,7 +76,12 @@ usage_errors() {
 		expect 2 . t $a || bad=1
 	done
 	t --help | grep -q -- '--iterations' || bad=1
-	t -V | grep -q '^umtop [0-9]' || bad=1
+	t -V | grep -q '^umtop (um) [0-9]' || bad=1
+	# --sysroot (DIR stands for /) and the older --sysfs-root agree
+	"$UMTOP" --sysroot "$TMP" -n 1 -J >"$TMP/a.json" &&
+	"$UMTOP" -n 1 -J >"$TMP/b.json" --sysfs-root="$R" &&
+	cmp -s <(sed 's/"time_ms":[0-9]*//' "$TMP/a.json") \
+		<(sed 's/"time_ms":[0-9]*//' "$TMP/b.json") || bad=1
 	return $bad
 }
 

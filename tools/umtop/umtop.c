@@ -22,8 +22,6 @@
 
 #include "ut.h"
 
-#define UMTOP_VERSION UM_RELEASE	/* from VERSION, see mk/common.mk */
-
 /* The counters shown as rates, as indexes of struct ut_umm's g[]. */
 static const int rated[] = {
 	UT_UMM_G_events_sent, UT_UMM_G_events_dropped, UT_UMM_G_overflows,
@@ -206,8 +204,9 @@ static void usage(void)
 	       "  -n, --iterations N    stop after N samples (default: until ^C)\n"
 	       "  -b, --batch           plain lines, no terminal control\n"
 	       "  -J, --json            one JSON object per sample and line\n"
-	       "  -r, --sysfs-root DIR  DIR stands for /sys (tests; also\n"
-	       "                        $%s)\n"
+	       "      --sysroot DIR     DIR stands for / (tests with a fake tree)\n"
+	       "  -r, --sysfs-root DIR  DIR stands for /sys (the older form;\n"
+	       "                        also $%s)\n"
 	       "  -h, --help            this text\n"
 	       "  -V, --version         the version\n\n"
 	       "Exit: 0 done, 1 umm.ko not loaded or not readable, 2 bad usage.\n",
@@ -221,10 +220,9 @@ static void parse(int argc, char **argv, struct opts *o)
 		{ "iterations", required_argument, NULL, 'n' },
 		{ "batch", no_argument, NULL, 'b' },
 		{ "json", no_argument, NULL, 'J' },
+		{ "sysroot", required_argument, NULL, UT_OPT_SYSROOT },
 		{ "sysfs-root", required_argument, NULL, 'r' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ 0 },
+		UT_OPTS_TAIL,
 	};
 	const char *root = NULL;
 	int c;
@@ -247,17 +245,14 @@ static void parse(int argc, char **argv, struct opts *o)
 		case 'J':
 			o->json = true;
 			break;
+		case UT_OPT_SYSROOT:
+			root = ut_sysroot_sys(optarg);
+			break;
 		case 'r':
 			root = optarg;
 			break;
-		case 'h':
-			usage();
-			exit(0);
-		case 'V':
-			printf("%s %s\n", ut_progname, UMTOP_VERSION);
-			exit(0);
 		default:
-			ut_die_try_help();
+			ut_opt_common(c, usage);
 		}
 	}
 	if (optind < argc)
