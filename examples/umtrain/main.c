@@ -16,11 +16,19 @@
 #include "ut.h"
 
 #define MiB (1ull << 20)
+#define MAX_ROUNDS 50
 
 struct opts {
 	struct train_cfg cfg;
 	bool auto_budget;
 	bool json, quiet, compare;
+	unsigned int rounds;	/* --bench: unlimited/budget pairs to time */
+};
+
+/* Seconds of every round's runs, for the medians --bench prints. */
+struct timing {
+	double unlimited[MAX_ROUNDS], budget[MAX_ROUNDS];
+	unsigned int rounds;
 };
 
 struct run {
@@ -51,6 +59,8 @@ static void usage(void)
 "      --backend NAME   sim, cuda or auto (default sim: the math runs on the CPU)\n"
 "  -c, --compare        run with an unlimited budget, then with --budget, and\n"
 "                       fail unless the final checksums are equal\n"
+"      --bench N        --compare N times, alternating which run goes first,\n"
+"                       and print the median step rate of each and their ratio\n"
 "  -J, --json           print the summary as JSON\n"
 "  -q, --quiet          print only the checksum line\n"
 "  -h, --help           show this help\n"
@@ -102,7 +112,7 @@ static void parse_budget(struct opts *o, const char *s)
 
 static void parse_args(int argc, char **argv, struct opts *o)
 {
-	enum { OPT_SHARD = 256, OPT_BACKEND };
+	enum { OPT_SHARD = 256, OPT_BACKEND, OPT_BENCH };
 	static const struct option longopts[] = {
 		{ "hidden", required_argument, NULL, 'H' },
 		{ "layers", required_argument, NULL, 'L' },
@@ -115,6 +125,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		{ "threads", required_argument, NULL, 't' },
 		{ "backend", required_argument, NULL, OPT_BACKEND },
 		{ "compare", no_argument, NULL, 'c' },
+		{ "bench", required_argument, NULL, OPT_BENCH },
 		{ "json", no_argument, NULL, 'J' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -174,6 +185,11 @@ static void parse_args(int argc, char **argv, struct opts *o)
 			o->cfg.backend = ret;
 			break;
 		case 'c':
+			o->compare = true;
+			break;
+		case OPT_BENCH:
+			o->rounds = parse_uint("--bench", optarg, 1,
+					       MAX_ROUNDS);
 			o->compare = true;
 			break;
 		case 'J':
@@ -341,6 +357,9 @@ static void print_table(const struct opts *o, const struct run *runs,
 	ut_table_print(tb);
 }
 
+static void json_step_rate(struct ut_json *j, const struct opts *o,
+			   const struct timing *tm);
+
 static void json_run(struct ut_json *j, const struct opts *o,
 		     const struct run *r)
 {
@@ -380,7 +399,8 @@ static void json_run(struct ut_json *j, const struct opts *o,
 }
 
 static void print_json(const struct opts *o, const struct train_sizes *sz,
-		       const struct run *runs, int nruns, int equal)
+		       const struct run *runs, int nruns, int equal,
+		       const struct timing *tm)
 {
 	const struct train_cfg *c = &o->cfg;
 	struct ut_json j;
@@ -418,8 +438,61 @@ static void print_json(const struct opts *o, const struct train_sizes *sz,
 		ut_json_null(&j, "checksums_equal");
 	else
 		ut_json_bool(&j, "checksums_equal", equal);
+	json_step_rate(&j, o, tm);
 	ut_json_obj_end(&j);
 	ut_json_finish(&j);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static double median(const double *v, unsigned int n)
+{
+	double s[MAX_ROUNDS];
+
+	memcpy(s, v, n * sizeof(*s));
+	qsort(s, n, sizeof(*s), cmp_double);
+	return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2.0;
+}
+
+/* Steps per second of the median unlimited and budget runs. */
+static void step_rates(const struct opts *o, const struct timing *tm,
+		       double *unlimited, double *budget)
+{
+	*unlimited = o->cfg.steps / median(tm->unlimited, tm->rounds);
+	*budget = o->cfg.steps / median(tm->budget, tm->rounds);
+}
+
+static void json_step_rate(struct ut_json *j, const struct opts *o,
+			   const struct timing *tm)
+{
+	double u, b;
+
+	if (!tm->rounds) {
+		ut_json_null(j, "step_rate");
+		return;
+	}
+	step_rates(o, tm, &u, &b);
+	ut_json_obj_begin(j, "step_rate");
+	ut_json_u64(j, "rounds", tm->rounds);
+	ut_json_dbl(j, "unlimited_steps_per_s", u);
+	ut_json_dbl(j, "budget_steps_per_s", b);
+	ut_json_dbl(j, "ratio", b / u);
+	ut_json_obj_end(j);
+}
+
+static void print_step_rate(const struct opts *o, const struct timing *tm)
+{
+	double u, b;
+
+	step_rates(o, tm, &u, &b);
+	printf("step rate: unlimited %.3f steps/s, budget %.3f steps/s, "
+	       "ratio %.3f (median of %u round%s)\n", u, b, b / u,
+	       tm->rounds, tm->rounds == 1 ? "" : "s");
 }
 
 static bool same_result(const struct train_result *a,
@@ -463,7 +536,9 @@ int main(int argc, char **argv)
 	struct run runs[2] = { { .label = "unlimited" }, { .label = "budget" } };
 	struct train_sizes sz;
 	int nruns = 1, equal = -1, k;
+	struct timing tm = { .rounds = 0 };
 	struct run *first;
+	unsigned int r;
 
 	ut_set_progname(argv[0]);
 	o.cfg.threads = (unsigned int)default_threads();
@@ -476,15 +551,25 @@ int main(int argc, char **argv)
 		nruns = 2;
 	if (!o.json && !o.quiet)
 		print_header(&o, &sz);
-	for (k = 0; k < nruns; k++) {
-		first[k].ok = do_run(&o, &first[k], &first[k] == &runs[0]);
-		if (!first[k].ok)
-			return 1;
-	}
-	if (o.compare)
+	for (r = 0; r < (o.rounds ? o.rounds : 1) && equal != 0; r++) {
+		for (k = 0; k < nruns; k++) {
+			/* Odd rounds run the budget first, so a change in the
+			 * machine's load between runs hits both alike. */
+			struct run *run = &first[nruns == 2 && r % 2 ? 1 - k
+								     : k];
+
+			run->ok = do_run(&o, run, run == &runs[0]);
+			if (!run->ok)
+				return 1;
+		}
+		if (!o.compare)
+			continue;
 		equal = same_result(&runs[0].res, &runs[1].res);
+		tm.unlimited[tm.rounds] = runs[0].res.seconds;
+		tm.budget[tm.rounds++] = runs[1].res.seconds;
+	}
 	if (o.json) {
-		print_json(&o, &sz, first, nruns, equal);
+		print_json(&o, &sz, first, nruns, equal, &tm);
 	} else if (o.quiet) {
 		for (k = 0; k < nruns; k++)
 			printf("%s checksum %016llx\n", first[k].label,
@@ -503,5 +588,7 @@ int main(int argc, char **argv)
 		       "restored %llu times)\n",
 		       (unsigned long long)runs[1].res.st.evict_count,
 		       (unsigned long long)runs[1].res.st.restore_count);
+	if (equal == 1 && !o.json && !o.quiet)
+		print_step_rate(&o, &tm);
 	return 0;
 }
