@@ -9,8 +9,11 @@ import ctypes
 import os
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-# In the source tree: bindings/python/umtorch -> libum/build. Installed:
-# PREFIX/lib/pythonX.Y/dist-packages/umtorch -> PREFIX/lib.
+# Looked for in order: $UMTORCH_LIBUM; in the source tree,
+# bindings/python/umtorch -> libum/build; installed by make install,
+# PREFIX/lib/pythonX.Y/dist-packages/umtorch -> PREFIX/lib; else (pip
+# installs the package anywhere) the dynamic linker's search: ld.so.cache
+# (/usr/lib, /usr/local/lib after ldconfig), LD_LIBRARY_PATH.
 _TREE_LIBUM = os.path.join(_HERE, "..", "..", "..", "libum", "build")
 _TREE_SHIM = os.path.join(_HERE, "..", "build")
 _INSTALLED = os.path.join(_HERE, "..", "..", "..")

@@ -90,10 +90,6 @@ class OptimizerOffload:
         self._hooks = []
         self._saved = {n: optimizer.__dict__[n] for n in _INSTALLED
                        if n in optimizer.__dict__}
-        wrapped = self._saved.get("step")
-        # An LR scheduler made first counts steps in a wrapper of the
-        # class's step; ours replaces it and keeps its count.
-        self._count_steps = bool(getattr(wrapped, "_with_counter", False))
         self._step = type(optimizer).step.__get__(optimizer)
         self._load = type(optimizer).load_state_dict.__get__(optimizer)
         self._sd = type(optimizer).state_dict.__get__(optimizer)
@@ -102,7 +98,7 @@ class OptimizerOffload:
         self.peak_plain = 0		# plain state bytes being moved in
         self.attached = True
         self._check_fits_budget()
-        optimizer.step = self.step
+        optimizer.step = _counting_step(self)
         optimizer.state_dict = self.state_dict
         optimizer.load_state_dict = self.load_state_dict
         optimizer.__deepcopy__ = self._deepcopy
@@ -150,10 +146,10 @@ class OptimizerOffload:
             if need > limit:
                 raise UmError(-errno.ENOMEM, "offload_optimizer",
                               "the state of %s (%d bytes on the device) "
-                              "exceeds half the %d-byte device budget, "
-                              "the most one bucket may hold while its "
-                              "state is created" % (
-                                  self._pname(p, index), need,
+                              "exceeds the %d bytes one bucket may hold "
+                              "while its state is created (bucket_bytes, "
+                              "at most half the %d-byte device budget)" % (
+                                  self._pname(p, index), need, limit,
                                   self.ctx.budget()))
 
     def _offloadable(self, param, state):
@@ -354,6 +350,7 @@ class OptimizerOffload:
             except UmError as e:	# set, and met as regions release
                 if e.rc != -errno.EBUSY:
                     raise
+            self.ctx.wait_all()		# evictions in flight still hold it
             yield
         finally:
             self.ctx.set_budget(budget)
@@ -397,8 +394,10 @@ class OptimizerOffload:
         except BaseException:
             self._drop_ahead()
             raise
-        if self._count_steps:
-            self.optimizer._step_count = self._step_count + 1
+        # LR schedulers count steps here (ours is their counting wrapper,
+        # whether they were made before or after the offload).
+        self.optimizer._step_count = getattr(self.optimizer, "_step_count",
+                                             0) + 1
         evict_behind = self.overlap and \
             sum(b.cost for b in buckets) > self.ctx.budget()
         try:
@@ -444,12 +443,14 @@ class OptimizerOffload:
                     slot.region.evict("host")
 
     def _note_plain(self, params):
-        """Record the device bytes while new state is still plain."""
+        """Record the device bytes while new state is still plain. Only
+        parameter-shaped tensors count: scalars such as Adam's 'step' stay
+        plain for good (on the CPU in torch's default mode)."""
         plain = 0
         for p in params:
-            for v in self.optimizer.state.get(p, {}).values():
-                if torch.is_tensor(v):
-                    plain += v.numel() * v.element_size()
+            state = self.optimizer.state.get(p, {})
+            for k in self._offloadable(p, state):
+                plain += state[k].numel() * state[k].element_size()
         device = self.ctx.device_bytes()
         self.peak_plain = max(self.peak_plain, plain)
         self.peak_device = max(self.peak_device, device + plain)
@@ -567,16 +568,6 @@ class OptimizerOffload:
 
     close = detach
 
-    # LR schedulers made after us wrap optimizer.step, which is then this
-    # object's method: their counter lives on the optimizer.
-    @property
-    def _step_count(self):
-        return getattr(self.optimizer, "_step_count", 0)
-
-    @_step_count.setter
-    def _step_count(self, value):
-        self.optimizer._step_count = value
-
     @property
     def regions(self):
         return [s.region for s in self._slots]
@@ -614,6 +605,18 @@ def _cast(param, value, key=None):
     if isinstance(value, dict):
         return {k: _cast(param, v, k) for k, v in value.items()}
     return copy.deepcopy(value)
+
+
+def _counting_step(offload):
+    """optimizer.step as LR schedulers want it: marked _with_counter, so a
+    scheduler made later leaves it alone (offload.step counts) and one
+    made earlier sees no override."""
+    def step(closure=None):
+        return offload.step(closure)
+    step._with_counter = True
+    step._umtorch_offload = True
+    step.__doc__ = offload.step.__doc__
+    return step
 
 
 def _grad_hook(ref):
@@ -666,10 +669,12 @@ def offload_optimizer(optimizer, ctx, *, min_bytes=64 << 10,
         raise bad_type("ctx", ctx, "umtorch.Context")
     ctx._ctx("offload_optimizer")
     step = optimizer.__dict__.get("step")
+    if getattr(step, "_umtorch_offload", False):
+        raise UmError(-errno.EBUSY, "offload_optimizer", "offloaded twice")
     if step is not None and not getattr(step, "_with_counter", False):
         raise UmError(-errno.EBUSY, "offload_optimizer",
-                      "optimizer.step is already wrapped (offloaded twice, "
-                      "or by something other than an LR scheduler)")
+                      "optimizer.step is already wrapped by something "
+                      "other than an LR scheduler")
     if bucket_bytes is not None:
         bucket_bytes = parse_size(bucket_bytes, "bucket_bytes")
     names = {}
