@@ -296,6 +296,7 @@ class Region:
         # freed then, as torch frees a tensor's memory.
         self._finalizer = weakref.finalize(self, _free_collected, ctx,
                                            self.handle, self._views)
+        self._finalizer.atexit = False	# at exit, close() frees it
         if ctx._history is not None:
             ctx._history.alloc(self)
 
