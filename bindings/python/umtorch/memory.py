@@ -287,7 +287,7 @@ def timeline(path, ctx, title="umtorch memory timeline"):
     """A self-contained HTML page (or, for a path ending in .svg, an SVG)
     plotting the bytes on each tier after every step, the budget, and the
     steps that saw refusals or pressure marked."""
-    from .timeline import render
+    from ._svg import render
     svg = render(history(ctx), title)
     with open(path, "w") as f:
         if str(path).endswith(".svg"):
