@@ -230,6 +230,7 @@ class OptimizerOffload:
 
     # ---- buckets --------------------------------------------------------
 
+    @property
     def bucket_bytes(self):
         """Device bytes one bucket may hold: the given value, else half the
         budget (the other half is the next bucket, restored meanwhile)."""
@@ -240,7 +241,7 @@ class OptimizerOffload:
     def _new_limit(self):
         """A bucket whose state is created holds it twice for a moment
         (plain, then in regions): half the budget at most."""
-        return min(self.bucket_bytes(), self.ctx.budget() // 2)
+        return min(self.bucket_bytes, self.ctx.budget() // 2)
 
     def _buckets(self, grads_only=False):
         """Parameters split so each bucket's regions (and the estimate of
@@ -254,7 +255,7 @@ class OptimizerOffload:
             if slot is not None and id(slot) not in seen:
                 cost = slot.cost
             limit = self._new_limit() if new or cur.new \
-                else self.bucket_bytes()
+                else self.bucket_bytes
             if cur.params and cur.cost + cost > limit:
                 out.append(cur)
                 cur = _Bucket()
