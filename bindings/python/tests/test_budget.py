@@ -153,3 +153,27 @@ def test_validation_at_offload_time():
         opt.step = lambda closure=None: None	# not a scheduler's wrapper
         e = raises(-errno.EBUSY, umtorch.offload_optimizer, opt, ctx)
         assert "wrapped" in str(e)
+
+
+def test_overlap_restores_during_backward():
+    """With overlap the first bucket's regions are acquired by backward's
+    first gradient, before step(); without it they are not; same bits."""
+    def run(overlap):
+        with context() as ctx:
+            m = model()
+            opt = torch.optim.Adam(m.parameters(), lr=1e-3)
+            off = umtorch.offload_optimizer(opt, ctx, overlap=overlap)
+            train(m, opt, 2)
+            opt.zero_grad()
+            m(torch.ones(4, 64)).sum().backward()
+            held = [r.info()["acquired"] for r in off.regions]
+            opt.step()
+            assert all(r.info()["acquired"] == 0 for r in off.regions)
+            ev = ctx.stats()["migrations"]["evict_count"]
+        return m, held, ev
+    m1, held1, ev1 = run(True)
+    m0, held0, ev0 = run(False)
+    assert any(held1) and not any(held0), (held1, held0)
+    print("# evictions: %d with overlap (behind each bucket), %d without"
+          % (ev1, ev0))
+    assert same_params(m0, m1)

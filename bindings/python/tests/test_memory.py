@@ -45,12 +45,18 @@ def test_memory_stats_keys_and_peak_reset():
         print("\n".join("# " + line for line in text.splitlines()))
 
 
+def recorded_offload(ctx):
+    """History recording on, then an offloaded Adam: (model, optimizer)."""
+    umtorch.record_history(ctx)
+    m = model()
+    opt = torch.optim.Adam(m.parameters(), lr=1e-3)
+    umtorch.offload_optimizer(opt, ctx, model=m)
+    return m, opt
+
+
 def test_history_snapshot_read_by_torch_memory_viz():
     with context() as ctx, tempfile.TemporaryDirectory() as tmp:
-        umtorch.record_history(ctx)
-        m = model()
-        opt = torch.optim.Adam(m.parameters(), lr=1e-3)
-        umtorch.offload_optimizer(opt, ctx, model=m)
+        m, opt = recorded_offload(ctx)
         train(m, opt, 3)
         hist = umtorch.memory.history(ctx)
         actions = {e["action"] for e in hist.events}
@@ -78,10 +84,7 @@ def test_history_snapshot_read_by_torch_memory_viz():
 
 def test_timeline_and_leak_check():
     with context() as ctx, tempfile.TemporaryDirectory() as tmp:
-        umtorch.record_history(ctx)
-        m = model()
-        opt = torch.optim.Adam(m.parameters(), lr=1e-3)
-        umtorch.offload_optimizer(opt, ctx, model=m)
+        m, opt = recorded_offload(ctx)
         kept = []
         for step in range(5):
             train(m, opt, 1)
