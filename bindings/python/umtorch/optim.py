@@ -72,6 +72,7 @@ class _Bucket:
     def __init__(self):
         self.params, self.slots, self.new = [], [], []
         self.cost = self.new_cost = 0
+        self.packed = 0		# estimated bytes of new small state
 
 
 class OptimizerOffload:
@@ -94,6 +95,7 @@ class OptimizerOffload:
         self._load = type(optimizer).load_state_dict.__get__(optimizer)
         self._sd = type(optimizer).state_dict.__get__(optimizer)
         self.steps = 0
+        self.stepping = False		# inside step(): state must be live
         self.peak_device = 0		# device bytes, plain state included
         self.peak_plain = 0		# plain state bytes being moved in
         self.attached = True
@@ -243,30 +245,51 @@ class OptimizerOffload:
         (plain, then in regions): half the budget at most."""
         return min(self.bucket_bytes, self.ctx.budget() // 2)
 
+    def _small(self, p):
+        """Whether p's state is (or will be) packed with others'."""
+        state = self.optimizer.state.get(p)
+        if isinstance(state, ParamState):
+            return len(state._slot.states) > 1 or \
+                state._slot.region.nbytes < self.pack_below
+        return self._estimate(p) < self.pack_below
+
     def _buckets(self, grads_only=False):
         """Parameters split so each bucket's regions (and the estimate of
-        state still to be created) fit."""
-        out, cur, seen = [], _Bucket(), set()
-        for p in self._params():
+        state still to be created) fit: the big ones in order, then the
+        small ones, so new small state packs into few regions."""
+        params = self._params()
+        small = [p for p in params if self._small(p)]
+        big = [p for p in params if not self._small(p)]
+        out, cur = [], _Bucket()
+        for p in big + small:
             state = self.optimizer.state.get(p)
             slot = state._slot if isinstance(state, ParamState) else None
-            new = not state and (p.grad is not None or not grads_only)
-            cost = self._estimate(p) if new and self._per_param else 0
-            if slot is not None and id(slot) not in seen:
-                cost = slot.cost
+            new = not state and self._per_param > 0 and \
+                (p.grad is not None or not grads_only)
+            cost = 0
+            if new:			# packed: the granules the pack grows by
+                est = self._estimate(p)
+                cost = est if est >= self.pack_below else \
+                    _granules(cur.packed + est) - _granules(cur.packed)
             limit = self._new_limit() if new or cur.new \
                 else self.bucket_bytes
+            if slot is not None and slot not in cur.slots:
+                cost = slot.cost
             if cur.params and cur.cost + cost > limit:
                 out.append(cur)
                 cur = _Bucket()
+                if new and est < self.pack_below:
+                    cost = _granules(est)
             cur.params.append(p)
             cur.cost += cost
-            if slot is not None and id(slot) not in seen:
-                seen.add(id(slot))
+            if slot is not None and slot not in cur.slots:
+                # a packed region split between buckets is held by each
                 cur.slots.append(slot)
-            if new and self._per_param:
+            if new:
                 cur.new.append(p)
                 cur.new_cost += cost
+                if est < self.pack_below:
+                    cur.packed += est
         return out + [cur] if cur.params else out
 
     # ---- residency ------------------------------------------------------
@@ -402,11 +425,13 @@ class OptimizerOffload:
         evict_behind = self.overlap and \
             sum(b.cost for b in buckets) > self.ctx.budget()
         try:
+            self.stepping = True
             for i, bucket in enumerate(buckets):
                 following = buckets[i + 1] if i + 1 < len(buckets) else None
                 self._run_bucket(bucket, following, evict_behind,
                                  len(buckets) > 1)
         finally:
+            self.stepping = False
             self._drop_ahead()
             self._armed = True
         self.steps += 1

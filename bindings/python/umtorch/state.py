@@ -67,6 +67,9 @@ class ParamState(collections.abc.MutableMapping):
         if key in self._live:
             return self._live[key]
         if key in self._layout:
+            if self._offload.stepping:	# an update would go to a copy
+                raise RuntimeError("optimizer state of a parameter outside "
+                                   "the bucket being stepped")
             return self.to_dict(keys=[key])[key]
         return self._plain[key]
 
