@@ -95,5 +95,5 @@ def test_timeline_and_leak_check():
         for path in ("t.html", "t.svg"):
             umtorch.timeline(os.path.join(tmp, path), ctx)
             text = open(os.path.join(tmp, path)).read()
-            assert text.count("<polyline") == 4 and "<script" not in text
+            assert text.count("<polyline") == 5 and "<script" not in text
         assert text.startswith("<svg")

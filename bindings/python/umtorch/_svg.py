@@ -2,18 +2,19 @@
 """The SVG of memory.timeline(): bytes per tier over steps, events marked.
 
 No script, no external file: one <svg> that any browser (or rsvg-convert)
-renders. Lines: bytes on the device, in host memory, in the spill tier
-after each step, and the device budget (dashed); under the plot, bars of
+renders. Lines: bytes on the device (after each step, and the
+most seen during it), in host memory, in the spill tier, and the device
+budget (dashed); under the plot, bars of
 the migrations each step made; marks on the steps that saw refusals
 (ENOMEM, red) or pressure (orange).
 """
 
 from xml.sax.saxutils import escape
 
-W, H = 960, 420
-LEFT, RIGHT, TOP, BOTTOM = 70, 150, 40, 90
-COLORS = {"device": "#1f77b4", "host": "#2ca02c", "spill": "#9467bd",
-          "budget": "#d62728"}
+W, H = 980, 430
+LEFT, RIGHT, TOP, BOTTOM = 80, 175, 40, 95
+COLORS = {"device": "#1f77b4", "device_peak": "#9ecae1", "host": "#2ca02c",
+          "spill": "#9467bd", "budget": "#d62728"}
 MARKS = {"nomem": "#d62728", "pressure": "#ff7f0e", "error": "#8c564b"}
 
 
@@ -39,7 +40,7 @@ def _per_step(hist):
 def render(hist, title):
     samples = hist.samples
     n = max(len(samples), 1)
-    top = max([max(s["device"], s["host"], s["spill"], s["budget"])
+    top = max([max(s["device_peak"], s["host"], s["spill"], s["budget"])
                for s in samples] + [1 << 20])
     pw, ph = W - LEFT - RIGHT, H - TOP - BOTTOM
 
@@ -68,7 +69,7 @@ def render(hist, title):
                       else 0))
     out.append('<text x="%d" y="%d" text-anchor="middle">step</text>'
                % (LEFT + pw // 2, TOP + ph + 32))
-    for key in ("budget", "device", "host", "spill"):
+    for key in ("budget", "device_peak", "device", "host", "spill"):
         pts = " ".join("%.1f,%.1f" % (x(i), y(s[key]))
                        for i, s in enumerate(samples))
         dash = ' stroke-dasharray="6,4"' if key == "budget" else ""
@@ -90,8 +91,10 @@ def render(hist, title):
                        % (x(i), TOP + 8 + 10 * j, MARKS[kind],
                           samples[i]["step"], count, kind))
     out.append('<text x="%d" y="%d" text-anchor="end">migrations</text>'
-               % (LEFT - 6, base + 30))
-    legend = [("device", "on the device"), ("host", "in host memory"),
+               '<text x="%d" y="%d" text-anchor="end">per step</text>'
+               % (LEFT - 6, base + 16, LEFT - 6, base + 30))
+    legend = [("device_peak", "device, step's peak"),
+              ("device", "on the device"), ("host", "in host memory"),
               ("spill", "in the spill tier"), ("budget", "device budget")]
     for j, (key, label) in enumerate(legend):
         ly = TOP + 10 + 20 * j
@@ -100,7 +103,7 @@ def render(hist, title):
                    % (W - RIGHT + 12, W - RIGHT + 32, ly, ly, COLORS[key],
                       W - RIGHT + 38, ly + 4, label))
     for j, (kind, color) in enumerate(sorted(MARKS.items())):
-        ly = TOP + 100 + 20 * j
+        ly = TOP + 120 + 20 * j
         out.append('<circle cx="%d" cy="%d" r="4" fill="%s"/>'
                    '<text x="%d" y="%d">%s</text>'
                    % (W - RIGHT + 22, ly, color, W - RIGHT + 38, ly + 4,

@@ -208,6 +208,8 @@ class Context:
         for key, counter in (("device", st.device[0]),
                              ("host", st.host_total), ("spill", st.spill)):
             self._peaks[key] = max(self._peaks.get(key, 0), counter.current)
+        if self._history is not None:
+            self._history.sampled(st.device[0].current)
         return st
 
     def device_bytes(self, device=0):

@@ -141,7 +141,11 @@ class History:
         self.events = []	# dicts: action, t_us, region name, bytes...
         self.samples = []	# per step: t_us, step, tiers, names counts
         self.frames = {}	# region handle -> allocating frames
+        self.device_peak = 0	# the most on the device since the last step
         self.names = {}		# region handle -> (name, bytes)
+
+    def sampled(self, device_bytes):
+        self.device_peak = max(self.device_peak, device_bytes)
 
     def _now(self):
         return (time.monotonic_ns() - self.t0) // 1000
@@ -184,10 +188,13 @@ class History:
         self.samples.append({
             "t_us": self._now(), "step": len(self.samples) + 1,
             "optimizer": offload.name if offload else None,
-            "device": st.device[0].current, "host": st.host_total.current,
+            "device": st.device[0].current,
+            "device_peak": max(self.device_peak, st.device[0].current),
+            "host": st.host_total.current,
             "spill": st.spill.current, "budget": st.budget[0],
             "regions": st.regions, "by_name": counts,
             "events": len(self.events)})
+        self.device_peak = 0
 
 
 def record_history(ctx, enabled=True, max_entries=100000, stack_depth=8):
