@@ -396,8 +396,8 @@ class OptimizerOffload:
                     raise RuntimeError("%s does not support sparse "
                                        "gradients" % type(opt).__name__)
         budget = self.ctx.budget()
-        for b in buckets:
-            need = b.cost + (b.new_cost if b.new else 0)
+        for b in buckets:	# new state is held twice for a moment
+            need = b.cost + b.new_cost
             if need > budget:
                 raise UmError(-errno.ENOMEM, "step",
                               "a bucket needs %d device bytes, the budget "
@@ -465,7 +465,7 @@ class OptimizerOffload:
                     ps._unbind()
             for slot in bucket.slots:
                 slot.region.release()
-                if evict_behind:
+                if evict_behind and slot not in self._ahead:
                     slot.region.evict("host")
 
     def _note_plain(self, params):
