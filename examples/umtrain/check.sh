@@ -93,7 +93,9 @@ bench_reports_rates() {
 		step_rate.unlimited_steps_per_s:number \
 		step_rate.budget_steps_per_s:number step_rate.ratio:number &&
 	grep -q '"checksums_equal": true' "$TMP/bench.json" &&
-	[ "$(jnum "$TMP/bench.json" rounds)" = 2 ]
+	[ "$(jnum "$TMP/bench.json" rounds)" = 2 ] &&
+	[ "$(jnum "$TMP/bench.json" steps_timed)" = 4 ] &&
+	"$UMTRAIN" "${SMALL[@]}" --steps 2 --bench 1 --no-prefetch -q
 }
 
 help_ok() {

@@ -25,9 +25,10 @@ struct opts {
 	unsigned int rounds;	/* --bench: unlimited/budget pairs to time */
 };
 
-/* Seconds of every round's runs, for the medians --bench prints. */
+/* Times of every step of every run, for the medians --bench prints. */
 struct timing {
-	double unlimited[MAX_ROUNDS], budget[MAX_ROUNDS];
+	double *step_s[2];	/* [0] unlimited, [1] budget: n each */
+	size_t n;
 	unsigned int rounds;
 };
 
@@ -59,8 +60,11 @@ static void usage(void)
 "      --backend NAME   sim, cuda or auto (default sim: the math runs on the CPU)\n"
 "  -c, --compare        run with an unlimited budget, then with --budget, and\n"
 "                       fail unless the final checksums are equal\n"
-"      --bench N        --compare N times, alternating which run goes first,\n"
-"                       and print the median step rate of each and their ratio\n"
+"      --bench N        --compare, the two runs trained in lockstep (a step of\n"
+"                       each in turn), N times; print the median step rate\n"
+"                       of each and their ratio\n"
+"      --no-prefetch    acquire each region only when it is used (to measure\n"
+"                       what acquiring ahead gains)\n"
 "  -J, --json           print the summary as JSON\n"
 "  -q, --quiet          print only the checksum line\n"
 "  -h, --help           show this help\n"
@@ -112,7 +116,7 @@ static void parse_budget(struct opts *o, const char *s)
 
 static void parse_args(int argc, char **argv, struct opts *o)
 {
-	enum { OPT_SHARD = 256, OPT_BACKEND, OPT_BENCH };
+	enum { OPT_SHARD = 256, OPT_BACKEND, OPT_BENCH, OPT_NO_PREFETCH };
 	static const struct option longopts[] = {
 		{ "hidden", required_argument, NULL, 'H' },
 		{ "layers", required_argument, NULL, 'L' },
@@ -126,6 +130,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		{ "backend", required_argument, NULL, OPT_BACKEND },
 		{ "compare", no_argument, NULL, 'c' },
 		{ "bench", required_argument, NULL, OPT_BENCH },
+		{ "no-prefetch", no_argument, NULL, OPT_NO_PREFETCH },
 		{ "json", no_argument, NULL, 'J' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -186,6 +191,9 @@ static void parse_args(int argc, char **argv, struct opts *o)
 			break;
 		case 'c':
 			o->compare = true;
+			break;
+		case OPT_NO_PREFETCH:
+			o->cfg.no_prefetch = true;
 			break;
 		case OPT_BENCH:
 			o->rounds = parse_uint("--bench", optarg, 1,
@@ -450,21 +458,19 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static double median(const double *v, unsigned int n)
+/* Sorts v in place. */
+static double median(double *v, size_t n)
 {
-	double s[MAX_ROUNDS];
-
-	memcpy(s, v, n * sizeof(*s));
-	qsort(s, n, sizeof(*s), cmp_double);
-	return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2.0;
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
 }
 
-/* Steps per second of the median unlimited and budget runs. */
-static void step_rates(const struct opts *o, const struct timing *tm,
-		       double *unlimited, double *budget)
+/* Steps per second at the median step time of each run. */
+static void step_rates(const struct timing *tm, double *unlimited,
+		       double *budget)
 {
-	*unlimited = o->cfg.steps / median(tm->unlimited, tm->rounds);
-	*budget = o->cfg.steps / median(tm->budget, tm->rounds);
+	*unlimited = 1.0 / median(tm->step_s[0], tm->n);
+	*budget = 1.0 / median(tm->step_s[1], tm->n);
 }
 
 static void json_step_rate(struct ut_json *j, const struct opts *o,
@@ -476,9 +482,10 @@ static void json_step_rate(struct ut_json *j, const struct opts *o,
 		ut_json_null(j, "step_rate");
 		return;
 	}
-	step_rates(o, tm, &u, &b);
+	step_rates(tm, &u, &b);
 	ut_json_obj_begin(j, "step_rate");
 	ut_json_u64(j, "rounds", tm->rounds);
+	ut_json_u64(j, "steps_timed", tm->n);
 	ut_json_dbl(j, "unlimited_steps_per_s", u);
 	ut_json_dbl(j, "budget_steps_per_s", b);
 	ut_json_dbl(j, "ratio", b / u);
@@ -489,10 +496,11 @@ static void print_step_rate(const struct opts *o, const struct timing *tm)
 {
 	double u, b;
 
-	step_rates(o, tm, &u, &b);
+	step_rates(tm, &u, &b);
 	printf("step rate: unlimited %.3f steps/s, budget %.3f steps/s, "
-	       "ratio %.3f (median of %u round%s)\n", u, b, b / u,
-	       tm->rounds, tm->rounds == 1 ? "" : "s");
+	       "ratio %.3f (median step of %u lockstep round%s, %zu steps "
+	       "each run)\n", u, b, b / u, tm->rounds,
+	       tm->rounds == 1 ? "" : "s", tm->n);
 }
 
 static bool same_result(const struct train_result *a,
@@ -523,6 +531,44 @@ static bool do_run(const struct opts *o, struct run *r, bool unlimited)
 	return true;
 }
 
+/* One --bench round: both runs in lockstep, their step times into tm. */
+static bool do_lockstep(const struct opts *o, struct run runs[2],
+			struct timing *tm)
+{
+	struct train_cfg cfg[2] = { o->cfg, o->cfg };
+	const struct train_cfg *pc[2] = { &cfg[0], &cfg[1] };
+	struct train_result res[2];
+	uint64_t *ns[2] = { NULL, NULL };
+	unsigned int k, s;
+	char err[512];
+	int rc = -ENOMEM;
+
+	cfg[0].unlimited = true;
+	cfg[1].unlimited = false;
+	ns[0] = calloc(o->cfg.steps, sizeof(uint64_t));
+	ns[1] = calloc(o->cfg.steps, sizeof(uint64_t));
+	if (ns[0] && ns[1])
+		rc = train_lockstep(pc, res, ns, on_libum_log, &runs[1], err,
+				    sizeof(err));
+	if (rc) {
+		fprintf(stderr, "%s: lockstep runs failed: %s\n", ut_progname,
+			rc != -ENOMEM && err[0] ? err : strerror(-rc));
+	} else {
+		for (k = 0; k < 2; k++) {
+			runs[k].res = res[k];
+			runs[k].ok = true;
+			for (s = 0; s < o->cfg.steps; s++)
+				tm->step_s[k][tm->n + s] = (double)ns[k][s] *
+							   1e-9;
+		}
+		tm->n += o->cfg.steps;
+		tm->rounds++;
+	}
+	free(ns[0]);
+	free(ns[1]);
+	return !rc;
+}
+
 int main(int argc, char **argv)
 {
 	struct opts o = {
@@ -551,22 +597,30 @@ int main(int argc, char **argv)
 		nruns = 2;
 	if (!o.json && !o.quiet)
 		print_header(&o, &sz);
-	for (r = 0; r < (o.rounds ? o.rounds : 1) && equal != 0; r++) {
+	if (o.rounds) {
+		for (k = 0; k < 2; k++) {
+			tm.step_s[k] = calloc((size_t)o.rounds * o.cfg.steps,
+					      sizeof(double));
+			if (!tm.step_s[k]) {
+				fprintf(stderr, "%s: out of memory\n",
+					ut_progname);
+				return 1;
+			}
+		}
+		for (r = 0; r < o.rounds && equal != 0; r++) {
+			if (!do_lockstep(&o, runs, &tm))
+				return 1;
+			equal = same_result(&runs[0].res, &runs[1].res);
+		}
+	} else {
 		for (k = 0; k < nruns; k++) {
-			/* Odd rounds run the budget first, so a change in the
-			 * machine's load between runs hits both alike. */
-			struct run *run = &first[nruns == 2 && r % 2 ? 1 - k
-								     : k];
-
-			run->ok = do_run(&o, run, run == &runs[0]);
-			if (!run->ok)
+			first[k].ok = do_run(&o, &first[k],
+					     &first[k] == &runs[0]);
+			if (!first[k].ok)
 				return 1;
 		}
-		if (!o.compare)
-			continue;
-		equal = same_result(&runs[0].res, &runs[1].res);
-		tm.unlimited[tm.rounds] = runs[0].res.seconds;
-		tm.budget[tm.rounds++] = runs[1].res.seconds;
+		if (o.compare)
+			equal = same_result(&runs[0].res, &runs[1].res);
 	}
 	if (o.json) {
 		print_json(&o, &sz, first, nruns, equal, &tm);
@@ -588,7 +642,7 @@ int main(int argc, char **argv)
 		       "restored %llu times)\n",
 		       (unsigned long long)runs[1].res.st.evict_count,
 		       (unsigned long long)runs[1].res.st.restore_count);
-	if (equal == 1 && !o.json && !o.quiet)
+	if (equal == 1 && !o.json && !o.quiet && tm.rounds)
 		print_step_rate(&o, &tm);
 	return 0;
 }

@@ -154,7 +154,8 @@ static int prefetch(struct net *n, um_region_t r, uint64_t bytes)
 	for (i = 0; i < n->nahead; i++)
 		if (n->ahead[i] == r)
 			return 0;
-	if (n->nahead == AHEAD_MAX || n->held + need > n->budget)
+	if (n->cfg->no_prefetch || n->nahead == AHEAD_MAX ||
+	    n->held + need > n->budget)
 		return 0;
 	rc = um_acquire(n->ctx, r, UM_TIER_GPU(0), NULL);
 	if (rc)
@@ -823,39 +824,46 @@ static int open_context(struct net *n, struct train_result *res)
 	return 0;
 }
 
-static int train_loop(struct net *n, struct train_result *res,
-		      train_step_fn step_fn, void *step_arg)
+/* Regions made and initialised: ready for step 0. */
+static int net_open(struct net *n, struct train_result *res)
 {
-	struct um_stats st = { .size = sizeof(st) };
-	unsigned int s, l;
-	uint64_t t0;
-	double loss = 0.0;
+	const struct train_cfg *cfg = n->cfg;
+	unsigned int l;
 	int rc;
 
-	rc = make_teacher(n);
+	if (cfg->layers < 2 || !cfg->hidden || !cfg->batch || !cfg->threads)
+		return fail(n, -EINVAL, "model shape");
+	rc = workers_start(&n->team, cfg->threads);
+	if (rc)
+		return fail(n, rc, "starting %u threads", cfg->threads);
+	rc = open_context(n, res);
+	if (!rc)
+		rc = make_teacher(n);
 	if (!rc)
 		rc = make_regions(n);
 	for (l = 0; !rc && l < n->nl; l++)
 		rc = init_layer(n, l);
+	return rc;
+}
+
+static int net_step(struct net *n, unsigned int s, struct train_result *res)
+{
+	double loss = 0.0;
+	int rc = step(n, s, &loss);
+
 	if (rc)
 		return rc;
-	t0 = ut_now_ns();
-	for (s = 0; s < n->cfg->steps; s++) {
-		rc = step(n, s, &loss);
-		if (rc)
-			return rc;
-		if (s == 0)
-			res->loss_first = loss;
-		res->loss_last = loss;
-		if (step_fn) {
-			rc = um_stats_get(n->ctx, &st);
-			if (rc)
-				return fail(n, rc, "um_stats_get");
-			step_fn(step_arg, s + 1, loss, &st);
-		}
-	}
-	res->seconds = (double)(ut_now_ns() - t0) * 1e-9;
-	rc = um_wait_all(n->ctx);
+	if (s == 0)
+		res->loss_first = loss;
+	res->loss_last = loss;
+	return 0;
+}
+
+/* After the last step: checksums and libum's stats into res. */
+static int net_finish(struct net *n, struct train_result *res)
+{
+	int rc = um_wait_all(n->ctx);
+
 	if (rc)
 		return fail(n, rc, "um_wait_all");
 	rc = checksums(n, res);
@@ -866,34 +874,99 @@ static int train_loop(struct net *n, struct train_result *res,
 	return rc ? fail(n, rc, "um_stats_get") : 0;
 }
 
+/* Frees everything net_open() made; returns rc, or the leak error. */
+static int net_close(struct net *n, int rc)
+{
+	int leaks;
+
+	if (n->ctx) {
+		free_regions(n);
+		leaks = um_context_destroy(n->ctx);
+		n->ctx = NULL;
+		if (!rc && leaks)
+			rc = fail(n, leaks < 0 ? leaks : -EBUSY,
+				  "libum reported %d leaked regions", leaks);
+	}
+	workers_stop(n->team);
+	n->team = NULL;
+	free(n->teacher);
+	n->teacher = NULL;
+	return rc;
+}
+
+static void net_init(struct net *n, const struct train_cfg *cfg,
+		     struct train_result *res, um_log_fn log_fn,
+		     void *log_arg, char *err, size_t errlen)
+{
+	memset(n, 0, sizeof(*n));
+	n->cfg = cfg;
+	n->err = err;
+	n->errlen = errlen;
+	n->log_fn = log_fn;
+	n->log_arg = log_arg;
+	memset(res, 0, sizeof(*res));
+}
+
 int train_run(const struct train_cfg *cfg, struct train_result *res,
 	      train_step_fn step_fn, void *step_arg, um_log_fn log_fn,
 	      void *log_arg, char *err, size_t errlen)
 {
-	struct net n = {
-		.cfg = cfg, .err = err, .errlen = errlen,
-		.log_fn = log_fn, .log_arg = log_arg,
-	};
-	int rc, leaks;
+	struct um_stats st = { .size = sizeof(st) };
+	struct net n;
+	unsigned int s;
+	uint64_t t0;
+	int rc;
 
 	if (err && errlen)
 		err[0] = '\0';
-	memset(res, 0, sizeof(*res));
-	if (cfg->layers < 2 || !cfg->hidden || !cfg->batch || !cfg->threads)
-		return fail(&n, -EINVAL, "model shape");
-	rc = workers_start(&n.team, cfg->threads);
-	if (rc)
-		return fail(&n, rc, "starting %u threads", cfg->threads);
-	rc = open_context(&n, res);
-	if (!rc) {
-		rc = train_loop(&n, res, step_fn, step_arg);
-		free_regions(&n);
-		leaks = um_context_destroy(n.ctx);
-		if (!rc && leaks)
-			rc = fail(&n, leaks < 0 ? leaks : -EBUSY,
-				  "libum reported %d leaked regions", leaks);
+	net_init(&n, cfg, res, log_fn, log_arg, err, errlen);
+	rc = net_open(&n, res);
+	t0 = ut_now_ns();
+	for (s = 0; !rc && s < cfg->steps; s++) {
+		rc = net_step(&n, s, res);
+		if (!rc && step_fn) {
+			rc = um_stats_get(n.ctx, &st);
+			if (rc)
+				rc = fail(&n, rc, "um_stats_get");
+			else
+				step_fn(step_arg, s + 1, res->loss_last, &st);
+		}
 	}
-	workers_stop(n.team);
-	free(n.teacher);
+	res->seconds = (double)(ut_now_ns() - t0) * 1e-9;
+	if (!rc)
+		rc = net_finish(&n, res);
+	return net_close(&n, rc);
+}
+
+int train_lockstep(const struct train_cfg *cfg[2],
+		   struct train_result res[2], uint64_t *step_ns[2],
+		   um_log_fn log_fn, void *log_arg, char *err, size_t errlen)
+{
+	struct net n[2];
+	unsigned int s, k, i;
+	uint64_t t0;
+	int rc = 0;
+
+	if (err && errlen)
+		err[0] = '\0';
+	if (cfg[0]->steps != cfg[1]->steps)
+		return -EINVAL;
+	for (k = 0; k < 2; k++)
+		net_init(&n[k], cfg[k], &res[k], log_fn, log_arg, err, errlen);
+	for (k = 0; !rc && k < 2; k++)
+		rc = net_open(&n[k], &res[k]);
+	for (s = 0; !rc && s < cfg[0]->steps; s++) {
+		for (k = 0; !rc && k < 2; k++) {
+			i = k ^ (s & 1);	/* odd steps: the other first */
+			t0 = ut_now_ns();
+			rc = net_step(&n[i], s, &res[i]);
+			step_ns[i][s] = ut_now_ns() - t0;
+			res[i].seconds += (double)step_ns[i][s] * 1e-9;
+		}
+	}
+	for (k = 0; !rc && k < 2; k++)
+		rc = net_finish(&n[k], &res[k]);
+	for (k = 0; k < 2; k++)
+		rc = net_close(&n[k], rc);
 	return rc;
 }
