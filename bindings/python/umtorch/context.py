@@ -208,6 +208,9 @@ class Context:
         for key, counter in (("device", st.device[0]),
                              ("host", st.host_total), ("spill", st.spill)):
             self._peaks[key] = max(self._peaks.get(key, 0), counter.current)
+        allocated = sum(c.current for c in st.kind)
+        self._peaks["allocated"] = max(self._peaks.get("allocated", 0),
+                                       allocated)
         if self._history is not None:
             self._history.sampled(st.device[0].current)
         return st

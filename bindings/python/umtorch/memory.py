@@ -79,8 +79,7 @@ def memory_stats(ctx=None, device=0):
         add("migrations.bytes", st.migrated_bytes)
         add("migrations.evictions", st.evict_count)
         add("migrations.restores", st.restore_count)
-        add("allocated_bytes.all.peak", sum(c._peaks.get(t, 0)
-                                            for t in _TIERS))
+        add("allocated_bytes.all.peak", c._peaks.get("allocated", 0))
     out.update(_shim_stats())
     return dict(sorted(out.items()))
 
