@@ -28,7 +28,7 @@ PKGS=(
 	build-essential pkg-config clang libclang-rt-14-dev valgrind python3
 	liburing-dev libnuma-dev numactl libsmartcols-dev libxxhash-dev
 	qemu-system-x86 busybox-static cpio xz-utils kmod e2fsprogs
-	linux-image-amd64 linux-headers-amd64 python3-torch
+	linux-image-amd64 linux-headers-amd64 python3-torch python3-pip
 	sparse linux-source-6.1
 	debhelper dh-dkms dkms lintian
 	prometheus prometheus-node-exporter

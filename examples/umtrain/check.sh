@@ -84,17 +84,32 @@ usage_error() {
 	[ $rc -eq 2 ] && grep -Eq "$re" "$TMP/err" && [ ! -s "$TMP/out" ]
 }
 
+# --bench: both rates and their ratio, from runs whose checksums agree (the
+# figures are printed, never compared with a time limit).
+bench_reports_rates() {
+	"$UMTRAIN" "${SMALL[@]}" --steps 2 --bench 2 --json >"$TMP/bench.json" ||
+		return 1
+	"$JC" "$TMP/bench.json" step_rate.rounds:number \
+		step_rate.unlimited_steps_per_s:number \
+		step_rate.budget_steps_per_s:number step_rate.ratio:number &&
+	grep -q '"checksums_equal": true' "$TMP/bench.json" &&
+	[ "$(jnum "$TMP/bench.json" rounds)" = 2 ] &&
+	[ "$(jnum "$TMP/bench.json" steps_timed)" = 4 ] &&
+	"$UMTRAIN" "${SMALL[@]}" --steps 2 --bench 1 --no-prefetch -q
+}
+
 help_ok() {
 	"$UMTRAIN" --help | grep -q -- '--budget' && "$UMTRAIN" --version
 }
 
-tap_begin 17
+tap_begin 19
 tap_check "compare run: valid JSON with every key, checksums equal" compare_ok
 tap_check "budget run evicts and stays within its budget" evicts_under_budget
 tap_check "unlimited run never evicts" unlimited_never_evicts
 tap_check "loss at least halves in 80 steps" learns
 tap_check "thread count does not change the bits" threads_do_not_matter
 tap_check "the seed changes the result" seed_matters
+tap_check "--bench prints both step rates and the ratio" bench_reports_rates
 tap_check "--help and --version" help_ok
 tap_check "bad --hidden" usage_error "invalid --hidden" --hidden 0
 tap_check "bad --layers" usage_error "invalid --layers" --layers 1
@@ -106,6 +121,7 @@ tap_check "bad --lr" usage_error "invalid --lr" --lr -1
 tap_check "bad --backend" usage_error "invalid --backend" --backend gpu
 tap_check "unknown option" usage_error "unrecognized option" --bogus
 tap_check "stray argument" usage_error "unexpected argument" extra
+tap_check "bad --bench" usage_error "invalid --bench" --bench 0
 tap_check "--compare needs a budget" usage_error "needs a limited" \
 	--compare --budget unlimited
 tap_end

@@ -16,11 +16,20 @@
 #include "ut.h"
 
 #define MiB (1ull << 20)
+#define MAX_ROUNDS 50
 
 struct opts {
 	struct train_cfg cfg;
 	bool auto_budget;
 	bool json, quiet, compare;
+	unsigned int rounds;	/* --bench: unlimited/budget pairs to time */
+};
+
+/* Times of every step of every run, for the medians --bench prints. */
+struct timing {
+	double *step_s[2];	/* [0] unlimited, [1] budget: n each */
+	size_t n;
+	unsigned int rounds;
 };
 
 struct run {
@@ -51,6 +60,11 @@ static void usage(void)
 "      --backend NAME   sim, cuda or auto (default sim: the math runs on the CPU)\n"
 "  -c, --compare        run with an unlimited budget, then with --budget, and\n"
 "                       fail unless the final checksums are equal\n"
+"      --bench N        --compare, the two runs trained in lockstep (a step of\n"
+"                       each in turn), N times; print the median step rate\n"
+"                       of each and their ratio\n"
+"      --no-prefetch    acquire each region only when it is used (to measure\n"
+"                       what acquiring ahead gains)\n"
 "  -J, --json           print the summary as JSON\n"
 "  -q, --quiet          print only the checksum line\n"
 "  -h, --help           show this help\n"
@@ -102,7 +116,7 @@ static void parse_budget(struct opts *o, const char *s)
 
 static void parse_args(int argc, char **argv, struct opts *o)
 {
-	enum { OPT_SHARD = 256, OPT_BACKEND };
+	enum { OPT_SHARD = 256, OPT_BACKEND, OPT_BENCH, OPT_NO_PREFETCH };
 	static const struct option longopts[] = {
 		{ "hidden", required_argument, NULL, 'H' },
 		{ "layers", required_argument, NULL, 'L' },
@@ -115,6 +129,8 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		{ "threads", required_argument, NULL, 't' },
 		{ "backend", required_argument, NULL, OPT_BACKEND },
 		{ "compare", no_argument, NULL, 'c' },
+		{ "bench", required_argument, NULL, OPT_BENCH },
+		{ "no-prefetch", no_argument, NULL, OPT_NO_PREFETCH },
 		{ "json", no_argument, NULL, 'J' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -174,6 +190,14 @@ static void parse_args(int argc, char **argv, struct opts *o)
 			o->cfg.backend = ret;
 			break;
 		case 'c':
+			o->compare = true;
+			break;
+		case OPT_NO_PREFETCH:
+			o->cfg.no_prefetch = true;
+			break;
+		case OPT_BENCH:
+			o->rounds = parse_uint("--bench", optarg, 1,
+					       MAX_ROUNDS);
 			o->compare = true;
 			break;
 		case 'J':
@@ -341,6 +365,9 @@ static void print_table(const struct opts *o, const struct run *runs,
 	ut_table_print(tb);
 }
 
+static void json_step_rate(struct ut_json *j, const struct opts *o,
+			   const struct timing *tm);
+
 static void json_run(struct ut_json *j, const struct opts *o,
 		     const struct run *r)
 {
@@ -380,7 +407,8 @@ static void json_run(struct ut_json *j, const struct opts *o,
 }
 
 static void print_json(const struct opts *o, const struct train_sizes *sz,
-		       const struct run *runs, int nruns, int equal)
+		       const struct run *runs, int nruns, int equal,
+		       const struct timing *tm)
 {
 	const struct train_cfg *c = &o->cfg;
 	struct ut_json j;
@@ -418,8 +446,61 @@ static void print_json(const struct opts *o, const struct train_sizes *sz,
 		ut_json_null(&j, "checksums_equal");
 	else
 		ut_json_bool(&j, "checksums_equal", equal);
+	json_step_rate(&j, o, tm);
 	ut_json_obj_end(&j);
 	ut_json_finish(&j);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Sorts v in place. */
+static double median(double *v, size_t n)
+{
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
+}
+
+/* Steps per second at the median step time of each run. */
+static void step_rates(const struct timing *tm, double *unlimited,
+		       double *budget)
+{
+	*unlimited = 1.0 / median(tm->step_s[0], tm->n);
+	*budget = 1.0 / median(tm->step_s[1], tm->n);
+}
+
+static void json_step_rate(struct ut_json *j, const struct opts *o,
+			   const struct timing *tm)
+{
+	double u, b;
+
+	if (!tm->rounds) {
+		ut_json_null(j, "step_rate");
+		return;
+	}
+	step_rates(tm, &u, &b);
+	ut_json_obj_begin(j, "step_rate");
+	ut_json_u64(j, "rounds", tm->rounds);
+	ut_json_u64(j, "steps_timed", tm->n);
+	ut_json_dbl(j, "unlimited_steps_per_s", u);
+	ut_json_dbl(j, "budget_steps_per_s", b);
+	ut_json_dbl(j, "ratio", b / u);
+	ut_json_obj_end(j);
+}
+
+static void print_step_rate(const struct opts *o, const struct timing *tm)
+{
+	double u, b;
+
+	step_rates(tm, &u, &b);
+	printf("step rate: unlimited %.3f steps/s, budget %.3f steps/s, "
+	       "ratio %.3f (median step of %u lockstep round%s, %zu steps "
+	       "each run)\n", u, b, b / u, tm->rounds,
+	       tm->rounds == 1 ? "" : "s", tm->n);
 }
 
 static bool same_result(const struct train_result *a,
@@ -450,6 +531,44 @@ static bool do_run(const struct opts *o, struct run *r, bool unlimited)
 	return true;
 }
 
+/* One --bench round: both runs in lockstep, their step times into tm. */
+static bool do_lockstep(const struct opts *o, struct run runs[2],
+			struct timing *tm)
+{
+	struct train_cfg cfg[2] = { o->cfg, o->cfg };
+	const struct train_cfg *pc[2] = { &cfg[0], &cfg[1] };
+	struct train_result res[2];
+	uint64_t *ns[2] = { NULL, NULL };
+	unsigned int k, s;
+	char err[512];
+	int rc = -ENOMEM;
+
+	cfg[0].unlimited = true;
+	cfg[1].unlimited = false;
+	ns[0] = calloc(o->cfg.steps, sizeof(uint64_t));
+	ns[1] = calloc(o->cfg.steps, sizeof(uint64_t));
+	if (ns[0] && ns[1])
+		rc = train_lockstep(pc, res, ns, on_libum_log, &runs[1], err,
+				    sizeof(err));
+	if (rc) {
+		fprintf(stderr, "%s: lockstep runs failed: %s\n", ut_progname,
+			rc != -ENOMEM && err[0] ? err : strerror(-rc));
+	} else {
+		for (k = 0; k < 2; k++) {
+			runs[k].res = res[k];
+			runs[k].ok = true;
+			for (s = 0; s < o->cfg.steps; s++)
+				tm->step_s[k][tm->n + s] = (double)ns[k][s] *
+							   1e-9;
+		}
+		tm->n += o->cfg.steps;
+		tm->rounds++;
+	}
+	free(ns[0]);
+	free(ns[1]);
+	return !rc;
+}
+
 int main(int argc, char **argv)
 {
 	struct opts o = {
@@ -463,7 +582,9 @@ int main(int argc, char **argv)
 	struct run runs[2] = { { .label = "unlimited" }, { .label = "budget" } };
 	struct train_sizes sz;
 	int nruns = 1, equal = -1, k;
+	struct timing tm = { .rounds = 0 };
 	struct run *first;
+	unsigned int r;
 
 	ut_set_progname(argv[0]);
 	o.cfg.threads = (unsigned int)default_threads();
@@ -476,15 +597,33 @@ int main(int argc, char **argv)
 		nruns = 2;
 	if (!o.json && !o.quiet)
 		print_header(&o, &sz);
-	for (k = 0; k < nruns; k++) {
-		first[k].ok = do_run(&o, &first[k], &first[k] == &runs[0]);
-		if (!first[k].ok)
-			return 1;
+	if (o.rounds) {
+		for (k = 0; k < 2; k++) {
+			tm.step_s[k] = calloc((size_t)o.rounds * o.cfg.steps,
+					      sizeof(double));
+			if (!tm.step_s[k]) {
+				fprintf(stderr, "%s: out of memory\n",
+					ut_progname);
+				return 1;
+			}
+		}
+		for (r = 0; r < o.rounds && equal != 0; r++) {
+			if (!do_lockstep(&o, runs, &tm))
+				return 1;
+			equal = same_result(&runs[0].res, &runs[1].res);
+		}
+	} else {
+		for (k = 0; k < nruns; k++) {
+			first[k].ok = do_run(&o, &first[k],
+					     &first[k] == &runs[0]);
+			if (!first[k].ok)
+				return 1;
+		}
+		if (o.compare)
+			equal = same_result(&runs[0].res, &runs[1].res);
 	}
-	if (o.compare)
-		equal = same_result(&runs[0].res, &runs[1].res);
 	if (o.json) {
-		print_json(&o, &sz, first, nruns, equal);
+		print_json(&o, &sz, first, nruns, equal, &tm);
 	} else if (o.quiet) {
 		for (k = 0; k < nruns; k++)
 			printf("%s checksum %016llx\n", first[k].label,
@@ -503,5 +642,7 @@ int main(int argc, char **argv)
 		       "restored %llu times)\n",
 		       (unsigned long long)runs[1].res.st.evict_count,
 		       (unsigned long long)runs[1].res.st.restore_count);
+	if (equal == 1 && !o.json && !o.quiet && tm.rounds)
+		print_step_rate(&o, &tm);
 	return 0;
 }

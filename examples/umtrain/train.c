@@ -4,19 +4,22 @@
  *
  * The model is an MLP (ReLU between layers) regressing onto a fixed random
  * teacher network (tanh hidden layer) from inputs drawn from the seed. Each
- * linear layer owns four kinds of regions: its parameters (PARAM), their
- * gradient (GRAD), and Adam's first and second moments (OPTIMIZER_STATE),
- * split in shards so the policy has many victims to choose among. One
- * ACTIVATION region holds the batch, every layer's output and the deltas.
+ * linear layer owns its parameters (a PARAM region) and Adam's first and
+ * second moments (OPTIMIZER_STATE), split in shards so the policy has many
+ * victims to choose among. One GRAD region holds the gradient of the layer
+ * being updated, one ACTIVATION region the batch, every layer's output and
+ * the deltas.
  *
  * A step acquires on the device only what the next piece of math touches and
- * releases it right after: forward acquires a layer's parameters, backward
- * its parameters and gradient, the optimizer step its parameters and
- * gradient and then each shard's moments in turn. Under a small budget libum
+ * releases it right after: forward acquires a layer's parameters; backward
+ * its parameters, computes its gradient, then updates it with Adam shard by
+ * shard while the parameters are still resident. Under a small budget libum
  * evicts whatever is released (optimizer state first) to make room, so the
  * device never holds more than one layer's working set, and the result must
- * not change by a single bit. The math runs on the CPU on the pointers libum
- * hands out (on the sim backend device memory is host memory).
+ * not change by a single bit. What the next piece of math needs is acquired
+ * ahead (prefetch()) so its copy overlaps the math of the current one. The
+ * math runs on the CPU on the pointers libum hands out (on the sim backend
+ * device memory is host memory).
  */
 #include <errno.h>
 #include <math.h>
@@ -36,14 +39,15 @@
 #define BETA1		0.9f
 #define BETA2		0.999f
 #define EPSILON		1e-8f
+#define AHEAD_MAX	4	/* regions acquired ahead of their use */
 
 /* Random streams, so every use of the seed draws independent numbers. */
 enum { STREAM_DATA = 1, STREAM_TEACHER = 2, STREAM_INIT = 16 };
 
 struct layer {
 	size_t in, out, n;	/* n = (in + 1) * out parameters */
-	um_region_t w, g;
-	float *wp, *gp;
+	um_region_t w;
+	float *wp;
 	unsigned int nshards;
 	size_t shard;		/* elements per moment shard */
 	um_region_t *m, *v;
@@ -57,6 +61,13 @@ struct net {
 	unsigned int nl;
 	struct layer *ly;
 	uint32_t backing;	/* enum um_backing for every region */
+	uint64_t budget;	/* device bytes, as set */
+	uint64_t held;		/* device bytes acquired, prefetches included */
+	um_region_t ahead[AHEAD_MAX];	/* acquired ahead of use, not waited */
+	uint64_t ahead_bytes[AHEAD_MAX];
+	unsigned int nahead;
+	um_region_t g;		/* the gradient of the layer being updated */
+	float *gp;
 	um_region_t act;
 	float **a;		/* a[0] the batch, a[l + 1] layer l's output */
 	float *y, *d[2];	/* targets; deltas, ping-pong */
@@ -113,22 +124,80 @@ static const char *rname(struct net *n, um_region_t r, char *buf,
 	return buf;
 }
 
-/* Make r resident on the device and wait for its bytes. */
-static int get(struct net *n, um_region_t r)
+/* Device bytes a region of b bytes takes: libum maps device memory in
+ * granules (2 MiB on sim and with CUDA's VMM). */
+static uint64_t on_device(uint64_t b)
+{
+	return (b + TRAIN_GRANULE - 1) / TRAIN_GRANULE * TRAIN_GRANULE;
+}
+
+static int acquire_failed(struct net *n, um_region_t r, int rc)
 {
 	char name[96];
+
+	return fail(n, rc, "acquiring %s on the device",
+		    rname(n, r, name, sizeof(name)));
+}
+
+/*
+ * Start making r resident now, so its copy runs while the caller computes
+ * with what it holds; get() then only waits. Skipped (not an error) when r
+ * would not fit the budget beside what is held: libum would have to refuse
+ * it or evict something about to be used.
+ */
+static int prefetch(struct net *n, um_region_t r, uint64_t bytes)
+{
+	uint64_t need = on_device(bytes);
+	unsigned int i;
 	int rc;
 
+	for (i = 0; i < n->nahead; i++)
+		if (n->ahead[i] == r)
+			return 0;
+	if (n->cfg->no_prefetch || n->nahead == AHEAD_MAX ||
+	    n->held + need > n->budget)
+		return 0;
 	rc = um_acquire(n->ctx, r, UM_TIER_GPU(0), NULL);
-	if (!rc)
-		rc = um_wait(n->ctx, r);
 	if (rc)
-		return fail(n, rc, "acquiring %s on the device",
-			    rname(n, r, name, sizeof(name)));
+		return acquire_failed(n, r, rc);
+	n->ahead[n->nahead] = r;
+	n->ahead_bytes[n->nahead++] = need;
+	n->held += need;
 	return 0;
 }
 
-static int put(struct net *n, um_region_t r)
+/* Takes r off the prefetched list; true if it was there (still acquired). */
+static bool claim_prefetched(struct net *n, um_region_t r)
+{
+	unsigned int i;
+
+	for (i = 0; i < n->nahead; i++) {
+		if (n->ahead[i] != r)
+			continue;
+		n->nahead--;
+		n->ahead[i] = n->ahead[n->nahead];
+		n->ahead_bytes[i] = n->ahead_bytes[n->nahead];
+		return true;
+	}
+	return false;
+}
+
+/* Make r (of bytes) resident on the device and wait for its bytes. */
+static int get(struct net *n, um_region_t r, uint64_t bytes)
+{
+	int rc = 0;
+
+	if (!claim_prefetched(n, r)) {
+		rc = um_acquire(n->ctx, r, UM_TIER_GPU(0), NULL);
+		if (!rc)
+			n->held += on_device(bytes);
+	}
+	if (!rc)
+		rc = um_wait(n->ctx, r);
+	return rc ? acquire_failed(n, r, rc) : 0;
+}
+
+static int put(struct net *n, um_region_t r, uint64_t bytes)
 {
 	char name[96];
 	int rc = um_release(n->ctx, r);
@@ -136,6 +205,7 @@ static int put(struct net *n, um_region_t r)
 	if (rc)
 		return fail(n, rc, "releasing %s",
 			    rname(n, r, name, sizeof(name)));
+	n->held -= on_device(bytes);
 	return 0;
 }
 
@@ -179,11 +249,18 @@ static size_t act_elems(const struct train_cfg *c)
 	return e * c->batch;
 }
 
-/* Device bytes a region of b bytes takes: libum maps device memory in
- * granules (2 MiB on sim and with CUDA's VMM). */
-static uint64_t on_device(uint64_t b)
+/* Elements of the largest layer: the size of the one gradient region. */
+static size_t largest_layer(const struct train_cfg *c)
 {
-	return (b + TRAIN_GRANULE - 1) / TRAIN_GRANULE * TRAIN_GRANULE;
+	size_t most = 0, n;
+	unsigned int l;
+
+	for (l = 0; l < c->layers; l++) {
+		n = (layer_in(c, l) + 1) * layer_out(c, l);
+		if (n > most)
+			most = n;
+	}
+	return most;
 }
 
 void train_sizes(const struct train_cfg *c, struct train_sizes *sz)
@@ -193,23 +270,24 @@ void train_sizes(const struct train_cfg *c, struct train_sizes *sz)
 
 	memset(sz, 0, sizeof(*sz));
 	sz->act_bytes = act_elems(c) * sizeof(float);
-	sz->regions = 1;
+	sz->grad_bytes = largest_layer(c) * sizeof(float);
+	sz->regions = 2;
 	for (l = 0; l < c->layers; l++) {
 		size_t n = (layer_in(c, l) + 1) * layer_out(c, l);
 		size_t shards = (n + se - 1) / se;
-		uint64_t ws = 2 * on_device(n * sizeof(float)) +
+		uint64_t ws = on_device(n * sizeof(float)) +
 			      2 * on_device((n < se ? n : se) * sizeof(float));
 
 		sz->params += n;
-		sz->regions += 2 + 2 * shards;
+		sz->regions += 1 + 2 * shards;
 		sz->state_regions += 2 * shards;
 		if (ws > sz->working_set)
 			sz->working_set = ws;
 	}
 	sz->param_bytes = sz->params * sizeof(float);
-	sz->grad_bytes = sz->param_bytes;
 	sz->state_bytes = 2 * sz->param_bytes;
-	sz->working_set += on_device(sz->act_bytes);
+	sz->working_set += on_device(sz->grad_bytes) +
+			   on_device(sz->act_bytes);
 }
 
 /* ---- regions ------------------------------------------------------------ */
@@ -261,10 +339,7 @@ static int layer_regions(struct net *n, unsigned int l)
 		    &ly->wp);
 	if (rc)
 		return rc;
-	snprintf(name, sizeof(name), "L%u.grad", l);
-	rc = region(n, UM_KIND_GRAD, ly->n * sizeof(float), name, &ly->g,
-		    &ly->gp);
-	for (k = 0; !rc && k < ly->nshards; k++) {
+	for (k = 0; k < ly->nshards; k++) {
 		size_t e = ly->n - k * ly->shard;
 		size_t bytes = (e < ly->shard ? e : ly->shard) * sizeof(float);
 
@@ -307,17 +382,18 @@ static void free_regions(struct net *n)
 				drop(n, ly->v[k]);
 		}
 		drop(n, ly->w);
-		drop(n, ly->g);
 		free(ly->m);
 		free(ly->v);
 		free(ly->mp);
 		free(ly->vp);
 	}
+	drop(n, n->g);
 	drop(n, n->act);
 	free(n->ly);
 	free(n->a);
 	n->ly = NULL;
 	n->a = NULL;
+	n->g = 0;
 	n->act = 0;
 }
 
@@ -338,6 +414,10 @@ static int make_regions(struct net *n)
 		if (rc)
 			return rc;
 	}
+	rc = region(n, UM_KIND_GRAD, largest_layer(c) * sizeof(float),
+		    "gradient", &n->g, &n->gp);
+	if (rc)
+		return rc;
 	rc = region(n, UM_KIND_ACTIVATION, act_elems(c) * sizeof(float),
 		    "activations", &n->act, &p);
 	if (rc)
@@ -357,6 +437,19 @@ static int make_regions(struct net *n)
 
 /* ---- initial values ----------------------------------------------------- */
 
+/* Bytes of moment shard k of ly (the last one may be short). */
+static size_t shard_bytes(const struct layer *ly, unsigned int k)
+{
+	size_t e = ly->n - k * ly->shard;
+
+	return (e < ly->shard ? e : ly->shard) * sizeof(float);
+}
+
+static size_t param_bytes(const struct layer *ly)
+{
+	return ly->n * sizeof(float);
+}
+
 /* He-uniform weights (variance 2/in) before a ReLU, 1/in for the output. */
 static int init_layer(struct net *n, unsigned int l)
 {
@@ -366,34 +459,25 @@ static int init_layer(struct net *n, unsigned int l)
 	unsigned int k;
 	int rc;
 
-	rc = get(n, ly->w);
+	rc = get(n, ly->w, param_bytes(ly));
 	if (rc)
 		return rc;
 	for (i = 0; i < wn; i++)
 		ly->wp[i] = scale * k_uniform(n->cfg->seed, STREAM_INIT + l, i);
 	memset(ly->wp + wn, 0, ly->out * sizeof(float));
-	rc = put(n, ly->w);
-	if (!rc)
-		rc = get(n, ly->g);
-	if (rc)
-		return rc;
-	memset(ly->gp, 0, ly->n * sizeof(float));
-	rc = put(n, ly->g);
+	rc = put(n, ly->w, param_bytes(ly));
 	for (k = 0; !rc && k < ly->nshards; k++) {
-		size_t e = ly->n - k * ly->shard;
-		size_t bytes = (e < ly->shard ? e : ly->shard) * sizeof(float);
-
-		rc = get(n, ly->m[k]);
+		rc = get(n, ly->m[k], shard_bytes(ly, k));
 		if (rc)
 			break;
-		memset(ly->mp[k], 0, bytes);
-		rc = put(n, ly->m[k]);
+		memset(ly->mp[k], 0, shard_bytes(ly, k));
+		rc = put(n, ly->m[k], shard_bytes(ly, k));
 		if (!rc)
-			rc = get(n, ly->v[k]);
+			rc = get(n, ly->v[k], shard_bytes(ly, k));
 		if (rc)
 			break;
-		memset(ly->vp[k], 0, bytes);
-		rc = put(n, ly->v[k]);
+		memset(ly->vp[k], 0, shard_bytes(ly, k));
+		rc = put(n, ly->v[k], shard_bytes(ly, k));
 	}
 	return rc;
 }
@@ -460,9 +544,10 @@ struct job {
 	const float *x, *dy;
 	float *y, *dx;
 	int relu;
+	float *g;	/* gradient: written by GRAD_W, read by ADAM */
 	/* Adam */
 	size_t count;
-	float *w, *g, *m, *v;
+	float *w, *m, *v;
 	const struct adam_hp *hp;
 };
 
@@ -480,7 +565,7 @@ static void run_job(void *arg, unsigned int id, unsigned int nt)
 		break;
 	case JOB_GRAD_W:
 		slice(ly->in + 1, 1, id, nt, &lo, &hi);
-		k_grad_w(j->x, j->dy, ly->gp, j->batch, ly->in, ly->out, lo,
+		k_grad_w(j->x, j->dy, j->g, j->batch, ly->in, ly->out, lo,
 			 hi);
 		break;
 	case JOB_GRAD_X:
@@ -504,15 +589,19 @@ static int forward(struct net *n)
 	int rc;
 
 	for (l = 0; l < n->nl; l++) {
-		rc = get(n, n->ly[l].w);
+		struct layer *ly = &n->ly[l];
+
+		rc = get(n, ly->w, param_bytes(ly));
+		if (!rc && l + 1 < n->nl)
+			rc = prefetch(n, n->ly[l + 1].w, param_bytes(ly + 1));
 		if (rc)
 			return rc;
-		j.ly = &n->ly[l];
+		j.ly = ly;
 		j.x = n->a[l];
 		j.y = n->a[l + 1];
 		j.relu = l + 1 < n->nl;
 		workers_run(n->team, run_job, &j);
-		rc = put(n, n->ly[l].w);
+		rc = put(n, ly->w, param_bytes(ly));
 		if (rc)
 			return rc;
 	}
@@ -536,8 +625,62 @@ static double loss_and_delta(struct net *n)
 	return sum / (double)cnt;
 }
 
-static int backward(struct net *n)
+/*
+ * Adam on layer ly, whose parameters and gradient are held, one moment
+ * shard pair at a time: the next pair (after the last one, the parameters
+ * of the layer updated next) is prefetched while this one is computed.
+ */
+static int adam_layer(struct net *n, struct layer *ly, struct layer *next,
+		      const struct adam_hp *hp)
 {
+	struct job j = { .type = JOB_ADAM, .hp = hp };
+	unsigned int k;
+	int rc = 0;
+
+	for (k = 0; !rc && k < ly->nshards; k++) {
+		size_t off = k * ly->shard, b = shard_bytes(ly, k);
+
+		rc = get(n, ly->m[k], b);
+		if (!rc)
+			rc = get(n, ly->v[k], b);
+		if (!rc && k + 1 < ly->nshards) {
+			rc = prefetch(n, ly->m[k + 1], shard_bytes(ly, k + 1));
+			if (!rc)
+				rc = prefetch(n, ly->v[k + 1],
+					      shard_bytes(ly, k + 1));
+		} else if (!rc && next) {
+			rc = prefetch(n, next->w, param_bytes(next));
+		}
+		if (rc)
+			break;
+		j.count = b / sizeof(float);
+		j.w = ly->wp + off;
+		j.g = n->gp + off;
+		j.m = ly->mp[k];
+		j.v = ly->vp[k];
+		workers_run(n->team, run_job, &j);
+		rc = put(n, ly->v[k], b);
+		if (!rc)
+			rc = put(n, ly->m[k], b);
+	}
+	return rc;
+}
+
+/*
+ * Backward pass with each layer's Adam update fused in: once layer l's
+ * gradient (and the delta for layer l - 1, which needs l's weights before
+ * the update) are computed, l is updated while its parameters are still
+ * resident, so they are restored once per pass and one gradient region
+ * serves every layer. The arithmetic is the one of separate passes.
+ */
+static int backward_and_update(struct net *n, unsigned int t)
+{
+	struct adam_hp hp = {
+		.lr = n->cfg->lr, .beta1 = BETA1, .beta2 = BETA2,
+		.eps = EPSILON,
+		.bc1 = (float)(1.0 - pow(BETA1, t)),
+		.bc2 = (float)(1.0 - pow(BETA2, t)),
+	};
 	struct job j = { .batch = n->cfg->batch };
 	unsigned int l = n->nl, cur = 0;
 	int rc;
@@ -545,14 +688,17 @@ static int backward(struct net *n)
 	while (l--) {
 		struct layer *ly = &n->ly[l];
 
-		rc = get(n, ly->w);
+		rc = get(n, ly->w, param_bytes(ly));
 		if (!rc)
-			rc = get(n, ly->g);
+			rc = prefetch(n, ly->m[0], shard_bytes(ly, 0));
+		if (!rc)
+			rc = prefetch(n, ly->v[0], shard_bytes(ly, 0));
 		if (rc)
 			return rc;
 		j.ly = ly;
 		j.x = n->a[l];
 		j.dy = n->d[cur];
+		j.g = n->gp;
 		j.type = JOB_GRAD_W;
 		workers_run(n->team, run_job, &j);
 		if (l) {
@@ -561,55 +707,9 @@ static int backward(struct net *n)
 			workers_run(n->team, run_job, &j);
 			cur ^= 1;
 		}
-		rc = put(n, ly->g);
+		rc = adam_layer(n, ly, l ? ly - 1 : NULL, &hp);
 		if (!rc)
-			rc = put(n, ly->w);
-		if (rc)
-			return rc;
-	}
-	return 0;
-}
-
-static int adam_step(struct net *n, unsigned int t)
-{
-	struct adam_hp hp = {
-		.lr = n->cfg->lr, .beta1 = BETA1, .beta2 = BETA2,
-		.eps = EPSILON,
-		.bc1 = (float)(1.0 - pow(BETA1, t)),
-		.bc2 = (float)(1.0 - pow(BETA2, t)),
-	};
-	struct job j = { .type = JOB_ADAM, .hp = &hp };
-	unsigned int l, k;
-	int rc;
-
-	for (l = 0; l < n->nl; l++) {
-		struct layer *ly = &n->ly[l];
-
-		rc = get(n, ly->w);
-		if (!rc)
-			rc = get(n, ly->g);
-		for (k = 0; !rc && k < ly->nshards; k++) {
-			size_t off = k * ly->shard, e = ly->n - off;
-
-			rc = get(n, ly->m[k]);
-			if (!rc)
-				rc = get(n, ly->v[k]);
-			if (rc)
-				break;
-			j.count = e < ly->shard ? e : ly->shard;
-			j.w = ly->wp + off;
-			j.g = ly->gp + off;
-			j.m = ly->mp[k];
-			j.v = ly->vp[k];
-			workers_run(n->team, run_job, &j);
-			rc = put(n, ly->v[k]);
-			if (!rc)
-				rc = put(n, ly->m[k]);
-		}
-		if (!rc)
-			rc = put(n, ly->g);
-		if (!rc)
-			rc = put(n, ly->w);
+			rc = put(n, ly->w, param_bytes(ly));
 		if (rc)
 			return rc;
 	}
@@ -618,20 +718,24 @@ static int adam_step(struct net *n, unsigned int t)
 
 static int step(struct net *n, unsigned int s, double *loss)
 {
-	int rc = get(n, n->act);
+	uint64_t act = act_elems(n->cfg) * sizeof(float);
+	uint64_t grad = largest_layer(n->cfg) * sizeof(float);
+	int rc = get(n, n->act, act);
 
+	if (!rc)
+		rc = get(n, n->g, grad);
 	if (rc)
 		return rc;
 	make_batch(n, s);
 	rc = forward(n);
 	if (!rc) {
 		*loss = loss_and_delta(n);
-		rc = backward(n);
+		rc = backward_and_update(n, s + 1);
 	}
 	if (!rc)
-		rc = adam_step(n, s + 1);
+		rc = put(n, n->g, grad);
 	if (!rc)
-		rc = put(n, n->act);
+		rc = put(n, n->act, act);
 	return rc;
 }
 
@@ -640,12 +744,12 @@ static int step(struct net *n, unsigned int s, double *loss)
 static int hash_region(struct net *n, XXH3_state_t *h, um_region_t r,
 		       const void *p, size_t bytes)
 {
-	int rc = get(n, r);
+	int rc = get(n, r, bytes);
 
 	if (rc)
 		return rc;
 	XXH3_64bits_update(h, p, bytes);
-	return put(n, r);
+	return put(n, r, bytes);
 }
 
 static int checksums(struct net *n, struct train_result *res)
@@ -663,11 +767,9 @@ static int checksums(struct net *n, struct train_result *res)
 	for (l = 0; !rc && l < n->nl; l++) {
 		struct layer *ly = &n->ly[l];
 
-		rc = hash_region(n, hw, ly->w, ly->wp, ly->n * sizeof(float));
+		rc = hash_region(n, hw, ly->w, ly->wp, param_bytes(ly));
 		for (k = 0; !rc && k < ly->nshards; k++) {
-			size_t e = ly->n - k * ly->shard;
-			size_t b = (e < ly->shard ? e : ly->shard) *
-				   sizeof(float);
+			size_t b = shard_bytes(ly, k);
 
 			rc = hash_region(n, hs, ly->m[k], ly->mp[k], b);
 			if (!rc)
@@ -714,6 +816,7 @@ static int open_context(struct net *n, struct train_result *res)
 		return fail(n, rc, "creating the libum context");
 	res->backend = um_context_backend(n->ctx);
 	res->budget = uc.device_budget;
+	n->budget = uc.device_budget;
 	/* The math runs on the CPU: with a real GPU only managed memory is
 	 * reachable from it (sim device memory is host memory anyway). */
 	n->backing = res->backend == UM_BACKEND_CUDA ? UM_BACKING_MANAGED
@@ -721,39 +824,46 @@ static int open_context(struct net *n, struct train_result *res)
 	return 0;
 }
 
-static int train_loop(struct net *n, struct train_result *res,
-		      train_step_fn step_fn, void *step_arg)
+/* Regions made and initialised: ready for step 0. */
+static int net_open(struct net *n, struct train_result *res)
 {
-	struct um_stats st = { .size = sizeof(st) };
-	unsigned int s, l;
-	uint64_t t0;
-	double loss = 0.0;
+	const struct train_cfg *cfg = n->cfg;
+	unsigned int l;
 	int rc;
 
-	rc = make_teacher(n);
+	if (cfg->layers < 2 || !cfg->hidden || !cfg->batch || !cfg->threads)
+		return fail(n, -EINVAL, "model shape");
+	rc = workers_start(&n->team, cfg->threads);
+	if (rc)
+		return fail(n, rc, "starting %u threads", cfg->threads);
+	rc = open_context(n, res);
+	if (!rc)
+		rc = make_teacher(n);
 	if (!rc)
 		rc = make_regions(n);
 	for (l = 0; !rc && l < n->nl; l++)
 		rc = init_layer(n, l);
+	return rc;
+}
+
+static int net_step(struct net *n, unsigned int s, struct train_result *res)
+{
+	double loss = 0.0;
+	int rc = step(n, s, &loss);
+
 	if (rc)
 		return rc;
-	t0 = ut_now_ns();
-	for (s = 0; s < n->cfg->steps; s++) {
-		rc = step(n, s, &loss);
-		if (rc)
-			return rc;
-		if (s == 0)
-			res->loss_first = loss;
-		res->loss_last = loss;
-		if (step_fn) {
-			rc = um_stats_get(n->ctx, &st);
-			if (rc)
-				return fail(n, rc, "um_stats_get");
-			step_fn(step_arg, s + 1, loss, &st);
-		}
-	}
-	res->seconds = (double)(ut_now_ns() - t0) * 1e-9;
-	rc = um_wait_all(n->ctx);
+	if (s == 0)
+		res->loss_first = loss;
+	res->loss_last = loss;
+	return 0;
+}
+
+/* After the last step: checksums and libum's stats into res. */
+static int net_finish(struct net *n, struct train_result *res)
+{
+	int rc = um_wait_all(n->ctx);
+
 	if (rc)
 		return fail(n, rc, "um_wait_all");
 	rc = checksums(n, res);
@@ -764,34 +874,99 @@ static int train_loop(struct net *n, struct train_result *res,
 	return rc ? fail(n, rc, "um_stats_get") : 0;
 }
 
+/* Frees everything net_open() made; returns rc, or the leak error. */
+static int net_close(struct net *n, int rc)
+{
+	int leaks;
+
+	if (n->ctx) {
+		free_regions(n);
+		leaks = um_context_destroy(n->ctx);
+		n->ctx = NULL;
+		if (!rc && leaks)
+			rc = fail(n, leaks < 0 ? leaks : -EBUSY,
+				  "libum reported %d leaked regions", leaks);
+	}
+	workers_stop(n->team);
+	n->team = NULL;
+	free(n->teacher);
+	n->teacher = NULL;
+	return rc;
+}
+
+static void net_init(struct net *n, const struct train_cfg *cfg,
+		     struct train_result *res, um_log_fn log_fn,
+		     void *log_arg, char *err, size_t errlen)
+{
+	memset(n, 0, sizeof(*n));
+	n->cfg = cfg;
+	n->err = err;
+	n->errlen = errlen;
+	n->log_fn = log_fn;
+	n->log_arg = log_arg;
+	memset(res, 0, sizeof(*res));
+}
+
 int train_run(const struct train_cfg *cfg, struct train_result *res,
 	      train_step_fn step_fn, void *step_arg, um_log_fn log_fn,
 	      void *log_arg, char *err, size_t errlen)
 {
-	struct net n = {
-		.cfg = cfg, .err = err, .errlen = errlen,
-		.log_fn = log_fn, .log_arg = log_arg,
-	};
-	int rc, leaks;
+	struct um_stats st = { .size = sizeof(st) };
+	struct net n;
+	unsigned int s;
+	uint64_t t0;
+	int rc;
 
 	if (err && errlen)
 		err[0] = '\0';
-	memset(res, 0, sizeof(*res));
-	if (cfg->layers < 2 || !cfg->hidden || !cfg->batch || !cfg->threads)
-		return fail(&n, -EINVAL, "model shape");
-	rc = workers_start(&n.team, cfg->threads);
-	if (rc)
-		return fail(&n, rc, "starting %u threads", cfg->threads);
-	rc = open_context(&n, res);
-	if (!rc) {
-		rc = train_loop(&n, res, step_fn, step_arg);
-		free_regions(&n);
-		leaks = um_context_destroy(n.ctx);
-		if (!rc && leaks)
-			rc = fail(&n, leaks < 0 ? leaks : -EBUSY,
-				  "libum reported %d leaked regions", leaks);
+	net_init(&n, cfg, res, log_fn, log_arg, err, errlen);
+	rc = net_open(&n, res);
+	t0 = ut_now_ns();
+	for (s = 0; !rc && s < cfg->steps; s++) {
+		rc = net_step(&n, s, res);
+		if (!rc && step_fn) {
+			rc = um_stats_get(n.ctx, &st);
+			if (rc)
+				rc = fail(&n, rc, "um_stats_get");
+			else
+				step_fn(step_arg, s + 1, res->loss_last, &st);
+		}
 	}
-	workers_stop(n.team);
-	free(n.teacher);
+	res->seconds = (double)(ut_now_ns() - t0) * 1e-9;
+	if (!rc)
+		rc = net_finish(&n, res);
+	return net_close(&n, rc);
+}
+
+int train_lockstep(const struct train_cfg *cfg[2],
+		   struct train_result res[2], uint64_t *step_ns[2],
+		   um_log_fn log_fn, void *log_arg, char *err, size_t errlen)
+{
+	struct net n[2];
+	unsigned int s, k, i;
+	uint64_t t0;
+	int rc = 0;
+
+	if (err && errlen)
+		err[0] = '\0';
+	if (cfg[0]->steps != cfg[1]->steps)
+		return -EINVAL;
+	for (k = 0; k < 2; k++)
+		net_init(&n[k], cfg[k], &res[k], log_fn, log_arg, err, errlen);
+	for (k = 0; !rc && k < 2; k++)
+		rc = net_open(&n[k], &res[k]);
+	for (s = 0; !rc && s < cfg[0]->steps; s++) {
+		for (k = 0; !rc && k < 2; k++) {
+			i = k ^ (s & 1);	/* odd steps: the other first */
+			t0 = ut_now_ns();
+			rc = net_step(&n[i], s, &res[i]);
+			step_ns[i][s] = ut_now_ns() - t0;
+			res[i].seconds += (double)step_ns[i][s] * 1e-9;
+		}
+	}
+	for (k = 0; !rc && k < 2; k++)
+		rc = net_finish(&n[k], &res[k]);
+	for (k = 0; k < 2; k++)
+		rc = net_close(&n[k], rc);
 	return rc;
 }

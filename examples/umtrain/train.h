@@ -26,6 +26,7 @@ struct train_cfg {
 	uint64_t seed;
 	float lr;
 	bool unlimited;		/* budget below is ignored */
+	bool no_prefetch;	/* acquire regions only when used */
 	uint64_t budget;	/* device bytes */
 	uint64_t shard_bytes;	/* optimizer state per region, at most */
 	int backend;		/* enum um_backend_id */
@@ -63,5 +64,15 @@ void train_sizes(const struct train_cfg *cfg, struct train_sizes *sz);
 int train_run(const struct train_cfg *cfg, struct train_result *res,
 	      train_step_fn step_fn, void *step_arg, um_log_fn log_fn,
 	      void *log_arg, char *err, size_t errlen);
+
+/*
+ * Two runs (cfg[0] and cfg[1], the same number of steps) trained in
+ * lockstep, one step of each in turn (odd steps the other first), so the
+ * machine's load hits both alike; step_ns[k][s] is run k's step s. For
+ * benchmarks. 0 or -errno, as train_run().
+ */
+int train_lockstep(const struct train_cfg *cfg[2],
+		   struct train_result res[2], uint64_t *step_ns[2],
+		   um_log_fn log_fn, void *log_arg, char *err, size_t errlen);
 
 #endif /* UMTRAIN_TRAIN_H */

@@ -29,8 +29,9 @@ def model():
     return torch.nn.Sequential(*layers, torch.nn.Linear(512, 10))
 
 
-def train(m, opt, steps, seed=2):
-    """steps of cross-entropy on synthetic data; returns the losses."""
+def train(m, opt, steps, seed=2, extra=None):
+    """steps of cross-entropy on synthetic data; returns the losses.
+    extra: (module, input) whose output's sum is added to the loss."""
     gen = torch.Generator().manual_seed(seed)
     losses = []
     for _ in range(steps):
@@ -38,6 +39,8 @@ def train(m, opt, steps, seed=2):
         y = torch.randint(0, 10, (64,), generator=gen)
         opt.zero_grad()
         loss = torch.nn.functional.cross_entropy(m(x), y)
+        if extra is not None:
+            loss = loss + extra[0](extra[1]).sum() * 1e-3
         loss.backward()
         opt.step()
         losses.append(loss.item())
@@ -57,3 +60,9 @@ def raises(rc, fn, *args, kind=umtorch.UmError, **kw):
         assert e.rc == rc, "%s: rc %d, want %d" % (e, e.rc, rc)
         return e
     raise AssertionError("%s did not raise %s" % (fn, kind.__name__))
+
+
+def state_bytes(opt):
+    """Bytes of the optimizer's tensor state (read through copies)."""
+    return sum(v.numel() * v.element_size() for s in opt.state.values()
+               for v in s.values() if torch.is_tensor(v))

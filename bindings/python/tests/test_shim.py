@@ -22,6 +22,9 @@ def test_shim_round_trip_in_shared_context():
         assert p and lib.um_torch_last_error() == 0
         ctypes.memset(p, 1, 3 * MiB)
         assert ctx.stats()["regions"] == 1 and lib.um_torch_live() == 1
+        st = umtorch.memory_stats(ctx)		# the shim's own counters
+        assert st["shim.live_allocations"] == 1, st
+        assert st["allocated_bytes.all.current"] >= 3 * MiB, st
         raises(-errno.EBUSY, cuda.detach)
         lib.um_torch_free(p, 3 * MiB, 0, None)
         assert lib.um_torch_last_error() == 0

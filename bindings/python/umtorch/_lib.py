@@ -9,8 +9,11 @@ import ctypes
 import os
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-# In the source tree: bindings/python/umtorch -> libum/build. Installed:
-# PREFIX/lib/pythonX.Y/dist-packages/umtorch -> PREFIX/lib.
+# Looked for in order: $UMTORCH_LIBUM; in the source tree,
+# bindings/python/umtorch -> libum/build; installed by make install,
+# PREFIX/lib/pythonX.Y/dist-packages/umtorch -> PREFIX/lib; else (pip
+# installs the package anywhere) the dynamic linker's search: ld.so.cache
+# (/usr/lib, /usr/local/lib after ldconfig), LD_LIBRARY_PATH.
 _TREE_LIBUM = os.path.join(_HERE, "..", "..", "..", "libum", "build")
 _TREE_SHIM = os.path.join(_HERE, "..", "build")
 _INSTALLED = os.path.join(_HERE, "..", "..", "..")
@@ -70,6 +73,28 @@ class Event(ctypes.Structure):
                 ("level", u32), ("ns", u64)]
 
 
+class Counter(ctypes.Structure):
+    _fields_ = [("current", u64), ("peak", u64), ("total", u64)]
+
+
+MAX_DEVICES, MAX_NODES, KIND_COUNT, EVENT_COUNT = 8, 16, 5, 6
+
+
+class Stats(ctypes.Structure):
+    """struct um_stats, as far as umtorch reads it (libum takes a smaller
+    size from older callers)."""
+    _fields_ = [("size", u32), ("regions", u32),
+                ("device", Counter * MAX_DEVICES),
+                ("host", Counter * MAX_NODES), ("host_total", Counter),
+                ("spill", Counter), ("kind", Counter * KIND_COUNT),
+                ("budget", u64 * MAX_DEVICES), ("migrations", u64),
+                ("migrated_bytes", u64), ("migration_ns", u64),
+                ("evict_count", u64), ("evict_bytes", u64),
+                ("restore_count", u64), ("restore_bytes", u64),
+                ("evict_ns", u64), ("restore_ns", u64), ("nomem", u64),
+                ("events", u64 * EVENT_COUNT)]
+
+
 EVENT_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.POINTER(Event))
 
 _P = ctypes.c_void_p
@@ -95,6 +120,7 @@ _SIGNATURES = {
                                      ctypes.POINTER(u64)]),
     "um_shed": (ctypes.c_int64, [_P, u32, u64, u32]),
     "um_set_event_callback": (ctypes.c_int, [_P, EVENT_FN, _P]),
+    "um_stats_get": (ctypes.c_int, [_P, ctypes.POINTER(Stats)]),
     "um_stats_json": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.c_size_t]),
     "um_tier_name": (ctypes.c_int, [u32, ctypes.c_char_p, ctypes.c_size_t]),
 }

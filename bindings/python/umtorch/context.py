@@ -10,6 +10,7 @@ of reading freed memory. Tensors derived from them (slices, ``view``) are
 not tracked: do not keep those past the region's life.
 """
 
+import atexit
 import collections
 import ctypes
 import errno
@@ -36,6 +37,21 @@ _SIZE_FIELDS = ("device_budget", "sim_capacity", "pool_size", "pool_chunk",
                 "chunk_bytes")
 
 
+_LIVE = weakref.WeakSet()	# contexts not closed yet
+
+
+@atexit.register
+def _close_at_exit():
+    """Close what is still open while the interpreter still works (a
+    __del__ at teardown may find modules half gone)."""
+    for ctx in list(_LIVE):
+        ctx.close()
+
+
+def live_contexts():
+    return [c for c in list(_LIVE) if not c.closed]
+
+
 def tier_name(tier):
     buf = ctypes.create_string_buffer(32)
     _lib.lib.um_tier_name(tier, buf, len(buf))
@@ -56,6 +72,8 @@ class Context:
                  pool_size=None, pool_chunk=None, chunk_bytes=None,
                  spill_dir=None, log_level=None):
         self._handle = None
+        self._history = None	# memory.History while recording
+        self._peaks = {}	# peaks since reset_peak_memory_stats()
         self._regions = weakref.WeakValueDictionary()
         self._offloads = weakref.WeakSet()
         self._handlers = []
@@ -70,6 +88,7 @@ class Context:
         self._event_fn = _lib.EVENT_FN(self._on_event)
         self._call("um_set_event_callback", self._handle, self._event_fn,
                    None)
+        _LIVE.add(self)
 
     def _config(self, backend, spill_dir, log_level, sizes):
         cfg = _lib.Config()
@@ -120,6 +139,10 @@ class Context:
                       self._regions.get(ev.region, ev.region),
                       tier_name(ev.from_), tier_name(ev.to), ev.bytes,
                       ev.error, ev.level, ev.ns)
+        if self._handle is not None:
+            self.raw_stats()		# samples the peaks
+        if self._history is not None:
+            self._history.event(event)
         for fn, types in list(self._handlers):
             if types is None or event.type in types:
                 try:
@@ -177,6 +200,29 @@ class Context:
         self._call("um_stats_json", ctx, buf, size)
         return json.loads(buf.value.decode())
 
+    def raw_stats(self):
+        """um_stats_get as a ctypes struct (cheap: no JSON); updates the
+        peaks reset_peak_memory_stats() restarts."""
+        st = _lib.Stats(size=ctypes.sizeof(_lib.Stats))
+        self._call("um_stats_get", self._ctx("stats"), ctypes.byref(st))
+        for key, counter in (("device", st.device[0]),
+                             ("host", st.host_total), ("spill", st.spill)):
+            self._peaks[key] = max(self._peaks.get(key, 0), counter.current)
+        allocated = sum(c.current for c in st.kind)
+        self._peaks["allocated"] = max(self._peaks.get("allocated", 0),
+                                       allocated)
+        if self._history is not None:
+            self._history.sampled(st.device[0].current)
+        return st
+
+    def device_bytes(self, device=0):
+        """Bytes of regions on the device now."""
+        return self.raw_stats().device[device].current
+
+    def _history_step(self, offload):
+        if self._history is not None:
+            self._history.step(self, offload)
+
     def on_event(self, fn, types=None):
         """Call fn(Event) for libum's events (all, or those named in
         types, e.g. {'evicted', 'pressure'}). Handlers run in the thread
@@ -196,12 +242,13 @@ class Context:
         for offload in list(self._offloads):
             offload.detach()
         alive = [r for r in list(self._regions.values()) if not r.freed]
-        for region in alive:
-            log.warning("umtorch: region %s still alive at close", region)
+        for region in alive:	# closing frees them: that is no error
+            log.debug("umtorch: region %s freed by close", region)
             region.free()
         _lib.lib.um_set_event_callback(self._handle, _lib.EVENT_FN(), None)
         leaks = _lib.lib.um_context_destroy(self._handle)
         self._handle = None
+        _LIVE.discard(self)
         return len(alive) + max(leaks, 0)
 
     def __enter__(self):
@@ -250,6 +297,13 @@ class Region:
                   ctypes.byref(handle))
         self.handle = handle.value
         ctx._regions[self.handle] = self
+        # Collected while alive (an optimizer dropped with its offload):
+        # freed then, as torch frees a tensor's memory.
+        self._finalizer = weakref.finalize(self, _free_collected, ctx,
+                                           self.handle, self._views)
+        self._finalizer.atexit = False	# at exit, close() frees it
+        if ctx._history is not None:
+            ctx._history.alloc(self)
 
     def __repr__(self):
         return "<umtorch.Region %s %d bytes %s%s>" % (
@@ -283,6 +337,7 @@ class Region:
             raise bad_type("stream", stream, "torch.cuda.Stream or int")
         self.ctx._call("um_acquire", self.ctx._ctx("acquire"), self.handle,
                        self._tier(tier), stream)
+        self.ctx.raw_stats()		# samples the peaks
         return self
 
     def release(self):
@@ -320,12 +375,26 @@ class Region:
         from . import views
         for ref in self._views:
             views.empty(ref())
-        self._views = []
+        del self._views[:]
         self.ctx._call("um_free", self.ctx._ctx("free"), self.handle)
         self.freed = True
+        self._finalizer.detach()
+        if self.ctx._history is not None:
+            self.ctx._history.free(self)
 
     def __enter__(self):
         return self.acquire()
 
     def __exit__(self, *exc):
         self.release()
+
+
+def _free_collected(ctx, handle, view_refs):
+    """A Region's finalizer: free its handle if the context is open."""
+    from . import views
+    for ref in view_refs:
+        views.empty(ref())
+    if ctx._handle is not None:
+        _lib.lib.um_free(ctx._handle, handle)
+        if ctx._history is not None:
+            ctx._history.free_handle(handle)

@@ -2,67 +2,121 @@
 """Optimizer state in libum regions: offload_optimizer().
 
 Each parameter's state tensors of the parameter's own shape (Adam's
-exp_avg and exp_avg_sq, AdamW's, SGD's momentum_buffer, ...) live in one
-region of kind optimizer_state, as tensors over its memory. The regions
-are acquired only inside optimizer.step() and released after it, so
-between steps libum may evict them under its budget.
+exp_avg and exp_avg_sq, SGD's momentum_buffer, ...) live in a region of
+kind optimizer_state: one region per parameter, or one shared by several
+small parameters (packed up to a device granule). optimizer.state[p] is a
+ParamState (state.py): its region tensors exist only inside a step.
 
-When the state is larger than the budget it cannot all be resident at
-once, so step() runs in buckets: the optimizer's own step is called once
-per bucket of parameters (the param groups narrowed to that bucket) with
-just that bucket's regions acquired. That is exact for every optimizer
-whose update is per parameter (Adam, AdamW, SGD, RMSprop, Adagrad...): the
-arithmetic per parameter is the one of an unbucketed step. It is not for
-optimizers that look at all parameters at once (LBFGS), which are refused.
+step() runs in buckets whose regions fit bucket_bytes: the optimizer's own
+step is called once per bucket of parameters (the param groups narrowed to
+that bucket) with that bucket's regions acquired, while the next bucket's
+are acquired ahead (restored during this bucket's math) and the previous
+one's are evicted behind it. Exact for every optimizer whose update is per
+parameter (Adam, AdamW, SGD, RMSprop, Adagrad...); LBFGS is refused.
+
+Within budget at every instant: state that does not exist yet is created
+by the optimizer's own first step one bucket at a time, with libum's budget
+lowered by that bucket's estimate while it is plain, then moved into
+regions; load_state_dict() copies the loaded state straight into regions,
+bucket by bucket.
 """
 
+import collections
 import contextlib
+import copy
+import copyreg
 import errno
+import weakref
 
 import torch
 
+from . import views
 from .context import Context
 from .errors import UmError, UmValueError, bad_type, parse_size
-from .views import empty
+from .state import GRANULE, ParamState, _Slot
 
 ALIGN = 256		# each state tensor starts on this boundary
-GRANULE = 2 << 20	# device granularity of sim and the CUDA VMM backing
+_INSTALLED = ("step", "state_dict", "load_state_dict", "__deepcopy__",
+              "__reduce_ex__")
+# torch raises "<name> does not support sparse gradients" for the others.
+_SPARSE_OK = (torch.optim.SGD, torch.optim.Adagrad, torch.optim.SparseAdam)
 
 
 def _round(n, to):
     return (n + to - 1) // to * to
 
 
-class _Slot:
-    """One parameter's offloaded state: a region and the layout in it."""
+def _granules(n):
+    return _round(n, GRANULE)
 
-    def __init__(self, region, layout):
-        self.region = region
-        self.layout = layout	# {key: (offset, dtype, shape)}
 
-    @property
-    def cost(self):
-        return _round(self.region.nbytes, GRANULE)
+def _state_tensors(optimizer):
+    """Parameter-sized state tensors one parameter will have, at most:
+    the estimate used before the state exists."""
+    groups = optimizer.param_groups
+
+    def any_group(key):
+        return any(g.get(key) for g in groups)
+    if isinstance(optimizer, (torch.optim.Adam, torch.optim.AdamW)):
+        return 3 if any_group("amsgrad") else 2
+    if isinstance(optimizer, torch.optim.SGD):
+        return 1 if any_group("momentum") else 0
+    if isinstance(optimizer, torch.optim.RMSprop):
+        return 1 + any_group("momentum") + any_group("centered")
+    if isinstance(optimizer, torch.optim.Adagrad):
+        return 1
+    return 2
+
+
+class _Bucket:
+    def __init__(self):
+        self.params, self.slots, self.new = [], [], []
+        self.cost = self.new_cost = 0
+        self.packed = 0		# estimated bytes of new small state
 
 
 class OptimizerOffload:
     """The offload of one optimizer's state; see offload_optimizer()."""
 
-    def __init__(self, optimizer, ctx, min_bytes, bucket_bytes, priority,
-                 name):
+    def __init__(self, optimizer, ctx, pack_below, bucket_bytes, priority,
+                 name, param_names, overlap):
         self.optimizer, self.ctx = optimizer, ctx
-        self.min_bytes, self.priority, self.name = min_bytes, priority, name
+        self.overlap = overlap
+        self.pack_below, self.priority, self.name = pack_below, priority, name
         self._bucket_bytes = bucket_bytes
-        self._slots = {}	# param -> _Slot, or None: state kept plain
-        self._orig = {n: getattr(optimizer, n)
-                      for n in ("step", "state_dict", "load_state_dict")}
-        # Instance attributes shadow the class's methods; removed at detach.
-        optimizer.step = self.step
+        self._param_names = param_names
+        self._per_param = _state_tensors(optimizer)
+        self._slots = []
+        self._ahead = []		# slots acquired before their bucket
+        self._hooks = []
+        self._saved = {n: optimizer.__dict__[n] for n in _INSTALLED
+                       if n in optimizer.__dict__}
+        self._step = type(optimizer).step.__get__(optimizer)
+        self._load = type(optimizer).load_state_dict.__get__(optimizer)
+        self._sd = type(optimizer).state_dict.__get__(optimizer)
+        self.steps = 0
+        self.stepping = False		# inside step(): state must be live
+        self.peak_device = 0		# device bytes, plain state included
+        self.peak_plain = 0		# plain state bytes being moved in
+        self.attached = True
+        self._check_fits_budget()
+        optimizer.step = _counting_step(self)
         optimizer.state_dict = self.state_dict
         optimizer.load_state_dict = self.load_state_dict
+        optimizer.__deepcopy__ = self._deepcopy
+        optimizer.__reduce_ex__ = self._reduce_ex
         ctx._offloads.add(self)
-        self._adopt()
-        self.attached = True
+        self._armed = True
+        hook = _grad_hook(weakref.ref(self))
+        for p in self._params():
+            if p.requires_grad and overlap:
+                self._hooks.append(p.register_hook(hook))
+        try:
+            for bucket in self._buckets():	# state that exists already
+                self._adopt(bucket.params)
+        except BaseException:
+            self.detach()
+            raise
 
     # ---- layout -------------------------------------------------------
 
@@ -77,87 +131,223 @@ class OptimizerOffload:
                     out.append(p)
         return out
 
-    def _offloadable(self, param, state):
-        keys = [k for k, v in state.items() if torch.is_tensor(v)
-                and v.shape == param.shape and v.numel() > 1]
-        total = sum(state[k].numel() * state[k].element_size() for k in keys)
-        return keys if keys and total >= self.min_bytes else []
+    def _pname(self, p, index):
+        return self._param_names.get(id(p)) or "p%d" % index
 
-    def _adopt(self):
-        """Move state that appeared since the last step into regions."""
+    def _estimate(self, p):
+        """Device bytes p's state will take once it exists."""
+        n = p.numel() * p.element_size() * self._per_param
+        return n if n < self.pack_below else _granules(n)
+
+    def _check_fits_budget(self):
+        """Refuse now what step() could never do: a parameter whose state
+        needs more than a bucket may hold."""
+        limit = self._new_limit()
         for index, p in enumerate(self._params()):
+            need = self._estimate(p)
+            if need > limit:
+                raise UmError(-errno.ENOMEM, "offload_optimizer",
+                              "the state of %s (%d bytes on the device) "
+                              "exceeds the %d bytes one bucket may hold "
+                              "while its state is created (bucket_bytes, "
+                              "at most half the %d-byte device budget)" % (
+                                  self._pname(p, index), need, limit,
+                                  self.ctx.budget()))
+
+    def _offloadable(self, param, state):
+        return [k for k, v in state.items() if torch.is_tensor(v)
+                and v.shape == param.shape and v.numel() > 1]
+
+    def _adopt(self, params):
+        """Move the plain state of params into regions (packing those
+        under pack_below into shared ones)."""
+        pending, packed = [], 0
+        index_of = {id(p): i for i, p in enumerate(self._params())}
+        for p in params:
             state = self.optimizer.state.get(p)
-            if p in self._slots or not state:
+            if not state or isinstance(state, ParamState):
                 continue
             keys = self._offloadable(p, state)
-            self._slots[p] = self._new_slot(index, state, keys) if keys \
-                else None
+            if not keys:
+                continue
+            size = sum(_round(state[k].numel() * state[k].element_size(),
+                              ALIGN) for k in keys)
+            entry = (p, index_of[id(p)], state, keys, size)
+            if size >= self.pack_below:
+                self._make_slot([entry])
+                continue
+            if packed + size > GRANULE and pending:
+                self._make_slot(pending)
+                pending, packed = [], 0
+            pending.append(entry)
+            packed += size
+        if pending:
+            self._make_slot(pending)
 
-    def _new_slot(self, index, state, keys):
+    def _make_slot(self, entries, cast=False):
+        """One region for entries [(param, index, source state, keys,
+        bytes)], filled from the sources; optimizer.state takes the
+        ParamStates."""
         device = self.ctx.tensor_device()
-        layout, size = {}, 0
-        for k in keys:
-            t = state[k]
-            if str(t.device) != device and t.device != torch.device(device):
-                raise UmValueError(-errno.EINVAL, "offload_optimizer",
-                                   "state on %s, but %s backend views are "
-                                   "on %s" % (t.device, self.ctx.backend,
-                                              device))
-            layout[k] = (size, t.dtype, tuple(t.shape))
-            size = _round(size + t.numel() * t.element_size(), ALIGN)
-        region = self.ctx.alloc(size, "optimizer_state",
-                                "%s.p%d" % (self.name, index), self.priority)
-        slot = _Slot(region, layout)
+        first, index = entries[0][0], entries[0][1]
+        name = "%s.%s" % (self.name, self._pname(first, index))
+        if len(entries) > 1:
+            name += "+%d" % (len(entries) - 1)
+        total = sum(e[4] for e in entries)
+        region = self.ctx.alloc(total, "optimizer_state", name[:63],
+                                self.priority)
+        slot, made, offset = _Slot(region), [], 0
         try:
-            with self._resident([slot]):
-                for k, (off, dtype, shape) in layout.items():
-                    view = region.tensor(dtype, shape, off)
-                    view.copy_(state[k])
-                    state[k] = view
-        except BaseException:	# the state stays plain, nothing leaks
+            with self._held([slot]):
+                for p, _, state, keys, _ in entries:
+                    layout, plain = {}, {}
+                    for k, v in state.items():
+                        if k not in keys:
+                            plain[k] = _cast(p, v, k) if cast else v
+                            continue
+                        if not cast and str(v.device) != device:
+                            raise UmValueError(
+                                -errno.EINVAL, "offload_optimizer",
+                                "state on %s, but %s backend views are "
+                                "on %s" % (v.device, self.ctx.backend,
+                                           device))
+                        dtype = p.dtype if cast and \
+                            p.is_floating_point() else v.dtype
+                        layout[k] = (offset, dtype, tuple(v.shape))
+                        view = views.make(region, dtype, v.shape, offset)
+                        view.copy_(v)
+                        views.empty(view)
+                        offset += _round(views.nbytes(dtype, v.shape),
+                                         ALIGN)
+                    made.append((p, ParamState(self, slot, layout, plain,
+                                               list(state))))
+        except BaseException:
             region.free()
             raise
+        for p, ps in made:
+            self.optimizer.state[p] = ps
+            slot.states.append(ps)
+        self._slots.append(slot)
         return slot
 
-    # ---- residency ----------------------------------------------------
+    # ---- buckets --------------------------------------------------------
 
+    @property
     def bucket_bytes(self):
         """Device bytes one bucket may hold: the given value, else half the
-        budget (the rest is for whatever else runs), at least one slot."""
+        budget (the other half is the next bucket, restored meanwhile)."""
         if self._bucket_bytes is not None:
             return self._bucket_bytes
         return self.ctx.budget() // 2
 
-    def _buckets(self):
-        """Parameters split so each bucket's slots fit bucket_bytes."""
-        limit, buckets, cur, used = self.bucket_bytes(), [], [], 0
-        for p in self._params():
-            slot = self._slots.get(p)
-            cost = slot.cost if slot else 0
-            if cur and used + cost > limit:
-                buckets.append(cur)
-                cur, used = [], 0
-            cur.append(p)
-            used += cost
-        return buckets + [cur] if cur else buckets
+    def _new_limit(self):
+        """A bucket whose state is created holds it twice for a moment
+        (plain, then in regions): half the budget at most."""
+        return min(self.bucket_bytes, self.ctx.budget() // 2)
+
+    def _small(self, p):
+        """Whether p's state is (or will be) packed with others'."""
+        state = self.optimizer.state.get(p)
+        if isinstance(state, ParamState):
+            return len(state._slot.states) > 1 or \
+                state._slot.region.nbytes < self.pack_below
+        return self._estimate(p) < self.pack_below
+
+    def _buckets(self, grads_only=False):
+        """Parameters split so each bucket's regions (and the estimate of
+        state still to be created) fit: the big ones in order, then the
+        small ones, so new small state packs into few regions."""
+        params = self._params()
+        small = [p for p in params if self._small(p)]
+        big = [p for p in params if not self._small(p)]
+        out, cur = [], _Bucket()
+        for p in big + small:
+            state = self.optimizer.state.get(p)
+            slot = state._slot if isinstance(state, ParamState) else None
+            new = not state and self._per_param > 0 and \
+                (p.grad is not None or not grads_only)
+            cost = 0
+            if new:			# packed: the granules the pack grows by
+                est = self._estimate(p)
+                cost = est if est >= self.pack_below else \
+                    _granules(cur.packed + est) - _granules(cur.packed)
+            limit = self._new_limit() if new or cur.new \
+                else self.bucket_bytes
+            if slot is not None and slot not in cur.slots:
+                cost = slot.cost
+            if cur.params and cur.cost + cost > limit:
+                out.append(cur)
+                cur = _Bucket()
+                if new and est < self.pack_below:
+                    cost = _granules(est)
+            cur.params.append(p)
+            cur.cost += cost
+            if slot is not None and slot not in cur.slots:
+                # a packed region split between buckets is held by each
+                cur.slots.append(slot)
+            if new:
+                cur.new.append(p)
+                cur.new_cost += cost
+                if est < self.pack_below:
+                    cur.packed += est
+        return out + [cur] if cur.params else out
+
+    # ---- residency ------------------------------------------------------
 
     def _stream(self):
         if self.ctx.backend != "cuda":
             return None
         return torch.cuda.current_stream().cuda_stream
 
+    def _acquire(self, slots):
+        """Start restoring slots (not already acquired ahead)."""
+        stream = self._stream()
+        for slot in slots:
+            if slot in self._ahead:
+                self._ahead.remove(slot)
+            else:
+                slot.region.acquire(stream=stream)
+
     @contextlib.contextmanager
-    def _resident(self, slots):
-        """Acquire the regions of slots for the with block."""
+    def _held(self, slots):
+        """Acquire the regions of slots (and wait for their bytes) for the
+        with block."""
         held, stream = [], self._stream()
         try:
             for slot in slots:
                 slot.region.acquire(stream=stream)
                 held.append(slot)
+            for slot in held:
+                slot.region.wait()
             yield
         finally:
             for slot in reversed(held):
                 slot.region.release()
+
+    def _prefetch(self, slots, room):
+        """Acquire slots ahead of their bucket if they fit room."""
+        if not self.overlap or sum(s.cost for s in slots) > room:
+            return
+        stream = self._stream()
+        for slot in slots:
+            if slot not in self._ahead:
+                slot.region.acquire(stream=stream)
+                self._ahead.append(slot)
+
+    def _on_grad(self, grad):
+        """The first gradient of a backward pass: restore the first
+        bucket's state while the rest of backward runs."""
+        if self._armed and self.attached and not self.ctx.closed:
+            self._armed = False
+            buckets = self._buckets(grads_only=True)
+            if buckets and not buckets[0].new:
+                self._prefetch(buckets[0].slots, self.ctx.budget())
+        return None
+
+    def _drop_ahead(self):
+        for slot in self._ahead:
+            slot.region.release()
+        self._ahead = []
 
     @contextlib.contextmanager
     def _only(self, params):
@@ -173,10 +363,45 @@ class OptimizerOffload:
             for g, params_of in zip(groups, saved):
                 g["params"] = params_of
 
+    @contextlib.contextmanager
+    def _reserved(self, nbytes):
+        """Lower libum's budget by nbytes, the plain state a bucket's
+        first step is about to create, for the with block."""
+        budget = self.ctx.budget()
+        try:
+            try:
+                self.ctx.set_budget(max(budget - nbytes, 0))
+            except UmError as e:	# set, and met as regions release
+                if e.rc != -errno.EBUSY:
+                    raise
+            self.ctx.wait_all()		# evictions in flight still hold it
+            yield
+        finally:
+            self.ctx.set_budget(budget)
+
     def _live(self, what):
         if not self.attached:
             raise UmError(-errno.EBADF, what, "offload detached")
         self.ctx._ctx(what)
+
+    # ---- checks before any bucket -----------------------------------------
+
+    def _validate(self, buckets):
+        """What would make a bucket raise after others were updated,
+        raised before any is: torch's own error where torch has one."""
+        opt = self.optimizer
+        if not isinstance(opt, _SPARSE_OK):
+            for p in self._params():
+                if p.grad is not None and p.grad.is_sparse:
+                    raise RuntimeError("%s does not support sparse "
+                                       "gradients" % type(opt).__name__)
+        budget = self.ctx.budget()
+        for b in buckets:	# new state is held twice for a moment
+            need = b.cost + b.new_cost
+            if need > budget:
+                raise UmError(-errno.ENOMEM, "step",
+                              "a bucket needs %d device bytes, the budget "
+                              "is %d" % (need, budget))
 
     # ---- the optimizer's methods ----------------------------------------
 
@@ -187,85 +412,201 @@ class OptimizerOffload:
         if closure is not None:
             with torch.enable_grad():
                 loss = closure()
-        buckets = self._buckets()
-        for params in buckets:
-            slots = [self._slots[p] for p in params if self._slots.get(p)]
-            with self._resident(slots):
-                if len(buckets) == 1:
-                    self._orig["step"]()
-                else:
-                    with self._only(params):
-                        self._orig["step"]()
-        self._adopt()
+        buckets = self._buckets(grads_only=True)
+        try:
+            self._validate(buckets)
+        except BaseException:
+            self._drop_ahead()
+            raise
+        # LR schedulers count steps here (ours is their counting wrapper,
+        # whether they were made before or after the offload).
+        self.optimizer._step_count = getattr(self.optimizer, "_step_count",
+                                             0) + 1
+        evict_behind = self.overlap and \
+            sum(b.cost for b in buckets) > self.ctx.budget()
+        try:
+            self.stepping = True
+            for i, bucket in enumerate(buckets):
+                following = buckets[i + 1] if i + 1 < len(buckets) else None
+                self._run_bucket(bucket, following, evict_behind,
+                                 len(buckets) > 1)
+        finally:
+            self.stepping = False
+            self._drop_ahead()
+            self._armed = True
+        self.steps += 1
+        self.ctx._history_step(self)
         return loss
 
+    def _run_bucket(self, bucket, following, evict_behind, narrow):
+        self._acquire(bucket.slots)
+        try:
+            if following is not None and not following.new \
+                    and not bucket.new:
+                self._prefetch(following.slots,
+                               self.ctx.budget() - bucket.cost)
+            for slot in bucket.slots:
+                slot.region.wait()
+            for slot in bucket.slots:
+                for ps in slot.states:
+                    ps._bind()
+            with self._only(bucket.params) if narrow \
+                    else contextlib.nullcontext():
+                if bucket.new:
+                    with self._reserved(bucket.new_cost):
+                        self._step()
+                        self._note_plain(bucket.new)
+                        self._adopt(bucket.new)
+                else:
+                    self._step()
+        finally:
+            for slot in bucket.slots:
+                for ps in slot.states:
+                    ps._unbind()
+            for slot in bucket.slots:
+                slot.region.release()
+                if evict_behind and slot not in self._ahead:
+                    slot.region.evict("host")
+
+    def _note_plain(self, params):
+        """Record the device bytes while new state is still plain. Only
+        parameter-shaped tensors count: scalars such as Adam's 'step' stay
+        plain for good (on the CPU in torch's default mode)."""
+        plain = 0
+        for p in params:
+            state = self.optimizer.state.get(p, {})
+            for k in self._offloadable(p, state):
+                plain += state[k].numel() * state[k].element_size()
+        device = self.ctx.device_bytes()
+        self.peak_plain = max(self.peak_plain, plain)
+        self.peak_device = max(self.peak_device, device + plain)
+
     def state_dict(self):
-        """optimizer.state_dict() with plain copies of offloaded state (the
-        regions are released by the time anyone reads them)."""
+        """optimizer.state_dict() with plain copies of the offloaded state
+        (on the CPU: a checkpoint never needs the whole state on the
+        device), one region at a time."""
         self._live("state_dict")
-        sd = self._orig["state_dict"]()
-        params = self._params()
+        sd = self._sd()
         for index, state in list(sd["state"].items()):
-            slot = self._slots.get(params[index])
-            if slot:
-                with self._resident([slot]):
-                    sd["state"][index] = {
-                        k: v.clone() if k in slot.layout else v
-                        for k, v in state.items()}
+            if isinstance(state, ParamState):
+                sd["state"][index] = state.to_dict(device="cpu")
         return sd
 
     def load_state_dict(self, state_dict):
-        """optimizer.load_state_dict(), the loaded state then offloaded."""
+        """optimizer.load_state_dict(): param groups as torch loads them,
+        then the state copied straight into regions, bucket by bucket
+        (torch would first copy all of it onto the parameters' device)."""
         self._live("load_state_dict")
-        self._orig["load_state_dict"](state_dict)
+        if not isinstance(state_dict, dict) or "state" not in state_dict:
+            raise bad_type("state_dict", state_dict,
+                           "an optimizer state_dict")
+        self._drop_ahead()
+        self._load(dict(state_dict, state={}))	# checks the groups
         self._free_slots()
-        self._adopt()
+        saved = [i for g in state_dict["param_groups"] for i in g["params"]]
+        params = [p for g in self.optimizer.param_groups
+                  for p in g["params"]]
+        by_param = {p: state_dict["state"][i]
+                    for i, p in zip(saved, params) if i in
+                    state_dict["state"]}
+        for index, p in enumerate(self._params()):
+            if p in by_param:
+                self._load_one(p, index, by_param[p])
+
+    def _load_one(self, p, index, saved):
+        keys = self._offloadable(p, saved)
+        size = sum(_round(views.nbytes(p.dtype if p.is_floating_point()
+                                       else saved[k].dtype,
+                                       saved[k].shape), ALIGN)
+                   for k in keys)
+        if keys:
+            self._make_slot([(p, index, saved, keys, size)], cast=True)
+        else:
+            self.optimizer.state[p] = {k: _cast(p, v, k)
+                                       for k, v in saved.items()}
+
+    # ---- copies ---------------------------------------------------------
+
+    def _plain_dict(self, memo=None):
+        """The optimizer's __dict__ as a plain optimizer's: state as plain
+        copies, everything deep-copied when memo is given (deepcopy)."""
+        def dup(v):
+            return v if memo is None else copy.deepcopy(v, memo)
+        out = {}
+        for k, v in self.optimizer.__dict__.items():
+            if k in _INSTALLED:
+                continue
+            if k == "state":
+                state = collections.defaultdict(dict)
+                for p, s in v.items():
+                    s = s.to_dict() if isinstance(s, ParamState) else s
+                    state[dup(p)] = dup(s)
+                out[k] = state
+            else:
+                out[k] = dup(v)
+        return out
+
+    def _deepcopy(self, memo):
+        """copy.deepcopy(optimizer): a plain optimizer with copies of the
+        state (not offloaded: it has no context)."""
+        self._live("deepcopy")
+        opt = self.optimizer
+        new = type(opt).__new__(type(opt))
+        memo[id(opt)] = new
+        new.__setstate__(self._plain_dict(memo))
+        return new
+
+    def _reduce_ex(self, protocol):
+        """pickle/torch.save(optimizer): saved as the plain optimizer."""
+        self._live("pickle")
+        return (copyreg.__newobj__, (type(self.optimizer),),
+                self._plain_dict())
 
     # ---- teardown -----------------------------------------------------
 
     def _free_slots(self):
-        for slot in filter(None, self._slots.values()):
-            slot.region.free()
-        self._slots = {}
+        for slot in self._slots:
+            for ps in slot.states:
+                ps._unbind()
+            if not slot.region.freed:
+                slot.region.free()
+        self._slots = []
 
     def detach(self):
         """Give the optimizer plain copies of its state, free the regions
         and restore its methods. Idempotent; Context.close() calls it."""
         if not getattr(self, "attached", False):
             return
-        for p, slot in self._slots.items():
-            if slot:
-                state = self.optimizer.state[p]
-                with self._resident([slot]):
-                    for k in slot.layout:
-                        view, state[k] = state[k], state[k].clone()
-                        empty(view)
-        self._free_slots()
-        for n in self._orig:
-            self.optimizer.__dict__.pop(n, None)
-        self.ctx._offloads.discard(self)
         self.attached = False
+        for h in self._hooks:
+            h.remove()
+        self._hooks = []
+        if not self.ctx.closed:
+            self._drop_ahead()
+            for p, state in list(self.optimizer.state.items()):
+                if isinstance(state, ParamState):
+                    self.optimizer.state[p] = state.to_dict()
+        self._free_slots()
+        for n in _INSTALLED:
+            self.optimizer.__dict__.pop(n, None)
+        self.optimizer.__dict__.update(self._saved)
+        self.ctx._offloads.discard(self)
 
     close = detach
 
-    # LR schedulers count steps by wrapping optimizer.step, which is then
-    # this object's method: their counter lives on the optimizer.
-    @property
-    def _step_count(self):
-        return getattr(self.optimizer, "_step_count", 0)
-
-    @_step_count.setter
-    def _step_count(self, value):
-        self.optimizer._step_count = value
-
     @property
     def regions(self):
-        return [s.region for s in self._slots.values() if s]
+        return [s.region for s in self._slots]
 
     @property
     def nbytes(self):
         """Bytes of state held in regions."""
         return sum(r.nbytes for r in self.regions)
+
+    def __repr__(self):
+        return "<umtorch.OptimizerOffload of %s: %d regions, %d bytes%s>" % (
+            type(self.optimizer).__name__, len(self._slots), self.nbytes,
+            "" if self.attached else ", detached")
 
     def __enter__(self):
         return self
@@ -274,33 +615,100 @@ class OptimizerOffload:
         self.detach()
 
 
+_TORCH2 = int(torch.__version__.split(".")[0]) >= 2
+
+
+def _cast(param, value, key=None):
+    """A loaded state value as torch's load_state_dict casts it (1.13:
+    floating tensors to the parameter's dtype, all to its device; 2.x
+    leaves 'step' alone)."""
+    if torch.is_tensor(value):
+        if _TORCH2 and key == "step":
+            return value
+        if param.is_floating_point():
+            value = value.to(param.dtype)
+        return value.to(param.device)
+    if isinstance(value, dict):
+        return {k: _cast(param, v, k) for k, v in value.items()}
+    return copy.deepcopy(value)
+
+
+def _counting_step(offload):
+    """optimizer.step as LR schedulers want it: marked _with_counter, so a
+    scheduler made later leaves it alone (offload.step counts) and one
+    made earlier sees no override."""
+    def step(closure=None):
+        return offload.step(closure)
+    step._with_counter = True
+    step._umtorch_offload = True
+    step.__doc__ = offload.step.__doc__
+    return step
+
+
+def _grad_hook(ref):
+    """A gradient hook that does not keep the offload alive (parameters
+    outlive optimizers)."""
+    def hook(grad):
+        offload = ref()
+        if offload is not None:
+            offload._on_grad(grad)
+    return hook
+
+
+def _local_optimizer(optimizer):
+    """ZeroRedundancyOptimizer keeps this rank's shard in .optim: that is
+    the state to offload."""
+    try:
+        from torch.distributed.optim import ZeroRedundancyOptimizer
+    except ImportError:
+        return optimizer
+    if isinstance(optimizer, ZeroRedundancyOptimizer):
+        return optimizer.optim
+    return optimizer
+
+
 def offload_optimizer(optimizer, ctx, *, min_bytes=64 << 10,
-                      bucket_bytes=None, priority=0, name="optim"):
+                      bucket_bytes=None, priority=0, name="optim",
+                      model=None, overlap=True):
     """Keep optimizer's state in libum regions of ctx; returns the
     OptimizerOffload (detach() undoes it; so does ctx.close()).
 
     State appears lazily (Adam makes it in its first step): whatever exists
-    now, and whatever each step creates, is moved into regions, one per
-    parameter, unless its state is smaller than min_bytes (biases: keeping
-    them plain saves a device granule each). bucket_bytes bounds the device
-    bytes one bucket of step() holds (default: half the device budget).
-    Call it before creating LR schedulers (they wrap optimizer.step).
-    Between steps the state tensors must not be touched: use
-    optimizer.state_dict(), which returns copies.
+    now is moved into regions at once; the rest is created by the first
+    step, bucket by bucket, within the budget. One region per parameter;
+    parameters whose state is under min_bytes share regions (packed up to
+    a 2 MiB device granule). bucket_bytes bounds the device bytes one
+    bucket of step() holds (default: half the device budget). model (an
+    nn.Module) names the regions by parameter name. overlap=False turns
+    off acquiring ahead (during backward, and the next bucket during this
+    one) and evicting behind, for comparison. For a
+    ZeroRedundancyOptimizer, this rank's shard (its .optim) is offloaded.
+    Between steps, optimizer.state reads give copies.
     """
     if not isinstance(optimizer, torch.optim.Optimizer):
         raise bad_type("optimizer", optimizer, "torch.optim.Optimizer")
+    optimizer = _local_optimizer(optimizer)
     if isinstance(optimizer, torch.optim.LBFGS):
         raise UmValueError(-errno.EINVAL, "offload_optimizer",
                            "LBFGS updates all parameters at once")
     if not isinstance(ctx, Context):
         raise bad_type("ctx", ctx, "umtorch.Context")
     ctx._ctx("offload_optimizer")
-    if "step" in optimizer.__dict__:
+    step = optimizer.__dict__.get("step")
+    if getattr(step, "_umtorch_offload", False):
+        raise UmError(-errno.EBUSY, "offload_optimizer", "offloaded twice")
+    if step is not None and not getattr(step, "_with_counter", False):
         raise UmError(-errno.EBUSY, "offload_optimizer",
-                      "optimizer.step is already wrapped (offloaded twice, "
-                      "or an LR scheduler created first)")
+                      "optimizer.step is already wrapped by something "
+                      "other than an LR scheduler")
     if bucket_bytes is not None:
         bucket_bytes = parse_size(bucket_bytes, "bucket_bytes")
+    names = {}
+    if model is not None:
+        if not isinstance(model, torch.nn.Module):
+            raise bad_type("model", model, "torch.nn.Module")
+        names = {id(p): n for n, p in model.named_parameters()}
     return OptimizerOffload(optimizer, ctx, parse_size(min_bytes,
-                            "min_bytes"), bucket_bytes, priority, name)
+                            "min_bytes"), bucket_bytes, priority, name,
+                            names, bool(overlap))
+

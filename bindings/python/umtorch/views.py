@@ -41,6 +41,10 @@ def _check(region, dtype, shape, offset):
     return tuple(shape), nbytes
 
 
+def nbytes(dtype, shape):
+    return math.prod(shape) * torch.empty((), dtype=dtype).element_size()
+
+
 def make(region, dtype, shape, offset):
     """A tensor of dtype/shape over region's bytes at offset."""
     shape, nbytes = _check(region, dtype, shape, offset)

@@ -1,0 +1,179 @@
+# SPDX-License-Identifier: MIT
+"""Within budget at every instant (step 1, load_state_dict, a param group
+added mid-run), atomic steps, validation up front, schedulers first."""
+
+import errno
+import io
+import warnings
+
+import torch
+
+import umtorch
+from common import (BUDGET, context, model, raises, same_params, state_bytes,
+                    train)
+
+
+def device_peak_ok(ctx, off, what):
+    """Device bytes (regions, plus plain state being moved in) never above
+    the budget; returns the peak."""
+    peak = max(off.peak_device, umtorch.memory_stats(ctx)[
+        "tier.device.peak"])
+    print("# %s: device peak %d, budget %d, plain state at most %d"
+          % (what, peak, BUDGET, off.peak_plain))
+    assert 0 < peak <= BUDGET, (what, peak, BUDGET)
+    return peak
+
+
+def test_step1_creates_state_bucket_by_bucket_within_budget():
+    plain = model()
+    train(plain, torch.optim.Adam(plain.parameters(), lr=1e-3), 3)
+    with context() as ctx:
+        m = model()
+        opt = torch.optim.Adam(m.parameters(), lr=1e-3)
+        off = umtorch.offload_optimizer(opt, ctx, model=m)
+        umtorch.reset_peak_memory_stats(ctx)
+        train(m, opt, 1)
+        total = state_bytes(opt)
+        assert total > 1.5 * BUDGET, (total, BUDGET)
+        device_peak_ok(ctx, off, "step 1")
+        # torch would hold all of it plain at once; a bucket is half
+        assert 0 < off.peak_plain <= BUDGET // 2 < total
+        train(m, opt, 2, seed=3)
+        names = sorted(r.name for r in off.regions)
+        assert "optim.2.weight" in names, names		# parameter names
+        assert any("+" in n for n in names), names	# biases packed
+        assert ctx.stats()["nomem"] == 0
+    ref = model()
+    ropt = torch.optim.Adam(ref.parameters(), lr=1e-3)
+    train(ref, ropt, 1)
+    train(ref, ropt, 2, seed=3)
+    assert same_params(m, ref)
+
+
+def test_load_state_dict_within_budget():
+    m = model()
+    opt = torch.optim.Adam(m.parameters(), lr=1e-3)
+    train(m, opt, 2)
+    buf = io.BytesIO()
+    torch.save(opt.state_dict(), buf)
+    with context() as ctx:
+        m2 = model()
+        m2.load_state_dict(m.state_dict())
+        opt2 = torch.optim.Adam(m2.parameters(), lr=1e-3)
+        off = umtorch.offload_optimizer(opt2, ctx)
+        umtorch.reset_peak_memory_stats(ctx)
+        buf.seek(0)
+        opt2.load_state_dict(torch.load(buf))
+        device_peak_ok(ctx, off, "load_state_dict")
+        assert off.peak_plain == 0 and off.nbytes > BUDGET
+        train(m2, opt2, 2, seed=5)
+    train(m, opt, 2, seed=5)
+    assert same_params(m, m2)
+
+
+def test_param_group_added_mid_run_within_budget():
+    def run(offload):
+        torch.manual_seed(7)
+        extra = torch.nn.Linear(512, 512)
+        m = model()
+        opt = torch.optim.AdamW(m.parameters(), lr=1e-3)
+        with context() as ctx:
+            off = umtorch.offload_optimizer(opt, ctx) if offload else None
+            train(m, opt, 2)
+            opt.add_param_group({"params": extra.parameters(), "lr": 1e-2})
+            if off:
+                umtorch.reset_peak_memory_stats(ctx)
+            x = torch.randn(8, 512)
+            train(m, opt, 1, seed=4, extra=(extra, x))
+            if off:
+                device_peak_ok(ctx, off, "new param group")
+                assert any(p is extra.weight for p in opt.state)
+        return list(m.parameters()) + list(extra.parameters())
+    for a, b in zip(run(False), run(True)):
+        assert torch.equal(a, b)
+
+
+def test_failing_step_changes_nothing():
+    """A sparse gradient in the last bucket: Adam's own error, raised
+    before any bucket ran, as plain torch raises before updating."""
+    with context() as ctx:
+        m = model()
+        emb = torch.nn.Embedding(100, 8, sparse=True)
+        opt = torch.optim.Adam(list(m.parameters()) + list(emb.parameters()),
+                               lr=1e-3)
+        umtorch.offload_optimizer(opt, ctx)
+        train(m, opt, 2)
+        before = [p.detach().clone() for p in m.parameters()]
+        state = {k: v for k, v in opt.state_dict()["state"][0].items()}
+        opt.zero_grad()
+        m(torch.ones(2, 64)).sum().backward()
+        emb(torch.tensor([1, 2])).sum().backward()
+        try:
+            opt.step()
+            raise AssertionError("sparse gradient accepted")
+        except RuntimeError as e:
+            assert "sparse" in str(e), e
+        assert all(torch.equal(a, b) for a, b in zip(before, m.parameters()))
+        after = opt.state_dict()["state"][0]
+        assert all(torch.equal(state[k], after[k]) for k in state)
+
+
+def test_scheduler_created_first():
+    """Frameworks make the optimizer and its scheduler together: offload
+    after the scheduler, same bits, no 'step order' warning."""
+    def run(offload):
+        m = model()
+        opt = torch.optim.AdamW(m.parameters(), lr=1e-3)
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1 / (s + 1))
+        with context() as ctx, warnings.catch_warnings():
+            warnings.simplefilter("error")
+            if offload:
+                umtorch.offload_optimizer(opt, ctx)
+            for _ in range(3):
+                train(m, opt, 1)
+                sched.step()
+        assert opt._step_count == 3, opt._step_count
+        return m
+    assert same_params(run(False), run(True))
+
+
+def test_validation_at_offload_time():
+    with context() as ctx:
+        m = model()
+        opt = torch.optim.Adam(m.parameters())
+        raises(-errno.EINVAL, umtorch.offload_optimizer, opt, ctx,
+               model="m", kind=TypeError)
+        e = raises(-errno.ENOMEM, umtorch.offload_optimizer, opt, ctx,
+                   bucket_bytes="1M", model=m)	# a 2 MiB region each
+        assert "0.weight" in str(e) and "bucket_bytes" in str(e), str(e)
+        off = umtorch.offload_optimizer(opt, ctx, bucket_bytes="2M")
+        train(m, opt, 1)
+        assert ctx.stats()["nomem"] == 0
+        off.detach()
+        opt.step = lambda closure=None: None	# not a scheduler's wrapper
+        e = raises(-errno.EBUSY, umtorch.offload_optimizer, opt, ctx)
+        assert "wrapped" in str(e)
+
+
+def test_overlap_restores_during_backward():
+    """With overlap the first bucket's regions are acquired by backward's
+    first gradient, before step(); without it they are not; same bits."""
+    def run(overlap):
+        with context() as ctx:
+            m = model()
+            opt = torch.optim.Adam(m.parameters(), lr=1e-3)
+            off = umtorch.offload_optimizer(opt, ctx, overlap=overlap)
+            train(m, opt, 2)
+            opt.zero_grad()
+            m(torch.ones(4, 64)).sum().backward()
+            held = [r.info()["acquired"] for r in off.regions]
+            opt.step()
+            assert all(r.info()["acquired"] == 0 for r in off.regions)
+            ev = ctx.stats()["migrations"]["evict_count"]
+        return m, held, ev
+    m1, held1, ev1 = run(True)
+    m0, held0, ev0 = run(False)
+    assert any(held1) and not any(held0), (held1, held0)
+    print("# evictions: %d with overlap (behind each bucket), %d without"
+          % (ev1, ev0))
+    assert same_params(m0, m1)

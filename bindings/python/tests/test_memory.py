@@ -1,0 +1,100 @@
+# SPDX-License-Identifier: MIT
+"""memory_stats / reset_peak / memory_summary, the recorded history in
+torch's snapshot format read by torch's own _memory_viz, the timeline and
+the leak check."""
+
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+
+import torch
+
+import umtorch
+from common import BUDGET, context, model, train
+
+
+def test_memory_stats_keys_and_peak_reset():
+    with context() as ctx:
+        m = model()
+        opt = torch.optim.Adam(m.parameters(), lr=1e-3)
+        off = umtorch.offload_optimizer(opt, ctx)
+        train(m, opt, 2)
+        st = umtorch.memory_stats(ctx)
+        for key in ("allocated_bytes.all.current", "allocated_bytes.all.peak",
+                    "reserved_bytes.all.current", "active_bytes.all.peak",
+                    "num_ooms", "num_alloc_retries",
+                    "tier.device.current", "tier.device.peak",
+                    "tier.host.current", "tier.spill.peak",
+                    "migrations.count", "tier.device.budget"):
+            assert key in st, key
+        assert st["allocated_bytes.all.current"] == off.nbytes
+        assert st["allocated_bytes.all.peak"] >= off.nbytes
+        assert 0 < st["tier.device.peak"] <= BUDGET
+        assert st["tier.host.current"] > 0 and st["num_ooms"] == 0
+        assert umtorch.memory_stats() == umtorch.memory_stats(ctx)
+        for r in off.regions:		# nothing on the device any more
+            r.evict("host")
+        ctx.wait_all()
+        umtorch.reset_peak_memory_stats(ctx)
+        st = umtorch.memory_stats(ctx)
+        assert st["tier.device.peak"] == st["tier.device.current"] == 0
+        assert st["tier.device.peak_ever"] > 0
+        text = umtorch.memory_summary(ctx)
+        assert "On the device" in text and "Migrations" in text
+        print("\n".join("# " + line for line in text.splitlines()))
+
+
+def recorded_offload(ctx):
+    """History recording on, then an offloaded Adam: (model, optimizer)."""
+    umtorch.record_history(ctx)
+    m = model()
+    opt = torch.optim.Adam(m.parameters(), lr=1e-3)
+    umtorch.offload_optimizer(opt, ctx, model=m)
+    return m, opt
+
+
+def test_history_snapshot_read_by_torch_memory_viz():
+    with context() as ctx, tempfile.TemporaryDirectory() as tmp:
+        m, opt = recorded_offload(ctx)
+        train(m, opt, 3)
+        hist = umtorch.memory.history(ctx)
+        actions = {e["action"] for e in hist.events}
+        assert {"alloc", "migrated", "evicted"} <= actions, actions
+        assert all(e["t_us"] >= 0 for e in hist.events)
+        assert len(hist.samples) == 3 and hist.samples[-1]["host"] > 0
+        path = os.path.join(tmp, "snap.pickle")
+        umtorch.dump_snapshot(path, ctx)
+        with open(path, "rb") as f:
+            snap = pickle.load(f)
+        from torch.cuda import _memory_viz
+        stats = _memory_viz.stats(snap)		# torch checks the sizes
+        assert stats["segments"] == ctx.stats()["regions"]
+        assert stats["active_allocated"].value > 0
+        lines = _memory_viz.memory(snap, format_flamegraph=lambda s: s)
+        # the allocating Python stack: this test, by parameter name
+        assert "test_memory.py" in lines, lines[:500]
+        assert any(s["name"] == "optim.2.weight" for s in snap)
+        out = subprocess.run([sys.executable, "-m",
+                              "torch.cuda._memory_viz", "stats", path],
+                             capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0 and "active_allocated" in out.stdout, \
+            out.stderr
+
+
+def test_timeline_and_leak_check():
+    with context() as ctx, tempfile.TemporaryDirectory() as tmp:
+        m, opt = recorded_offload(ctx)
+        kept = []
+        for step in range(5):
+            train(m, opt, 1)
+            kept.append(ctx.alloc(4096, name="cache.%d" % step))
+        leaks = umtorch.leak_check(ctx)
+        assert list(leaks) == ["cache."], leaks	# not the optimizer's
+        assert leaks["cache."] == [1, 2, 3, 4], leaks	# sampled at steps
+        for path in ("t.html", "t.svg"):
+            umtorch.timeline(os.path.join(tmp, path), ctx)
+            text = open(os.path.join(tmp, path)).read()
+            assert text.count("<polyline") == 5 and "<script" not in text
+        assert text.startswith("<svg")
