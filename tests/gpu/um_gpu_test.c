@@ -23,15 +23,15 @@
 #include "gpu_util.h"
 
 /*
- * Sizes in "MiB" and "GiB" are divided by 16 on the CPU stand-in for CUDA
- * (mock/cudart_mock.c), which copies with memcpy: same logic, CI-sized.
+ * Sizes in "MiB" and "GiB" are divided by 16 on the virtual GPU
+ * (tests/gpu/vgpu), which copies with memmove: same logic, CI-sized.
  */
 static uint64_t unit_scale(void)
 {
 	static uint64_t div;
 
 	if (!div)
-		div = gu_is_mock() ? 16 : 1;
+		div = gu_is_vgpu() ? 16 : 1;
 	return div;
 }
 

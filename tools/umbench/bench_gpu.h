@@ -33,7 +33,7 @@ struct bg_opts {
 /* One evict/restore measurement. */
 struct bg_mig {
 	const char *id, *name;
-	double evict_gbps, restore_gbps;	/* host-timed, best of reps */
+	double evict_gbps, restore_gbps;	/* event-timed, best of reps */
 	double dev_evict_gbps, dev_restore_gbps; /* libum's device timing */
 	double freed_gib;	/* device memory given back by the eviction */
 	int freed_known;
@@ -72,6 +72,7 @@ struct bg_results {
 	double ovl_gbps;
 	int ovl_intact;
 	char ovl_err[BG_ERR_LEN];
+	int modeled;				/* on the virtual GPU */
 	uint64_t adam_params, state_bytes;
 	double floor_ms, floor_ovl_ms;
 	struct bg_adam adam[BG_MAX_ADAM];
@@ -104,7 +105,22 @@ void bg_cpu_adam(float *p, const float *g, float *m, float *v, size_t n,
 		 const struct bg_hyper *h, int threads);
 void bg_hyper_step(struct bg_hyper *h, int t);
 
+/*
+ * Event timing on a stream: start records the first event; stop records the
+ * second (after whatever the host waited for in between), waits for it and
+ * gives the milliseconds between the two as the device saw them.
+ */
+struct bg_clock {
+	cudaEvent_t a, b;
+};
+
 /* bench_gpu.cu */
+cudaError_t bg_clock_init(struct bg_clock *c);
+void bg_clock_fini(struct bg_clock *c);
+cudaError_t bg_clock_start(struct bg_clock *c, cudaStream_t s);
+cudaError_t bg_clock_stop(struct bg_clock *c, cudaStream_t s, double *ms);
+/* 1 when linked with the virtual GPU: every time is modeled. */
+int bg_modeled(void);
 double bg_now(void);
 void bg_progress(const struct bg_opts *o, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
