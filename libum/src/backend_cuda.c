@@ -18,14 +18,14 @@
 #include "backend_cuda.h"
 #include "um_numa.h"
 
-static void umc_log(struct um_backend *be, int level, const char *call,
+static void cuda_log(struct um_backend *be, int level, const char *call,
 		    const char *what)
 {
 	if (be && be->log)
 		be->log(be->log_arg, level, "cuda: %s: %s", call, what);
 }
 
-int umc_rt_errno(cudaError_t e)
+int um__cuda_rt_errno(cudaError_t e)
 {
 	switch (e) {
 	case cudaSuccess:
@@ -52,7 +52,7 @@ int umc_rt_errno(cudaError_t e)
 	}
 }
 
-int umc_drv_errno(CUresult r)
+int um__cuda_drv_errno(CUresult r)
 {
 	switch (r) {
 	case CUDA_SUCCESS:
@@ -76,7 +76,7 @@ int umc_drv_errno(CUresult r)
 	}
 }
 
-int umc_rt_check(struct um_backend *be, cudaError_t e, const char *call)
+int um__cuda_rt_check(struct um_backend *be, cudaError_t e, const char *call)
 {
 	if (e == cudaSuccess)
 		return 0;
@@ -85,31 +85,31 @@ int umc_rt_check(struct um_backend *be, cudaError_t e, const char *call)
 	 * see it again (a sticky error stays: every later call reports it).
 	 */
 	(void)cudaGetLastError();
-	umc_log(be, e == cudaErrorNotReady ? UM_LOG_DEBUG : UM_LOG_ERR, call,
+	cuda_log(be, e == cudaErrorNotReady ? UM_LOG_DEBUG : UM_LOG_ERR, call,
 		cudaGetErrorString(e));
-	return umc_rt_errno(e);
+	return um__cuda_rt_errno(e);
 }
 
-int umc_drv_check(struct um_backend *be, CUresult r, const char *call)
+int um__cuda_drv_check(struct um_backend *be, CUresult r, const char *call)
 {
 	const char *s = NULL;
 
 	if (r == CUDA_SUCCESS)
 		return 0;
-	if (be && umc(be) && umc(be)->drv.get_error_string &&
-	    umc(be)->drv.get_error_string(r, &s) != CUDA_SUCCESS)
+	if (be && cuda_of(be) && cuda_of(be)->drv.get_error_string &&
+	    cuda_of(be)->drv.get_error_string(r, &s) != CUDA_SUCCESS)
 		s = NULL;
 	if (be && be->log)
 		be->log(be->log_arg, UM_LOG_ERR, "cuda: %s: %s (CUresult %d)",
 			call, s ? s : "driver error", (int)r);
-	return umc_drv_errno(r);
+	return um__cuda_drv_errno(r);
 }
 
-int umc_dev_valid(struct um_backend *be, int dev)
+int um__cuda_dev_valid(struct um_backend *be, int dev)
 {
-	struct umc_backend *c = umc(be);
+	struct um_cuda_backend *c = cuda_of(be);
 
-	return dev >= 0 && dev < c->ndev && dev < UMC_MAX_DEVICES;
+	return dev >= 0 && dev < c->ndev && dev < UM_CUDA_MAX_DEVICES;
 }
 
 /*
@@ -118,40 +118,41 @@ int umc_dev_valid(struct um_backend *be, int dev)
  * which the driver-API calls of the TIERED backing need on threads that made
  * no runtime call yet (the engine's and the pool grower's).
  */
-int umc_dev_enter(struct um_backend *be, int dev, struct umc_devguard *g)
+int um__cuda_dev_enter(struct um_backend *be, int dev,
+		       struct um_cuda_devguard *g)
 {
 	int ret;
 
 	g->prev = -1;
 	g->changed = 0;
-	if (!umc_dev_valid(be, dev)) {
+	if (!um__cuda_dev_valid(be, dev)) {
 		if (be && be->log)
 			be->log(be->log_arg, UM_LOG_ERR,
 				"cuda: device %d out of range (%d devices)",
-				dev, umc(be)->ndev);
+				dev, cuda_of(be)->ndev);
 		return -ENODEV;
 	}
-	ret = umc_rt_check(be, cudaGetDevice(&g->prev), "cudaGetDevice");
+	ret = um__cuda_rt_check(be, cudaGetDevice(&g->prev), "cudaGetDevice");
 	if (ret)
 		return ret;
-	ret = umc_rt_check(be, cudaSetDevice(dev), "cudaSetDevice");
+	ret = um__cuda_rt_check(be, cudaSetDevice(dev), "cudaSetDevice");
 	if (ret)
 		return ret;
 	g->changed = g->prev != dev;
 	return 0;
 }
 
-void umc_dev_leave(struct um_backend *be, struct umc_devguard *g)
+void um__cuda_dev_leave(struct um_backend *be, struct um_cuda_devguard *g)
 {
 	if (g->changed)
-		(void)umc_rt_check(be, cudaSetDevice(g->prev),
+		(void)um__cuda_rt_check(be, cudaSetDevice(g->prev),
 				   "cudaSetDevice(restore)");
 	g->changed = 0;
 }
 
 /* ---- probe, init ------------------------------------------------------ */
 
-static int umc_probe(const char **why)
+static int cuda_probe(const char **why)
 {
 	int n = 0;
 	cudaError_t e = cudaGetDeviceCount(&n);
@@ -170,23 +171,23 @@ static int umc_probe(const char **why)
 	return n;
 }
 
-static int umc_init(struct um_backend *be, const struct um_backend_config *cfg)
+static int cuda_init(struct um_backend *be, const struct um_backend_config *cfg)
 {
-	struct umc_devguard g;
-	struct umc_backend *c;
+	struct um_cuda_devguard g;
+	struct um_cuda_backend *c;
 	const char *why = NULL;
 	int n, ret;
 
-	n = umc_probe(&why);
+	n = cuda_probe(&why);
 	if (n <= 0) {
-		umc_log(be, UM_LOG_WARN, "cudaGetDeviceCount",
+		cuda_log(be, UM_LOG_WARN, "cudaGetDeviceCount",
 			why ? why : "no device");
 		return -ENODEV;
 	}
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
-	c->ndev = n < UMC_MAX_DEVICES ? n : UMC_MAX_DEVICES;
+	c->ndev = n < UM_CUDA_MAX_DEVICES ? n : UM_CUDA_MAX_DEVICES;
 	c->first_dev = cfg ? cfg->device : 0;
 	if (pthread_mutex_init(&c->lock, NULL)) {
 		free(c);
@@ -201,14 +202,14 @@ static int umc_init(struct um_backend *be, const struct um_backend_config *cfg)
 		ret = -ENODEV;
 		goto err_priv;
 	}
-	ret = umc_dev_enter(be, c->first_dev, &g);
+	ret = um__cuda_dev_enter(be, c->first_dev, &g);
 	if (ret)
 		goto err_priv;
 	/* Create the primary context now, not inside the first migration. */
-	ret = umc_rt_check(be, cudaFree(NULL), "cudaFree(NULL)");
+	ret = um__cuda_rt_check(be, cudaFree(NULL), "cudaFree(NULL)");
 	if (!ret)
-		ret = umc_mem_init(be);
-	umc_dev_leave(be, &g);
+		ret = um__cuda_mem_init(be);
+	um__cuda_dev_leave(be, &g);
 	if (ret)
 		goto err_priv;
 	return 0;
@@ -220,35 +221,35 @@ err_priv:
 	return ret;
 }
 
-static void umc_fini(struct um_backend *be)
+static void cuda_fini(struct um_backend *be)
 {
-	struct umc_backend *c = umc(be);
+	struct um_cuda_backend *c = cuda_of(be);
 
 	if (!c)
 		return;
-	umc_mem_fini(be);
+	um__cuda_mem_fini(be);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 	be->priv = NULL;
 }
 
-static int umc_device_count(struct um_backend *be)
+static int cuda_device_count(struct um_backend *be)
 {
-	return umc(be)->ndev;
+	return cuda_of(be)->ndev;
 }
 
-static int umc_mem_info(struct um_backend *be, int dev, uint64_t *free_b,
+static int cuda_mem_info(struct um_backend *be, int dev, uint64_t *free_b,
 			uint64_t *total_b)
 {
-	struct umc_devguard g;
+	struct um_cuda_devguard g;
 	size_t f = 0, t = 0;
 	int ret;
 
-	ret = umc_dev_enter(be, dev, &g);
+	ret = um__cuda_dev_enter(be, dev, &g);
 	if (ret)
 		return ret;
-	ret = umc_rt_check(be, cudaMemGetInfo(&f, &t), "cudaMemGetInfo");
-	umc_dev_leave(be, &g);
+	ret = um__cuda_rt_check(be, cudaMemGetInfo(&f, &t), "cudaMemGetInfo");
+	um__cuda_dev_leave(be, &g);
 	if (ret)
 		return ret;
 	if (free_b)
@@ -260,10 +261,10 @@ static int umc_mem_info(struct um_backend *be, int dev, uint64_t *free_b,
 
 /* ---- queues ----------------------------------------------------------- */
 
-static int umc_queue_create(struct um_backend *be, int dev,
+static int cuda_queue_create(struct um_backend *be, int dev,
 			    struct um_queue **out)
 {
-	struct umc_devguard g;
+	struct um_cuda_devguard g;
 	struct um_queue *q;
 	int ret;
 
@@ -272,13 +273,13 @@ static int umc_queue_create(struct um_backend *be, int dev,
 	q = calloc(1, sizeof(*q));
 	if (!q)
 		return -ENOMEM;
-	ret = umc_dev_enter(be, dev, &g);
+	ret = um__cuda_dev_enter(be, dev, &g);
 	if (ret)
 		goto err_free;
-	ret = umc_rt_check(be, cudaStreamCreateWithFlags(&q->s,
+	ret = um__cuda_rt_check(be, cudaStreamCreateWithFlags(&q->s,
 				cudaStreamNonBlocking),
 			   "cudaStreamCreateWithFlags");
-	umc_dev_leave(be, &g);
+	um__cuda_dev_leave(be, &g);
 	if (ret)
 		goto err_free;
 	q->dev = dev;
@@ -290,17 +291,17 @@ err_free:
 	return ret;
 }
 
-static void umc_queue_destroy(struct um_backend *be, struct um_queue *q)
+static void cuda_queue_destroy(struct um_backend *be, struct um_queue *q)
 {
 	if (!q)
 		return;
 	/* Destroy returns at once; pending work still completes first. */
-	(void)umc_rt_check(be, cudaStreamDestroy(q->s), "cudaStreamDestroy");
+	(void)um__cuda_rt_check(be, cudaStreamDestroy(q->s), "cudaStreamDestroy");
 	free(q);
 }
 
 /* Kind of a copy from the pointers, for when the runtime cannot infer it. */
-static enum cudaMemcpyKind umc_copy_kind(const void *dst, const void *src)
+static enum cudaMemcpyKind cuda_copy_kind(const void *dst, const void *src)
 {
 	struct cudaPointerAttributes a;
 	int dst_dev = 0, src_dev = 0;
@@ -324,7 +325,7 @@ static enum cudaMemcpyKind umc_copy_kind(const void *dst, const void *src)
 	return cudaMemcpyHostToHost;
 }
 
-static int umc_copy(struct um_backend *be, struct um_queue *q, void *dst,
+static int cuda_copy(struct um_backend *be, struct um_queue *q, void *dst,
 		    const void *src, size_t len)
 {
 	cudaError_t e;
@@ -341,13 +342,13 @@ static int umc_copy(struct um_backend *be, struct um_queue *q, void *dst,
 	e = cudaMemcpyAsync(dst, src, len, cudaMemcpyDefault, q->s);
 	if (e == cudaErrorInvalidValue) {
 		(void)cudaGetLastError();
-		e = cudaMemcpyAsync(dst, src, len, umc_copy_kind(dst, src),
+		e = cudaMemcpyAsync(dst, src, len, cuda_copy_kind(dst, src),
 				    q->s);
 	}
-	return umc_rt_check(be, e, "cudaMemcpyAsync");
+	return um__cuda_rt_check(be, e, "cudaMemcpyAsync");
 }
 
-static int umc_fill(struct um_backend *be, struct um_queue *q, void *dst,
+static int cuda_fill(struct um_backend *be, struct um_queue *q, void *dst,
 		    int byte, size_t len)
 {
 	struct cudaPointerAttributes a;
@@ -360,7 +361,7 @@ static int umc_fill(struct um_backend *be, struct um_queue *q, void *dst,
 		return 0;
 	e = cudaMemsetAsync(dst, byte, len, q->s);
 	if (e != cudaErrorInvalidValue)
-		return umc_rt_check(be, e, "cudaMemsetAsync");
+		return um__cuda_rt_check(be, e, "cudaMemsetAsync");
 	(void)cudaGetLastError();
 	/*
 	 * Plain host memory the device cannot write: order after the queue's
@@ -371,8 +372,8 @@ static int umc_fill(struct um_backend *be, struct um_queue *q, void *dst,
 		a.type = cudaMemoryTypeUnregistered;
 	}
 	if (a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged)
-		return umc_rt_check(be, e, "cudaMemsetAsync");
-	ret = umc_rt_check(be, cudaStreamSynchronize(q->s),
+		return um__cuda_rt_check(be, e, "cudaMemsetAsync");
+	ret = um__cuda_rt_check(be, cudaStreamSynchronize(q->s),
 			   "cudaStreamSynchronize");
 	if (ret)
 		return ret;
@@ -380,17 +381,17 @@ static int umc_fill(struct um_backend *be, struct um_queue *q, void *dst,
 	return 0;
 }
 
-static int umc_queue_sync(struct um_backend *be, struct um_queue *q)
+static int cuda_queue_sync(struct um_backend *be, struct um_queue *q)
 {
 	if (!q)
 		return -EINVAL;
-	return umc_rt_check(be, cudaStreamSynchronize(q->s),
+	return um__cuda_rt_check(be, cudaStreamSynchronize(q->s),
 			    "cudaStreamSynchronize");
 }
 
 /* ---- fences ----------------------------------------------------------- */
 
-static int umc_fence_create(struct um_backend *be, struct um_fence **out)
+static int cuda_fence_create(struct um_backend *be, struct um_fence **out)
 {
 	struct um_fence *f;
 	int ret;
@@ -401,7 +402,7 @@ static int umc_fence_create(struct um_backend *be, struct um_fence **out)
 	if (!f)
 		return -ENOMEM;
 	/* Timing on: migrations are measured by the device, not the host. */
-	ret = umc_rt_check(be, cudaEventCreateWithFlags(&f->ev,
+	ret = um__cuda_rt_check(be, cudaEventCreateWithFlags(&f->ev,
 				cudaEventDefault),
 			   "cudaEventCreateWithFlags");
 	if (ret) {
@@ -412,24 +413,24 @@ static int umc_fence_create(struct um_backend *be, struct um_fence **out)
 	return 0;
 }
 
-static void umc_fence_destroy(struct um_backend *be, struct um_fence *f)
+static void cuda_fence_destroy(struct um_backend *be, struct um_fence *f)
 {
 	if (!f)
 		return;
-	(void)umc_rt_check(be, cudaEventDestroy(f->ev), "cudaEventDestroy");
+	(void)um__cuda_rt_check(be, cudaEventDestroy(f->ev), "cudaEventDestroy");
 	free(f);
 }
 
-static int umc_fence_record(struct um_backend *be, struct um_fence *f,
+static int cuda_fence_record(struct um_backend *be, struct um_fence *f,
 			    struct um_queue *q)
 {
 	if (!f || !q)
 		return -EINVAL;
-	return umc_rt_check(be, cudaEventRecord(f->ev, q->s),
+	return um__cuda_rt_check(be, cudaEventRecord(f->ev, q->s),
 			    "cudaEventRecord");
 }
 
-static int umc_fence_query(struct um_backend *be, struct um_fence *f)
+static int cuda_fence_query(struct um_backend *be, struct um_fence *f)
 {
 	cudaError_t e;
 
@@ -440,18 +441,18 @@ static int umc_fence_query(struct um_backend *be, struct um_fence *f)
 		(void)cudaGetLastError();
 		return -EAGAIN;
 	}
-	return umc_rt_check(be, e, "cudaEventQuery");
+	return um__cuda_rt_check(be, e, "cudaEventQuery");
 }
 
-static int umc_fence_wait(struct um_backend *be, struct um_fence *f)
+static int cuda_fence_wait(struct um_backend *be, struct um_fence *f)
 {
 	if (!f)
 		return -EINVAL;
-	return umc_rt_check(be, cudaEventSynchronize(f->ev),
+	return um__cuda_rt_check(be, cudaEventSynchronize(f->ev),
 			    "cudaEventSynchronize");
 }
 
-static int umc_fence_elapsed_ns(struct um_backend *be, struct um_fence *start,
+static int cuda_fence_elapsed_ns(struct um_backend *be, struct um_fence *start,
 				struct um_fence *end, uint64_t *ns)
 {
 	cudaError_t e;
@@ -465,28 +466,28 @@ static int umc_fence_elapsed_ns(struct um_backend *be, struct um_fence *start,
 		return -EAGAIN;
 	}
 	if (e != cudaSuccess)
-		return umc_rt_check(be, e, "cudaEventElapsedTime");
+		return um__cuda_rt_check(be, e, "cudaEventElapsedTime");
 	/* Events on different queues can land in either order. */
 	*ns = ms > 0 ? (uint64_t)((double)ms * 1e6) : 0;
 	return 0;
 }
 
-static int umc_queue_wait_fence(struct um_backend *be, struct um_queue *q,
+static int cuda_queue_wait_fence(struct um_backend *be, struct um_queue *q,
 				struct um_fence *f)
 {
 	if (!q || !f)
 		return -EINVAL;
-	return umc_rt_check(be, cudaStreamWaitEvent(q->s, f->ev, 0),
+	return um__cuda_rt_check(be, cudaStreamWaitEvent(q->s, f->ev, 0),
 			    "cudaStreamWaitEvent");
 }
 
-static int umc_stream_wait_fence(struct um_backend *be, void *stream,
+static int cuda_stream_wait_fence(struct um_backend *be, void *stream,
 				 struct um_fence *f)
 {
 	if (!f)
 		return -EINVAL;
 	/* NULL is the caller's legacy default stream; that is what it means. */
-	return umc_rt_check(be, cudaStreamWaitEvent((cudaStream_t)stream,
+	return um__cuda_rt_check(be, cudaStreamWaitEvent((cudaStream_t)stream,
 						    f->ev, 0),
 			    "cudaStreamWaitEvent(caller stream)");
 }
@@ -497,12 +498,12 @@ static int umc_stream_wait_fence(struct um_backend *be, void *stream,
  * waits for the record current when it is called, so re-recording the same
  * event at the next release does not disturb evictions already queued.
  */
-static int umc_stream_record_fence(struct um_backend *be, void *stream,
+static int cuda_stream_record_fence(struct um_backend *be, void *stream,
 				   struct um_fence *f)
 {
 	if (!f)
 		return -EINVAL;
-	return umc_rt_check(be, cudaEventRecord(f->ev, (cudaStream_t)stream),
+	return um__cuda_rt_check(be, cudaEventRecord(f->ev, (cudaStream_t)stream),
 			    "cudaEventRecord(caller stream)");
 }
 
@@ -511,14 +512,14 @@ static int umc_stream_record_fence(struct um_backend *be, void *stream,
  * own attribute (cudaDevAttrHostNumaId) is newer than some drivers we run
  * on, and sysfs is what the kernel itself uses for the device.
  */
-static int umc_device_numa_node(struct um_backend *be, int dev)
+static int cuda_device_numa_node(struct um_backend *be, int dev)
 {
 	char bdf[32];
 	int ret;
 
-	if (dev < 0 || dev >= umc(be)->ndev)
+	if (dev < 0 || dev >= cuda_of(be)->ndev)
 		return -EINVAL;
-	ret = umc_rt_check(be, cudaDeviceGetPCIBusId(bdf, sizeof(bdf), dev),
+	ret = um__cuda_rt_check(be, cudaDeviceGetPCIBusId(bdf, sizeof(bdf), dev),
 			   "cudaDeviceGetPCIBusId");
 	if (ret)
 		return ret;
@@ -528,38 +529,38 @@ static int umc_device_numa_node(struct um_backend *be, int dev)
 const struct um_backend_ops um_backend_cuda = {
 	.id = UM_BACKEND_CUDA,
 	.name = "cuda",
-	.probe = umc_probe,
-	.init = umc_init,
-	.fini = umc_fini,
-	.device_count = umc_device_count,
-	.mem_info = umc_mem_info,
-	.granularity = umc_granularity,
-	.host_alloc = umc_host_alloc,
-	.host_free = umc_host_free,
-	.va_reserve = umc_va_reserve,
-	.va_release = umc_va_release,
-	.phys_map = umc_phys_map,
-	.phys_unmap = umc_phys_unmap,
-	.managed_alloc = umc_managed_alloc,
-	.managed_free = umc_managed_free,
-	.advise = umc_advise,
-	.prefetch = umc_prefetch,
-	.discard = umc_discard,
-	.queue_create = umc_queue_create,
-	.queue_destroy = umc_queue_destroy,
-	.copy = umc_copy,
-	.fill = umc_fill,
-	.queue_sync = umc_queue_sync,
-	.fence_create = umc_fence_create,
-	.fence_destroy = umc_fence_destroy,
-	.fence_record = umc_fence_record,
-	.fence_query = umc_fence_query,
-	.fence_wait = umc_fence_wait,
-	.fence_elapsed_ns = umc_fence_elapsed_ns,
-	.queue_wait_fence = umc_queue_wait_fence,
-	.stream_wait_fence = umc_stream_wait_fence,
-	.stream_record_fence = umc_stream_record_fence,
-	.device_numa_node = umc_device_numa_node,
+	.probe = cuda_probe,
+	.init = cuda_init,
+	.fini = cuda_fini,
+	.device_count = cuda_device_count,
+	.mem_info = cuda_mem_info,
+	.granularity = um__cuda_granularity,
+	.host_alloc = um__cuda_host_alloc,
+	.host_free = um__cuda_host_free,
+	.va_reserve = um__cuda_va_reserve,
+	.va_release = um__cuda_va_release,
+	.phys_map = um__cuda_phys_map,
+	.phys_unmap = um__cuda_phys_unmap,
+	.managed_alloc = um__cuda_managed_alloc,
+	.managed_free = um__cuda_managed_free,
+	.advise = um__cuda_advise,
+	.prefetch = um__cuda_prefetch,
+	.discard = um__cuda_discard,
+	.queue_create = cuda_queue_create,
+	.queue_destroy = cuda_queue_destroy,
+	.copy = cuda_copy,
+	.fill = cuda_fill,
+	.queue_sync = cuda_queue_sync,
+	.fence_create = cuda_fence_create,
+	.fence_destroy = cuda_fence_destroy,
+	.fence_record = cuda_fence_record,
+	.fence_query = cuda_fence_query,
+	.fence_wait = cuda_fence_wait,
+	.fence_elapsed_ns = cuda_fence_elapsed_ns,
+	.queue_wait_fence = cuda_queue_wait_fence,
+	.stream_wait_fence = cuda_stream_wait_fence,
+	.stream_record_fence = cuda_stream_record_fence,
+	.device_numa_node = cuda_device_numa_node,
 };
 
 #else /* !UM_HAVE_CUDA */

@@ -26,9 +26,9 @@
 #include "backend_cuda.h"
 #include "um_numa.h"
 
-#define UMC_DEFAULT_GRAN (2ull << 20)
+#define UM_CUDA_DEFAULT_GRAN (2ull << 20)
 
-static size_t umc_round_up(size_t len, size_t unit)
+static size_t cuda_round_up(size_t len, size_t unit)
 {
 	if (!unit)
 		return len;
@@ -39,21 +39,21 @@ static size_t umc_round_up(size_t len, size_t unit)
 
 /* ---- driver entry points ------------------------------------------------ */
 
-static int umc_sym(struct um_backend *be, const char *name, void *slot,
+static int cuda_sym(struct um_backend *be, const char *name, void *slot,
 		   size_t slot_size)
 {
 	enum cudaDriverEntryPointQueryResult st = cudaDriverEntryPointSymbolNotFound;
 	void *fn = NULL;
 	cudaError_t e;
 
-	e = cudaGetDriverEntryPointByVersion(name, &fn, UMC_DRIVER_ABI,
+	e = cudaGetDriverEntryPointByVersion(name, &fn, UM_CUDA_DRIVER_ABI,
 					     cudaEnableDefault, &st);
 	if (e != cudaSuccess || st != cudaDriverEntryPointSuccess || !fn) {
 		(void)cudaGetLastError();
 		if (be->log)
 			be->log(be->log_arg, UM_LOG_WARN,
 				"cuda: cudaGetDriverEntryPointByVersion(%s, %d): %s, status %d",
-				name, UMC_DRIVER_ABI, cudaGetErrorString(e),
+				name, UM_CUDA_DRIVER_ABI, cudaGetErrorString(e),
 				(int)st);
 		return -ENOSYS;
 	}
@@ -62,25 +62,25 @@ static int umc_sym(struct um_backend *be, const char *name, void *slot,
 	return 0;
 }
 
-#define UMC_SYM(be, d, field, name) \
-	umc_sym((be), (name), &(d)->field, sizeof((d)->field))
+#define UM_CUDA_SYM(be, d, field, name) \
+	cuda_sym((be), (name), &(d)->field, sizeof((d)->field))
 
-static int umc_resolve_driver(struct um_backend *be)
+static int cuda_resolve_driver(struct um_backend *be)
 {
-	struct umc_driver *d = &umc(be)->drv;
+	struct um_cuda_driver *d = &cuda_of(be)->drv;
 	int bad = 0;
 
-	(void)UMC_SYM(be, d, get_error_string, "cuGetErrorString");
-	bad |= UMC_SYM(be, d, mem_address_reserve, "cuMemAddressReserve");
-	bad |= UMC_SYM(be, d, mem_address_free, "cuMemAddressFree");
-	bad |= UMC_SYM(be, d, mem_create, "cuMemCreate");
-	bad |= UMC_SYM(be, d, mem_release, "cuMemRelease");
-	bad |= UMC_SYM(be, d, mem_map, "cuMemMap");
-	bad |= UMC_SYM(be, d, mem_unmap, "cuMemUnmap");
-	bad |= UMC_SYM(be, d, mem_set_access, "cuMemSetAccess");
-	bad |= UMC_SYM(be, d, mem_get_allocation_granularity,
+	(void)UM_CUDA_SYM(be, d, get_error_string, "cuGetErrorString");
+	bad |= UM_CUDA_SYM(be, d, mem_address_reserve, "cuMemAddressReserve");
+	bad |= UM_CUDA_SYM(be, d, mem_address_free, "cuMemAddressFree");
+	bad |= UM_CUDA_SYM(be, d, mem_create, "cuMemCreate");
+	bad |= UM_CUDA_SYM(be, d, mem_release, "cuMemRelease");
+	bad |= UM_CUDA_SYM(be, d, mem_map, "cuMemMap");
+	bad |= UM_CUDA_SYM(be, d, mem_unmap, "cuMemUnmap");
+	bad |= UM_CUDA_SYM(be, d, mem_set_access, "cuMemSetAccess");
+	bad |= UM_CUDA_SYM(be, d, mem_get_allocation_granularity,
 		       "cuMemGetAllocationGranularity");
-	bad |= UMC_SYM(be, d, mem_get_info, "cuMemGetInfo");
+	bad |= UM_CUDA_SYM(be, d, mem_get_info, "cuMemGetInfo");
 	d->vmm_ok = !bad;
 	if (bad && be->log)
 		be->log(be->log_arg, UM_LOG_WARN,
@@ -88,7 +88,7 @@ static int umc_resolve_driver(struct um_backend *be)
 	return 0;
 }
 
-static void umc_dev_prop(int dev, CUmemAllocationProp *prop)
+static void cuda_dev_prop(int dev, CUmemAllocationProp *prop)
 {
 	memset(prop, 0, sizeof(*prop));
 	prop->type = CU_MEM_ALLOCATION_TYPE_PINNED;
@@ -96,47 +96,47 @@ static void umc_dev_prop(int dev, CUmemAllocationProp *prop)
 	prop->location.id = dev;
 }
 
-static size_t umc_query_gran(struct um_backend *be, int dev)
+static size_t cuda_query_gran(struct um_backend *be, int dev)
 {
-	struct umc_driver *d = &umc(be)->drv;
+	struct um_cuda_driver *d = &cuda_of(be)->drv;
 	CUmemAllocationProp prop;
 	size_t g = 0;
 
 	if (!d->vmm_ok)
-		return UMC_DEFAULT_GRAN;
-	umc_dev_prop(dev, &prop);
+		return UM_CUDA_DEFAULT_GRAN;
+	cuda_dev_prop(dev, &prop);
 	if (d->mem_get_allocation_granularity(&g, &prop,
 			CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) == CUDA_SUCCESS &&
 	    g)
 		return g;
-	if (umc_drv_check(be, d->mem_get_allocation_granularity(&g, &prop,
+	if (um__cuda_drv_check(be, d->mem_get_allocation_granularity(&g, &prop,
 				CU_MEM_ALLOC_GRANULARITY_MINIMUM),
 			  "cuMemGetAllocationGranularity") == 0 && g)
 		return g;
-	return UMC_DEFAULT_GRAN;
+	return UM_CUDA_DEFAULT_GRAN;
 }
 
 /* Called with the first device current (its primary context made). */
-int umc_mem_init(struct um_backend *be)
+int um__cuda_mem_init(struct um_backend *be)
 {
-	struct umc_backend *c = umc(be);
+	struct um_cuda_backend *c = cuda_of(be);
 	size_t f = 0, t = 0;
 	int dev, v, ret;
 
-	ret = umc_resolve_driver(be);
+	ret = cuda_resolve_driver(be);
 	if (ret)
 		return ret;
-	c->gran_max = UMC_DEFAULT_GRAN;
+	c->gran_max = UM_CUDA_DEFAULT_GRAN;
 	/*
 	 * Neither query needs the device's own context: do not create one
 	 * on every GPU of the machine (each costs device memory).
 	 */
 	for (dev = 0; dev < c->ndev; dev++) {
-		c->gran[dev] = umc_query_gran(be, dev);
+		c->gran[dev] = cuda_query_gran(be, dev);
 		if (c->gran[dev] > c->gran_max)
 			c->gran_max = c->gran[dev];
 		v = 0;
-		if (umc_rt_check(be, cudaDeviceGetAttribute(&v,
+		if (um__cuda_rt_check(be, cudaDeviceGetAttribute(&v,
 				cudaDevAttrConcurrentManagedAccess, dev),
 				"cudaDeviceGetAttribute(ConcurrentManagedAccess)"))
 			v = 0;
@@ -147,7 +147,7 @@ int umc_mem_init(struct um_backend *be)
 	 * hang the GPU, not only the program. Cap what we hand out at what
 	 * was free when we started.
 	 */
-	ret = umc_rt_check(be, cudaMemGetInfo(&f, &t), "cudaMemGetInfo");
+	ret = um__cuda_rt_check(be, cudaMemGetInfo(&f, &t), "cudaMemGetInfo");
 	if (ret)
 		return ret;
 	c->managed_cap = f;
@@ -161,15 +161,15 @@ int umc_mem_init(struct um_backend *be)
 	return 0;
 }
 
-void umc_mem_fini(struct um_backend *be)
+void um__cuda_mem_fini(struct um_backend *be)
 {
-	struct umc_backend *c = umc(be);
-	struct umc_hostreg *r;
+	struct um_cuda_backend *c = cuda_of(be);
+	struct um_cuda_hostreg *r;
 
 	/* Chunks the pool did not give back: unpin and free them now. */
 	while ((r = c->hostregs)) {
 		c->hostregs = r->next;
-		(void)umc_rt_check(be, cudaHostUnregister(r->p),
+		(void)um__cuda_rt_check(be, cudaHostUnregister(r->p),
 				   "cudaHostUnregister");
 		um__numa_free(r->p, r->len);
 		free(r);
@@ -178,11 +178,11 @@ void umc_mem_fini(struct um_backend *be)
 
 /* ---- pinned host chunks ----------------------------------------------- */
 
-static int umc_host_alloc_node(struct um_backend *be, size_t len, int node,
+static int cuda_host_alloc_node(struct um_backend *be, size_t len, int node,
 			       void **out)
 {
-	struct umc_backend *c = umc(be);
-	struct umc_hostreg *r;
+	struct um_cuda_backend *c = cuda_of(be);
+	struct um_cuda_hostreg *r;
 	void *p;
 	int ret;
 
@@ -197,7 +197,7 @@ static int umc_host_alloc_node(struct um_backend *be, size_t len, int node,
 		return ret;
 	}
 	/* The pages exist on node (um__numa_alloc touched them): pin them. */
-	ret = umc_rt_check(be, cudaHostRegister(p, len,
+	ret = um__cuda_rt_check(be, cudaHostRegister(p, len,
 				cudaHostRegisterPortable),
 			   "cudaHostRegister");
 	if (ret) {
@@ -215,9 +215,9 @@ static int umc_host_alloc_node(struct um_backend *be, size_t len, int node,
 	return 0;
 }
 
-int umc_host_alloc(struct um_backend *be, size_t len, int node, void **out)
+int um__cuda_host_alloc(struct um_backend *be, size_t len, int node, void **out)
 {
-	struct umc_backend *c = umc(be);
+	struct um_cuda_backend *c = cuda_of(be);
 	void *p = NULL;
 	int ret;
 
@@ -225,12 +225,12 @@ int umc_host_alloc(struct um_backend *be, size_t len, int node, void **out)
 		return -EINVAL;
 	if (node >= 0 && node != UM_TIER_ANY_NODE) {
 		if (c->numa_ok)
-			return umc_host_alloc_node(be, len, node, out);
+			return cuda_host_alloc_node(be, len, node, out);
 		/* Without NUMA there is one node, 0, and no placement. */
 		if (node != 0)
 			return -EINVAL;
 	}
-	ret = umc_rt_check(be, cudaHostAlloc(&p, len, cudaHostAllocPortable),
+	ret = um__cuda_rt_check(be, cudaHostAlloc(&p, len, cudaHostAllocPortable),
 			   "cudaHostAlloc");
 	if (ret)
 		return ret;
@@ -238,10 +238,10 @@ int umc_host_alloc(struct um_backend *be, size_t len, int node, void **out)
 	return 0;
 }
 
-void umc_host_free(struct um_backend *be, void *p, size_t len)
+void um__cuda_host_free(struct um_backend *be, void *p, size_t len)
 {
-	struct umc_backend *c = umc(be);
-	struct umc_hostreg **pp, *r = NULL;
+	struct um_cuda_backend *c = cuda_of(be);
+	struct um_cuda_hostreg **pp, *r = NULL;
 
 	if (!p)
 		return;
@@ -255,40 +255,40 @@ void umc_host_free(struct um_backend *be, void *p, size_t len)
 	}
 	pthread_mutex_unlock(&c->lock);
 	if (!r) {
-		(void)umc_rt_check(be, cudaFreeHost(p), "cudaFreeHost");
+		(void)um__cuda_rt_check(be, cudaFreeHost(p), "cudaFreeHost");
 		return;
 	}
 	if (r->len != len && be->log)
 		be->log(be->log_arg, UM_LOG_WARN,
 			"cuda: host_free(%p): %zu bytes given, %zu registered",
 			p, len, r->len);
-	(void)umc_rt_check(be, cudaHostUnregister(p), "cudaHostUnregister");
+	(void)um__cuda_rt_check(be, cudaHostUnregister(p), "cudaHostUnregister");
 	um__numa_free(p, r->len);
 	free(r);
 }
 
 /* ---- TIERED: driver virtual-memory API ------------------------------- */
 
-size_t umc_granularity(struct um_backend *be, int dev)
+size_t um__cuda_granularity(struct um_backend *be, int dev)
 {
-	struct umc_backend *c = umc(be);
+	struct um_cuda_backend *c = cuda_of(be);
 
-	if (!umc_dev_valid(be, dev))
+	if (!um__cuda_dev_valid(be, dev))
 		return c->gran_max;
 	return c->gran[dev];
 }
 
 /* A mapping made by phys_map: what phys_unmap must undo. */
-struct umc_phys {
+struct cuda_phys {
 	CUmemGenericAllocationHandle h;
 	CUdeviceptr va;
 	size_t len;
 	int dev;
 };
 
-static int umc_vmm_ready(struct um_backend *be)
+static int cuda_vmm_ready(struct um_backend *be)
 {
-	if (umc(be)->drv.vmm_ok)
+	if (cuda_of(be)->drv.vmm_ok)
 		return 0;
 	if (be->log)
 		be->log(be->log_arg, UM_LOG_ERR,
@@ -296,98 +296,99 @@ static int umc_vmm_ready(struct um_backend *be)
 	return -EOPNOTSUPP;
 }
 
-int umc_va_reserve(struct um_backend *be, int dev, size_t len, void **va)
+int um__cuda_va_reserve(struct um_backend *be, int dev, size_t len, void **va)
 {
-	struct umc_backend *c = umc(be);
-	struct umc_devguard g;
+	struct um_cuda_backend *c = cuda_of(be);
+	struct um_cuda_devguard g;
 	CUdeviceptr p = 0;
 	size_t rlen;
 	int ret;
 
 	if (!va || !len)
 		return -EINVAL;
-	ret = umc_vmm_ready(be);
+	ret = cuda_vmm_ready(be);
 	if (ret)
 		return ret;
-	rlen = umc_round_up(len, c->gran_max);
+	rlen = cuda_round_up(len, c->gran_max);
 	if (!rlen)
 		return -ENOMEM;
-	ret = umc_dev_enter(be, dev, &g);
+	ret = um__cuda_dev_enter(be, dev, &g);
 	if (ret)
 		return ret;
-	ret = umc_drv_check(be, c->drv.mem_address_reserve(&p, rlen,
+	ret = um__cuda_drv_check(be, c->drv.mem_address_reserve(&p, rlen,
 				c->gran_max, 0, 0),
 			    "cuMemAddressReserve");
-	umc_dev_leave(be, &g);
+	um__cuda_dev_leave(be, &g);
 	if (ret)
 		return ret;
 	*va = (void *)(uintptr_t)p;
 	return 0;
 }
 
-void umc_va_release(struct um_backend *be, void *va, size_t len)
+void um__cuda_va_release(struct um_backend *be, void *va, size_t len)
 {
-	struct umc_backend *c = umc(be);
-	struct umc_devguard g;
+	struct um_cuda_backend *c = cuda_of(be);
+	struct um_cuda_devguard g;
 
 	if (!va || !c->drv.vmm_ok)
 		return;
-	if (umc_dev_enter(be, c->first_dev, &g))
+	if (um__cuda_dev_enter(be, c->first_dev, &g))
 		return;
-	(void)umc_drv_check(be, c->drv.mem_address_free((CUdeviceptr)(uintptr_t)va,
-				umc_round_up(len, c->gran_max)),
+	(void)um__cuda_drv_check(be, c->drv.mem_address_free(
+				(CUdeviceptr)(uintptr_t)va,
+				cuda_round_up(len, c->gran_max)),
 			    "cuMemAddressFree");
-	umc_dev_leave(be, &g);
+	um__cuda_dev_leave(be, &g);
 }
 
-static int umc_map_locked(struct um_backend *be, struct umc_phys *ph)
+static int cuda_map_locked(struct um_backend *be, struct cuda_phys *ph)
 {
-	struct umc_driver *d = &umc(be)->drv;
+	struct um_cuda_driver *d = &cuda_of(be)->drv;
 	CUmemAllocationProp prop;
 	CUmemAccessDesc acc;
 	int ret;
 
-	umc_dev_prop(ph->dev, &prop);
-	ret = umc_drv_check(be, d->mem_create(&ph->h, ph->len, &prop, 0),
+	cuda_dev_prop(ph->dev, &prop);
+	ret = um__cuda_drv_check(be, d->mem_create(&ph->h, ph->len, &prop, 0),
 			    "cuMemCreate");
 	if (ret)
 		return ret;
-	ret = umc_drv_check(be, d->mem_map(ph->va, ph->len, 0, ph->h, 0),
+	ret = um__cuda_drv_check(be, d->mem_map(ph->va, ph->len, 0, ph->h, 0),
 			    "cuMemMap");
 	if (ret)
 		goto err_release;
 	memset(&acc, 0, sizeof(acc));
 	acc.location = prop.location;
 	acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-	ret = umc_drv_check(be, d->mem_set_access(ph->va, ph->len, &acc, 1),
+	ret = um__cuda_drv_check(be, d->mem_set_access(ph->va, ph->len, &acc, 1),
 			    "cuMemSetAccess");
 	if (ret)
 		goto err_unmap;
 	return 0;
 
 err_unmap:
-	(void)umc_drv_check(be, d->mem_unmap(ph->va, ph->len), "cuMemUnmap");
+	(void)um__cuda_drv_check(be, d->mem_unmap(ph->va, ph->len), "cuMemUnmap");
 err_release:
-	(void)umc_drv_check(be, d->mem_release(ph->h), "cuMemRelease");
+	(void)um__cuda_drv_check(be, d->mem_release(ph->h), "cuMemRelease");
 	return ret;
 }
 
-int umc_phys_map(struct um_backend *be, int dev, void *va, size_t len,
+int um__cuda_phys_map(struct um_backend *be, int dev, void *va, size_t len,
 		 void **handle)
 {
-	struct umc_devguard g;
-	struct umc_phys *ph;
+	struct um_cuda_devguard g;
+	struct cuda_phys *ph;
 	size_t gran;
 	int ret;
 
 	if (!va || !len || !handle)
 		return -EINVAL;
-	ret = umc_vmm_ready(be);
+	ret = cuda_vmm_ready(be);
 	if (ret)
 		return ret;
-	if (!umc_dev_valid(be, dev))
+	if (!um__cuda_dev_valid(be, dev))
 		return -ENODEV;
-	gran = umc(be)->gran[dev];
+	gran = cuda_of(be)->gran[dev];
 	if ((uintptr_t)va % gran) {
 		if (be->log)
 			be->log(be->log_arg, UM_LOG_ERR,
@@ -399,13 +400,13 @@ int umc_phys_map(struct um_backend *be, int dev, void *va, size_t len,
 	if (!ph)
 		return -ENOMEM;
 	ph->va = (CUdeviceptr)(uintptr_t)va;
-	ph->len = umc_round_up(len, gran);
+	ph->len = cuda_round_up(len, gran);
 	ph->dev = dev;
-	ret = umc_dev_enter(be, dev, &g);
+	ret = um__cuda_dev_enter(be, dev, &g);
 	if (ret)
 		goto err_free;
-	ret = umc_map_locked(be, ph);
-	umc_dev_leave(be, &g);
+	ret = cuda_map_locked(be, ph);
+	um__cuda_dev_leave(be, &g);
 	if (ret)
 		goto err_free;
 	*handle = ph;
@@ -421,12 +422,12 @@ err_free:
  * of (and every kernel on) this memory reach: unmapping under in-flight work
  * is undefined behaviour in CUDA, not an error it reports.
  */
-void umc_phys_unmap(struct um_backend *be, int dev, void *va, size_t len,
+void um__cuda_phys_unmap(struct um_backend *be, int dev, void *va, size_t len,
 		    void *handle)
 {
-	struct umc_driver *d = &umc(be)->drv;
-	struct umc_phys *ph = handle;
-	struct umc_devguard g;
+	struct um_cuda_driver *d = &cuda_of(be)->drv;
+	struct cuda_phys *ph = handle;
+	struct um_cuda_devguard g;
 
 	if (!ph)
 		return;
@@ -436,28 +437,29 @@ void umc_phys_unmap(struct um_backend *be, int dev, void *va, size_t len,
 			"cuda: phys_unmap(%p, %zu, dev %d) of a mapping made at %p, %zu, dev %d: undoing the mapping as made",
 			va, len, dev, (void *)(uintptr_t)ph->va, ph->len,
 			ph->dev);
-	if (umc_dev_enter(be, ph->dev, &g) == 0) {
-		(void)umc_drv_check(be, d->mem_unmap(ph->va, ph->len),
+	if (um__cuda_dev_enter(be, ph->dev, &g) == 0) {
+		(void)um__cuda_drv_check(be, d->mem_unmap(ph->va, ph->len),
 				    "cuMemUnmap");
 		/* Memory goes back to the device once handle and map are gone. */
-		(void)umc_drv_check(be, d->mem_release(ph->h), "cuMemRelease");
-		umc_dev_leave(be, &g);
+		(void)um__cuda_drv_check(be, d->mem_release(ph->h), "cuMemRelease");
+		um__cuda_dev_leave(be, &g);
 	}
 	free(ph);
 }
 
 /* ---- MANAGED ---------------------------------------------------------- */
 
-int umc_managed_alloc(struct um_backend *be, int dev, size_t len, void **out)
+int um__cuda_managed_alloc(struct um_backend *be, int dev, size_t len,
+			   void **out)
 {
-	struct umc_backend *c = umc(be);
-	struct umc_devguard g;
+	struct um_cuda_backend *c = cuda_of(be);
+	struct um_cuda_devguard g;
 	void *p = NULL;
 	int ret;
 
 	if (!out || !len)
 		return -EINVAL;
-	if (!umc_dev_valid(be, dev))
+	if (!um__cuda_dev_valid(be, dev))
 		return -ENODEV;
 	if (!c->managed_ok[dev]) {
 		if (be->log)
@@ -478,12 +480,12 @@ int umc_managed_alloc(struct um_backend *be, int dev, size_t len, void **out)
 	}
 	c->managed_live += len;
 	pthread_mutex_unlock(&c->lock);
-	ret = umc_dev_enter(be, dev, &g);
+	ret = um__cuda_dev_enter(be, dev, &g);
 	if (!ret) {
-		ret = umc_rt_check(be, cudaMallocManaged(&p, len,
+		ret = um__cuda_rt_check(be, cudaMallocManaged(&p, len,
 					cudaMemAttachGlobal),
 				   "cudaMallocManaged");
-		umc_dev_leave(be, &g);
+		um__cuda_dev_leave(be, &g);
 	}
 	if (ret) {
 		pthread_mutex_lock(&c->lock);
@@ -495,14 +497,14 @@ int umc_managed_alloc(struct um_backend *be, int dev, size_t len, void **out)
 	return 0;
 }
 
-void umc_managed_free(struct um_backend *be, void *p, size_t len)
+void um__cuda_managed_free(struct um_backend *be, void *p, size_t len)
 {
-	struct umc_backend *c = umc(be);
+	struct um_cuda_backend *c = cuda_of(be);
 
 	if (!p)
 		return;
 	/* cudaFree waits for the device to be idle: no migration is cut. */
-	if (umc_rt_check(be, cudaFree(p), "cudaFree(managed)"))
+	if (um__cuda_rt_check(be, cudaFree(p), "cudaFree(managed)"))
 		return;
 	pthread_mutex_lock(&c->lock);
 	c->managed_live = c->managed_live > len ? c->managed_live - len : 0;
@@ -513,13 +515,13 @@ void umc_managed_free(struct um_backend *be, void *p, size_t len)
  * Where a tier is, for cudaMemAdvise/cudaMemPrefetchAsync. host_only:
  * accessed-by takes only a device or "the host", not a host NUMA node.
  */
-static int umc_tier_loc(struct um_backend *be, um_tier_t t, int host_only,
+static int cuda_tier_loc(struct um_backend *be, um_tier_t t, int host_only,
 			struct cudaMemLocation *loc)
 {
 	memset(loc, 0, sizeof(*loc));
 	switch (UM_TIER_TYPE(t)) {
 	case UM_TIER_DEVICE:
-		if (!umc_dev_valid(be, (int)UM_TIER_ID(t)))
+		if (!um__cuda_dev_valid(be, (int)UM_TIER_ID(t)))
 			return -ENODEV;
 		loc->type = cudaMemLocationTypeDevice;
 		loc->id = (int)UM_TIER_ID(t);
@@ -538,7 +540,7 @@ static int umc_tier_loc(struct um_backend *be, um_tier_t t, int host_only,
 	}
 }
 
-int umc_advise(struct um_backend *be, void *p, size_t len, int advice,
+int um__cuda_advise(struct um_backend *be, void *p, size_t len, int advice,
 	       um_tier_t where)
 {
 	struct cudaMemLocation loc;
@@ -574,18 +576,18 @@ int umc_advise(struct um_backend *be, void *p, size_t len, int advice,
 	default:
 		return -EINVAL;
 	}
-	ret = umc_tier_loc(be, where, host_only, &loc);
+	ret = cuda_tier_loc(be, where, host_only, &loc);
 	if (ret && needs_loc)
 		return ret;
 	if (ret) {
 		/* The runtime ignores the location of these advices. */
 		loc.type = cudaMemLocationTypeDevice;
-		loc.id = umc(be)->first_dev;
+		loc.id = cuda_of(be)->first_dev;
 	}
-	return umc_rt_check(be, cudaMemAdvise(p, len, a, loc), "cudaMemAdvise");
+	return um__cuda_rt_check(be, cudaMemAdvise(p, len, a, loc), "cudaMemAdvise");
 }
 
-int umc_prefetch(struct um_backend *be, struct um_queue *q, void *p,
+int um__cuda_prefetch(struct um_backend *be, struct um_queue *q, void *p,
 		 size_t len, um_tier_t where)
 {
 	struct cudaMemLocation loc;
@@ -594,11 +596,11 @@ int umc_prefetch(struct um_backend *be, struct um_queue *q, void *p,
 
 	if (!q || !p || !len)
 		return -EINVAL;
-	ret = umc_tier_loc(be, where, 0, &loc);
+	ret = cuda_tier_loc(be, where, 0, &loc);
 	if (ret)
 		return ret;
 	if (loc.type == cudaMemLocationTypeDevice &&
-	    !umc(be)->managed_ok[loc.id])
+	    !cuda_of(be)->managed_ok[loc.id])
 		return -EOPNOTSUPP;
 	e = cudaMemPrefetchAsync(p, len, loc, 0, q->s);
 	if (e == cudaErrorInvalidValue &&
@@ -613,7 +615,7 @@ int umc_prefetch(struct um_backend *be, struct um_queue *q, void *p,
 		loc.id = 0;
 		e = cudaMemPrefetchAsync(p, len, loc, 0, q->s);
 	}
-	return umc_rt_check(be, e, "cudaMemPrefetchAsync");
+	return um__cuda_rt_check(be, e, "cudaMemPrefetchAsync");
 }
 
 /*
@@ -622,7 +624,7 @@ int umc_prefetch(struct um_backend *be, struct um_queue *q, void *p,
  * partial page undiscarded is always correct, discarding a neighbour's bytes
  * never is.
  */
-int umc_discard(struct um_backend *be, struct um_queue *q, void *p,
+int um__cuda_discard(struct um_backend *be, struct um_queue *q, void *p,
 		size_t len)
 {
 	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
@@ -640,7 +642,7 @@ int umc_discard(struct um_backend *be, struct um_queue *q, void *p,
 		return 0;
 	ptrs[0] = (void *)lo;
 	sizes[0] = hi - lo;
-	return umc_rt_check(be, cudaMemDiscardBatchAsync(ptrs, sizes, 1, 0,
+	return um__cuda_rt_check(be, cudaMemDiscardBatchAsync(ptrs, sizes, 1, 0,
 							 q->s),
 			    "cudaMemDiscardBatchAsync");
 }
