@@ -25,8 +25,34 @@ static void cuda_log(struct um_backend *be, int level, const char *call,
 		be->log(be->log_arg, level, "cuda: %s: %s", call, what);
 }
 
+/*
+ * Errors that poison the context (CUDA's "sticky" errors): the process
+ * cannot use the device again and device memory contents are lost.
+ */
+static int cuda_sticky(cudaError_t e)
+{
+	switch (e) {
+	case cudaErrorIllegalAddress:
+	case cudaErrorLaunchFailure:
+	case cudaErrorHardwareStackError:
+	case cudaErrorIllegalInstruction:
+	case cudaErrorMisalignedAddress:
+	case cudaErrorInvalidAddressSpace:
+	case cudaErrorInvalidPc:
+	case cudaErrorAssert:
+	case cudaErrorLaunchTimeout:
+	case cudaErrorECCUncorrectable:
+	case cudaErrorContextIsDestroyed:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
 int um__cuda_rt_errno(cudaError_t e)
 {
+	if (cuda_sticky(e))
+		return -ENOTRECOVERABLE;
 	switch (e) {
 	case cudaSuccess:
 		return 0;
@@ -57,6 +83,18 @@ int um__cuda_drv_errno(CUresult r)
 	switch (r) {
 	case CUDA_SUCCESS:
 		return 0;
+	case CUDA_ERROR_ILLEGAL_ADDRESS:
+	case CUDA_ERROR_LAUNCH_FAILED:
+	case CUDA_ERROR_HARDWARE_STACK_ERROR:
+	case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+	case CUDA_ERROR_MISALIGNED_ADDRESS:
+	case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+	case CUDA_ERROR_INVALID_PC:
+	case CUDA_ERROR_ASSERT:
+	case CUDA_ERROR_LAUNCH_TIMEOUT:
+	case CUDA_ERROR_ECC_UNCORRECTABLE:
+	case CUDA_ERROR_CONTEXT_IS_DESTROYED:
+		return -ENOTRECOVERABLE;
 	case CUDA_ERROR_OUT_OF_MEMORY:
 		return -ENOMEM;
 	case CUDA_ERROR_INVALID_VALUE:
@@ -76,6 +114,28 @@ int um__cuda_drv_errno(CUresult r)
 	}
 }
 
+/* Say once, loudly, that the context died: what it held is gone. */
+static void cuda_mark_dead(struct um_backend *be, int code, const char *call,
+			   const char *what)
+{
+	struct um_cuda_backend *c = be ? cuda_of(be) : NULL;
+
+	if (!c || __atomic_exchange_n(&c->dead, code, __ATOMIC_SEQ_CST))
+		return;
+	if (be->log)
+		be->log(be->log_arg, UM_LOG_ERR,
+			"cuda: %s: %s: context is dead: device memory and the work in flight are lost, every later call fails",
+			call, what);
+}
+
+int um__cuda_dead(struct um_backend *be)
+{
+	struct um_cuda_backend *c = be ? cuda_of(be) : NULL;
+
+	return c && __atomic_load_n(&c->dead, __ATOMIC_SEQ_CST) ?
+	       -ENOTRECOVERABLE : 0;
+}
+
 int um__cuda_rt_check(struct um_backend *be, cudaError_t e, const char *call)
 {
 	if (e == cudaSuccess)
@@ -85,8 +145,11 @@ int um__cuda_rt_check(struct um_backend *be, cudaError_t e, const char *call)
 	 * see it again (a sticky error stays: every later call reports it).
 	 */
 	(void)cudaGetLastError();
-	cuda_log(be, e == cudaErrorNotReady ? UM_LOG_DEBUG : UM_LOG_ERR, call,
-		cudaGetErrorString(e));
+	if (cuda_sticky(e))
+		cuda_mark_dead(be, (int)e, call, cudaGetErrorString(e));
+	else
+		cuda_log(be, e == cudaErrorNotReady ? UM_LOG_DEBUG : UM_LOG_ERR,
+			 call, cudaGetErrorString(e));
 	return um__cuda_rt_errno(e);
 }
 
@@ -99,7 +162,9 @@ int um__cuda_drv_check(struct um_backend *be, CUresult r, const char *call)
 	if (be && cuda_of(be) && cuda_of(be)->drv.get_error_string &&
 	    cuda_of(be)->drv.get_error_string(r, &s) != CUDA_SUCCESS)
 		s = NULL;
-	if (be && be->log)
+	if (um__cuda_drv_errno(r) == -ENOTRECOVERABLE)
+		cuda_mark_dead(be, (int)r, call, s ? s : "driver error");
+	else if (be && be->log)
 		be->log(be->log_arg, UM_LOG_ERR, "cuda: %s: %s (CUresult %d)",
 			call, s ? s : "driver error", (int)r);
 	return um__cuda_drv_errno(r);
@@ -238,18 +303,46 @@ static int cuda_device_count(struct um_backend *be)
 	return cuda_of(be)->ndev;
 }
 
+/* 1 when dev's primary context exists (made by us or by the trainer). */
+static int cuda_ctx_active(struct um_backend *be, int dev)
+{
+	struct um_cuda_driver *d = &cuda_of(be)->drv;
+	unsigned int flags = 0;
+	int active = 1;
+
+	if (d->primary_ctx_state &&
+	    d->primary_ctx_state((CUdevice)dev, &flags, &active) != CUDA_SUCCESS)
+		active = 1;	/* unknown: ask the device itself */
+	return active;
+}
+
+/*
+ * cudaMemGetInfo needs the device's primary context, which costs device
+ * memory: a device without one yet reports its total as free (nothing of
+ * this process is there) instead of getting a context it may never use.
+ */
 static int cuda_mem_info(struct um_backend *be, int dev, uint64_t *free_b,
-			uint64_t *total_b)
+			 uint64_t *total_b)
 {
 	struct um_cuda_devguard g;
+	struct cudaDeviceProp prop;
 	size_t f = 0, t = 0;
 	int ret;
 
-	ret = um__cuda_dev_enter(be, dev, &g);
-	if (ret)
-		return ret;
-	ret = um__cuda_rt_check(be, cudaMemGetInfo(&f, &t), "cudaMemGetInfo");
-	um__cuda_dev_leave(be, &g);
+	if (!um__cuda_dev_valid(be, dev))
+		return um__cuda_dev_enter(be, dev, &g);	/* logs, -ENODEV */
+	if (!cuda_ctx_active(be, dev)) {
+		ret = um__cuda_rt_check(be, cudaGetDeviceProperties(&prop, dev),
+					"cudaGetDeviceProperties");
+		f = t = prop.totalGlobalMem;
+	} else {
+		ret = um__cuda_dev_enter(be, dev, &g);
+		if (ret)
+			return ret;
+		ret = um__cuda_rt_check(be, cudaMemGetInfo(&f, &t),
+					"cudaMemGetInfo");
+		um__cuda_dev_leave(be, &g);
+	}
 	if (ret)
 		return ret;
 	if (free_b)
@@ -261,34 +354,54 @@ static int cuda_mem_info(struct um_backend *be, int dev, uint64_t *free_b,
 
 /* ---- queues ----------------------------------------------------------- */
 
+/* The engine makes queues on every device; streams wait for first use. */
 static int cuda_queue_create(struct um_backend *be, int dev,
-			    struct um_queue **out)
+			     struct um_queue **out)
 {
-	struct um_cuda_devguard g;
 	struct um_queue *q;
-	int ret;
 
 	if (!out)
 		return -EINVAL;
+	if (!um__cuda_dev_valid(be, dev))
+		return -ENODEV;
 	q = calloc(1, sizeof(*q));
 	if (!q)
 		return -ENOMEM;
-	ret = um__cuda_dev_enter(be, dev, &g);
+	q->dev = dev;
+	*out = q;
+	return 0;
+}
+
+/* q's stream, made now if this is its first use (with its context). */
+int um__cuda_queue_stream(struct um_backend *be, struct um_queue *q,
+			  cudaStream_t *s)
+{
+	struct um_cuda_devguard g;
+	cudaStream_t made = NULL;
+	int ret = um__cuda_dead(be);
+
 	if (ret)
-		goto err_free;
-	ret = um__cuda_rt_check(be, cudaStreamCreateWithFlags(&q->s,
+		return ret;
+	*s = __atomic_load_n(&q->s, __ATOMIC_ACQUIRE);
+	if (*s)
+		return 0;
+	ret = um__cuda_dev_enter(be, q->dev, &g);
+	if (ret)
+		return ret;
+	ret = um__cuda_rt_check(be, cudaStreamCreateWithFlags(&made,
 				cudaStreamNonBlocking),
 			   "cudaStreamCreateWithFlags");
 	um__cuda_dev_leave(be, &g);
 	if (ret)
-		goto err_free;
-	q->dev = dev;
-	*out = q;
+		return ret;
+	/* Two threads raced to make it: keep the first, drop ours. */
+	if (!__atomic_compare_exchange_n(&q->s, s, made, 0, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE)) {
+		(void)cudaStreamDestroy(made);
+		return 0;
+	}
+	*s = made;
 	return 0;
-
-err_free:
-	free(q);
-	return ret;
 }
 
 static void cuda_queue_destroy(struct um_backend *be, struct um_queue *q)
@@ -296,7 +409,9 @@ static void cuda_queue_destroy(struct um_backend *be, struct um_queue *q)
 	if (!q)
 		return;
 	/* Destroy returns at once; pending work still completes first. */
-	(void)um__cuda_rt_check(be, cudaStreamDestroy(q->s), "cudaStreamDestroy");
+	if (q->s)
+		(void)um__cuda_rt_check(be, cudaStreamDestroy(q->s),
+					"cudaStreamDestroy");
 	free(q);
 }
 
@@ -325,25 +440,56 @@ static enum cudaMemcpyKind cuda_copy_kind(const void *dst, const void *src)
 	return cudaMemcpyHostToHost;
 }
 
-static int cuda_copy(struct um_backend *be, struct um_queue *q, void *dst,
-		    const void *src, size_t len)
+/* 1 when p is memory CUDA does not know: pageable host memory. */
+static int cuda_pageable(const void *p)
 {
+	struct cudaPointerAttributes a;
+
+	if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+		(void)cudaGetLastError();
+		return 0;	/* let the copy itself say what is wrong */
+	}
+	return a.type == cudaMemoryTypeUnregistered;
+}
+
+static int cuda_copy(struct um_backend *be, struct um_queue *q, void *dst,
+		     const void *src, size_t len)
+{
+	cudaStream_t s;
 	cudaError_t e;
+	int ret;
 
 	if (!q || !dst || !src)
 		return -EINVAL;
 	if (!len)
 		return 0;
+	ret = um__cuda_queue_stream(be, q, &s);
+	if (ret)
+		return ret;
+	/*
+	 * A copy from or to pageable memory is synchronous on CUDA (staged
+	 * through the driver's own buffers at a fraction of link speed):
+	 * the engine's copies must be between device and pinned memory.
+	 */
+	if (cuda_pageable(dst) || cuda_pageable(src)) {
+		if (be->log)
+			be->log(be->log_arg, UM_LOG_ERR,
+				"cuda: copy of %zu bytes %p -> %p refused: %s is pageable host memory (the copy would be synchronous)",
+				len, src, dst,
+				cuda_pageable(src) ? "the source" :
+						     "the destination");
+		return -EFAULT;
+	}
 	/*
 	 * Every pointer we copy between is in the unified address space
 	 * (pinned host, managed, VMM mappings), so the runtime infers the
 	 * direction. Should it refuse, name the direction ourselves once.
 	 */
-	e = cudaMemcpyAsync(dst, src, len, cudaMemcpyDefault, q->s);
+	e = cudaMemcpyAsync(dst, src, len, cudaMemcpyDefault, s);
 	if (e == cudaErrorInvalidValue) {
 		(void)cudaGetLastError();
 		e = cudaMemcpyAsync(dst, src, len, cuda_copy_kind(dst, src),
-				    q->s);
+				    s);
 	}
 	return um__cuda_rt_check(be, e, "cudaMemcpyAsync");
 }
@@ -352,6 +498,7 @@ static int cuda_fill(struct um_backend *be, struct um_queue *q, void *dst,
 		    int byte, size_t len)
 {
 	struct cudaPointerAttributes a;
+	cudaStream_t s;
 	cudaError_t e;
 	int ret;
 
@@ -359,7 +506,10 @@ static int cuda_fill(struct um_backend *be, struct um_queue *q, void *dst,
 		return -EINVAL;
 	if (!len)
 		return 0;
-	e = cudaMemsetAsync(dst, byte, len, q->s);
+	ret = um__cuda_queue_stream(be, q, &s);
+	if (ret)
+		return ret;
+	e = cudaMemsetAsync(dst, byte, len, s);
 	if (e != cudaErrorInvalidValue)
 		return um__cuda_rt_check(be, e, "cudaMemsetAsync");
 	(void)cudaGetLastError();
@@ -373,7 +523,7 @@ static int cuda_fill(struct um_backend *be, struct um_queue *q, void *dst,
 	}
 	if (a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged)
 		return um__cuda_rt_check(be, e, "cudaMemsetAsync");
-	ret = um__cuda_rt_check(be, cudaStreamSynchronize(q->s),
+	ret = um__cuda_rt_check(be, cudaStreamSynchronize(s),
 			   "cudaStreamSynchronize");
 	if (ret)
 		return ret;
@@ -383,8 +533,13 @@ static int cuda_fill(struct um_backend *be, struct um_queue *q, void *dst,
 
 static int cuda_queue_sync(struct um_backend *be, struct um_queue *q)
 {
+	int ret;
+
 	if (!q)
 		return -EINVAL;
+	ret = um__cuda_dead(be);
+	if (ret || !q->s)	/* never used: nothing to wait for */
+		return ret;
 	return um__cuda_rt_check(be, cudaStreamSynchronize(q->s),
 			    "cudaStreamSynchronize");
 }
@@ -394,22 +549,44 @@ static int cuda_queue_sync(struct um_backend *be, struct um_queue *q)
 static int cuda_fence_create(struct um_backend *be, struct um_fence **out)
 {
 	struct um_fence *f;
-	int ret;
 
 	if (!out)
 		return -EINVAL;
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return -ENOMEM;
-	/* Timing on: migrations are measured by the device, not the host. */
-	ret = um__cuda_rt_check(be, cudaEventCreateWithFlags(&f->ev,
+	f->dev = -1;	/* its event is made on the device it is recorded on */
+	*out = f;
+	return 0;
+}
+
+/*
+ * Make f's event belong to dev. Destroying the old one is safe even while
+ * waits on its last record are queued: CUDA releases it once it completed.
+ * Timing on: migrations are measured by the device, not the host.
+ */
+static int cuda_fence_on(struct um_backend *be, struct um_fence *f, int dev)
+{
+	struct um_cuda_devguard g;
+	cudaEvent_t ev = NULL;
+	int ret;
+
+	if (f->ev && f->dev == dev)
+		return 0;
+	ret = um__cuda_dev_enter(be, dev, &g);
+	if (ret)
+		return ret;
+	ret = um__cuda_rt_check(be, cudaEventCreateWithFlags(&ev,
 				cudaEventDefault),
 			   "cudaEventCreateWithFlags");
-	if (ret) {
-		free(f);
+	um__cuda_dev_leave(be, &g);
+	if (ret)
 		return ret;
-	}
-	*out = f;
+	if (f->ev)
+		(void)um__cuda_rt_check(be, cudaEventDestroy(f->ev),
+					"cudaEventDestroy");
+	f->ev = ev;
+	f->dev = dev;
 	return 0;
 }
 
@@ -417,25 +594,40 @@ static void cuda_fence_destroy(struct um_backend *be, struct um_fence *f)
 {
 	if (!f)
 		return;
-	(void)um__cuda_rt_check(be, cudaEventDestroy(f->ev), "cudaEventDestroy");
+	if (f->ev)
+		(void)um__cuda_rt_check(be, cudaEventDestroy(f->ev),
+					"cudaEventDestroy");
 	free(f);
 }
 
 static int cuda_fence_record(struct um_backend *be, struct um_fence *f,
-			    struct um_queue *q)
+			     struct um_queue *q)
 {
+	cudaStream_t s;
+	int ret;
+
 	if (!f || !q)
 		return -EINVAL;
-	return um__cuda_rt_check(be, cudaEventRecord(f->ev, q->s),
-			    "cudaEventRecord");
+	ret = um__cuda_queue_stream(be, q, &s);
+	if (!ret)
+		ret = cuda_fence_on(be, f, q->dev);
+	if (ret)
+		return ret;
+	return um__cuda_rt_check(be, cudaEventRecord(f->ev, s),
+				 "cudaEventRecord");
 }
 
+/* A fence never recorded is complete, as a CUDA event never recorded is. */
 static int cuda_fence_query(struct um_backend *be, struct um_fence *f)
 {
 	cudaError_t e;
+	int ret;
 
 	if (!f)
 		return -EINVAL;
+	ret = um__cuda_dead(be);
+	if (ret || !f->ev)
+		return ret;
 	e = cudaEventQuery(f->ev);
 	if (e == cudaErrorNotReady) {
 		(void)cudaGetLastError();
@@ -446,19 +638,25 @@ static int cuda_fence_query(struct um_backend *be, struct um_fence *f)
 
 static int cuda_fence_wait(struct um_backend *be, struct um_fence *f)
 {
+	int ret;
+
 	if (!f)
 		return -EINVAL;
+	ret = um__cuda_dead(be);
+	if (ret || !f->ev)
+		return ret;
 	return um__cuda_rt_check(be, cudaEventSynchronize(f->ev),
-			    "cudaEventSynchronize");
+				 "cudaEventSynchronize");
 }
 
 static int cuda_fence_elapsed_ns(struct um_backend *be, struct um_fence *start,
-				struct um_fence *end, uint64_t *ns)
+				 struct um_fence *end, uint64_t *ns)
 {
 	cudaError_t e;
 	float ms = 0;
 
-	if (!start || !end || !ns)
+	if (!start || !end || !ns || !start->ev || !end->ev ||
+	    start->dev != end->dev)
 		return -EINVAL;
 	e = cudaEventElapsedTime(&ms, start->ev, end->ev);
 	if (e == cudaErrorNotReady) {
@@ -472,39 +670,66 @@ static int cuda_fence_elapsed_ns(struct um_backend *be, struct um_fence *start,
 	return 0;
 }
 
+/* Waiting across devices is legal in CUDA: only recording is not. */
 static int cuda_queue_wait_fence(struct um_backend *be, struct um_queue *q,
-				struct um_fence *f)
+				 struct um_fence *f)
 {
+	cudaStream_t s;
+	int ret;
+
 	if (!q || !f)
 		return -EINVAL;
-	return um__cuda_rt_check(be, cudaStreamWaitEvent(q->s, f->ev, 0),
-			    "cudaStreamWaitEvent");
+	ret = um__cuda_queue_stream(be, q, &s);
+	if (ret || !f->ev)
+		return ret;
+	return um__cuda_rt_check(be, cudaStreamWaitEvent(s, f->ev, 0),
+				 "cudaStreamWaitEvent");
 }
 
 static int cuda_stream_wait_fence(struct um_backend *be, void *stream,
-				 struct um_fence *f)
+				  struct um_fence *f)
 {
+	int ret;
+
 	if (!f)
 		return -EINVAL;
+	ret = um__cuda_dead(be);
+	if (ret || !f->ev)
+		return ret;
 	/* NULL is the caller's legacy default stream; that is what it means. */
 	return um__cuda_rt_check(be, cudaStreamWaitEvent((cudaStream_t)stream,
-						    f->ev, 0),
-			    "cudaStreamWaitEvent(caller stream)");
+							 f->ev, 0),
+				 "cudaStreamWaitEvent(caller stream)");
 }
 
 /*
  * At um_release: a point on the caller's stream after every kernel that may
- * still use the region, for the eviction to wait on. cudaStreamWaitEvent
- * waits for the record current when it is called, so re-recording the same
- * event at the next release does not disturb evictions already queued.
+ * still use the region, for the eviction to wait on. The event is made on
+ * the stream's device (NULL: the calling thread's current device).
+ * cudaStreamWaitEvent waits for the record current when it is called, so
+ * re-recording the same event at the next release does not disturb
+ * evictions already queued.
  */
 static int cuda_stream_record_fence(struct um_backend *be, void *stream,
-				   struct um_fence *f)
+				    struct um_fence *f)
 {
+	int dev = 0, ret;
+
 	if (!f)
 		return -EINVAL;
-	return um__cuda_rt_check(be, cudaEventRecord(f->ev, (cudaStream_t)stream),
-			    "cudaEventRecord(caller stream)");
+	ret = um__cuda_dead(be);
+	if (ret)
+		return ret;
+	ret = um__cuda_rt_check(be, cudaStreamGetDevice((cudaStream_t)stream,
+							&dev),
+				"cudaStreamGetDevice(caller stream)");
+	if (!ret)
+		ret = cuda_fence_on(be, f, dev);
+	if (ret)
+		return ret;
+	return um__cuda_rt_check(be, cudaEventRecord(f->ev,
+						      (cudaStream_t)stream),
+				 "cudaEventRecord(caller stream)");
 }
 
 /*

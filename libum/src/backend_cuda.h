@@ -48,6 +48,8 @@ typedef CUresult (*um_cuda_pfn_granularity)(size_t *gran,
 					CUmemAllocationGranularity_flags opt);
 typedef CUresult (*um_cuda_pfn_mem_info)(size_t *free_b, size_t *total_b);
 typedef CUresult (*um_cuda_pfn_error_string)(CUresult err, const char **str);
+typedef CUresult (*um_cuda_pfn_ctx_state)(CUdevice dev, unsigned int *flags,
+					  int *active);
 
 struct um_cuda_driver {
 	um_cuda_pfn_reserve mem_address_reserve;
@@ -60,6 +62,7 @@ struct um_cuda_driver {
 	um_cuda_pfn_granularity mem_get_allocation_granularity;
 	um_cuda_pfn_mem_info mem_get_info;
 	um_cuda_pfn_error_string get_error_string;	/* may be NULL */
+	um_cuda_pfn_ctx_state primary_ctx_state;	/* may be NULL */
 	int vmm_ok;		/* every VMM entry point was found */
 };
 
@@ -77,20 +80,48 @@ struct um_cuda_backend {
 	size_t gran[UM_CUDA_MAX_DEVICES];	/* recommended VMM granularity */
 	size_t gran_max;		/* rounding unit of va_reserve */
 	int managed_ok[UM_CUDA_MAX_DEVICES];	/* concurrentManagedAccess */
-	uint64_t managed_cap;		/* managed bytes we allow at once */
-	uint64_t managed_live;
+	/*
+	 * Managed bytes we allow at once on each device: what it had free
+	 * when libum first made managed memory there (0: not yet known).
+	 */
+	uint64_t managed_cap[UM_CUDA_MAX_DEVICES];
+	uint64_t managed_live[UM_CUDA_MAX_DEVICES];
+	struct um_cuda_managed *managed;	/* live allocations */
 	int numa_ok;			/* libnuma usable */
-	pthread_mutex_t lock;		/* hostregs, managed_live */
+	pthread_mutex_t lock;		/* hostregs, managed* */
 	struct um_cuda_hostreg *hostregs;
+	/*
+	 * A sticky error poisoned the context (cudaError_t, 0 if alive):
+	 * device memory and work in flight are lost, every call fails.
+	 */
+	int dead;
 };
 
-struct um_queue {
-	cudaStream_t s;
+/* A managed allocation: which device's cap it counts against. */
+struct um_cuda_managed {
+	struct um_cuda_managed *next;
+	void *p;
+	size_t len;
 	int dev;
 };
 
+/*
+ * A queue's stream is made on first use, so a device libum never moves
+ * data on gets no primary context (each costs device memory).
+ */
+struct um_queue {
+	cudaStream_t s;		/* NULL until first use */
+	int dev;
+};
+
+/*
+ * A fence's event belongs to the device it was last recorded on: CUDA
+ * refuses to record an event on another device's stream, so the event is
+ * made (again) on the device of the stream it is recorded on.
+ */
 struct um_fence {
-	cudaEvent_t ev;
+	cudaEvent_t ev;		/* NULL until first recorded */
+	int dev;
 };
 
 /* Keeps the caller's current device across a call on another device. */
@@ -108,6 +139,11 @@ static inline struct um_cuda_backend *cuda_of(struct um_backend *be)
 int um__cuda_rt_check(struct um_backend *be, cudaError_t e, const char *call);
 int um__cuda_drv_check(struct um_backend *be, CUresult r, const char *call);
 int um__cuda_rt_errno(cudaError_t e);
+/* -ENOTRECOVERABLE once a sticky error killed the context, else 0. */
+int um__cuda_dead(struct um_backend *be);
+/* q's stream, made (with its device's primary context) on first use. */
+int um__cuda_queue_stream(struct um_backend *be, struct um_queue *q,
+			  cudaStream_t *s);
 int um__cuda_drv_errno(CUresult r);
 
 int um__cuda_dev_enter(struct um_backend *be, int dev,

@@ -71,6 +71,8 @@ static int cuda_resolve_driver(struct um_backend *be)
 	int bad = 0;
 
 	(void)UM_CUDA_SYM(be, d, get_error_string, "cuGetErrorString");
+	(void)UM_CUDA_SYM(be, d, primary_ctx_state,
+			  "cuDevicePrimaryCtxGetState");
 	bad |= UM_CUDA_SYM(be, d, mem_address_reserve, "cuMemAddressReserve");
 	bad |= UM_CUDA_SYM(be, d, mem_address_free, "cuMemAddressFree");
 	bad |= UM_CUDA_SYM(be, d, mem_create, "cuMemCreate");
@@ -120,7 +122,6 @@ static size_t cuda_query_gran(struct um_backend *be, int dev)
 int um__cuda_mem_init(struct um_backend *be)
 {
 	struct um_cuda_backend *c = cuda_of(be);
-	size_t f = 0, t = 0;
 	int dev, v, ret;
 
 	ret = cuda_resolve_driver(be);
@@ -142,21 +143,11 @@ int um__cuda_mem_init(struct um_backend *be)
 			v = 0;
 		c->managed_ok[dev] = v;
 	}
-	/*
-	 * FACTS.md: asking for more managed memory than the card has free can
-	 * hang the GPU, not only the program. Cap what we hand out at what
-	 * was free when we started.
-	 */
-	ret = um__cuda_rt_check(be, cudaMemGetInfo(&f, &t), "cudaMemGetInfo");
-	if (ret)
-		return ret;
-	c->managed_cap = f;
 	c->numa_ok = um__numa_available();
 	if (be->log)
 		be->log(be->log_arg, UM_LOG_INFO,
-			"cuda: %d device(s), granularity %zu KiB, managed cap %llu MiB, numa %s",
+			"cuda: %d device(s), granularity %zu KiB, numa %s",
 			c->ndev, c->gran_max >> 10,
-			(unsigned long long)(c->managed_cap >> 20),
 			c->numa_ok ? "yes" : "no");
 	return 0;
 }
@@ -166,6 +157,13 @@ void um__cuda_mem_fini(struct um_backend *be)
 	struct um_cuda_backend *c = cuda_of(be);
 	struct um_cuda_hostreg *r;
 
+	/* Records of managed memory the core did not free (its own bug). */
+	while (c->managed) {
+		struct um_cuda_managed *ma = c->managed;
+
+		c->managed = ma->next;
+		free(ma);
+	}
 	/* Chunks the pool did not give back: unpin and free them now. */
 	while ((r = c->hostregs)) {
 		c->hostregs = r->next;
@@ -449,10 +447,73 @@ void um__cuda_phys_unmap(struct um_backend *be, int dev, void *va, size_t len,
 
 /* ---- MANAGED ---------------------------------------------------------- */
 
+/*
+ * FACTS.md: asking for more managed memory than the card has free can hang
+ * the GPU, not only the program. Cap what we hand out on each device at
+ * what it had free when we first made managed memory there (its context
+ * is current: the caller entered dev).
+ */
+static int cuda_managed_cap(struct um_backend *be, int dev)
+{
+	struct um_cuda_backend *c = cuda_of(be);
+	size_t f = 0, t = 0;
+	int ret;
+
+	if (__atomic_load_n(&c->managed_cap[dev], __ATOMIC_ACQUIRE))
+		return 0;
+	ret = um__cuda_rt_check(be, cudaMemGetInfo(&f, &t), "cudaMemGetInfo");
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&c->lock);
+	if (!c->managed_cap[dev]) {
+		c->managed_cap[dev] = f ? f : 1;
+		if (be->log)
+			be->log(be->log_arg, UM_LOG_INFO,
+				"cuda: device %d: managed cap %llu MiB (free now)",
+				dev, (unsigned long long)(f >> 20));
+	}
+	pthread_mutex_unlock(&c->lock);
+	return 0;
+}
+
+/* Count len against dev's cap, or say why not. */
+static int cuda_managed_take(struct um_backend *be, int dev, size_t len)
+{
+	struct um_cuda_backend *c = cuda_of(be);
+	uint64_t cap, live;
+
+	pthread_mutex_lock(&c->lock);
+	cap = c->managed_cap[dev];
+	live = c->managed_live[dev];
+	if (len <= cap && live <= cap - len) {
+		c->managed_live[dev] += len;
+		pthread_mutex_unlock(&c->lock);
+		return 0;
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (be->log)
+		be->log(be->log_arg, UM_LOG_WARN,
+			"cuda: managed %zu bytes on device %d refused: %llu live, cap %llu (device memory free at first use)",
+			len, dev, (unsigned long long)live,
+			(unsigned long long)cap);
+	return -ENOMEM;
+}
+
+static void cuda_managed_give(struct um_backend *be, int dev, size_t len)
+{
+	struct um_cuda_backend *c = cuda_of(be);
+
+	pthread_mutex_lock(&c->lock);
+	c->managed_live[dev] = c->managed_live[dev] > len ?
+			       c->managed_live[dev] - len : 0;
+	pthread_mutex_unlock(&c->lock);
+}
+
 int um__cuda_managed_alloc(struct um_backend *be, int dev, size_t len,
 			   void **out)
 {
 	struct um_cuda_backend *c = cuda_of(be);
+	struct um_cuda_managed *ma;
 	struct um_cuda_devguard g;
 	void *p = NULL;
 	int ret;
@@ -468,38 +529,44 @@ int um__cuda_managed_alloc(struct um_backend *be, int dev, size_t len,
 				dev);
 		return -EOPNOTSUPP;
 	}
-	pthread_mutex_lock(&c->lock);
-	if (len > c->managed_cap || c->managed_live > c->managed_cap - len) {
-		pthread_mutex_unlock(&c->lock);
-		if (be->log)
-			be->log(be->log_arg, UM_LOG_WARN,
-				"cuda: managed %zu bytes refused: %llu live, cap %llu (device memory free at start)",
-				len, (unsigned long long)c->managed_live,
-				(unsigned long long)c->managed_cap);
+	ma = calloc(1, sizeof(*ma));
+	if (!ma)
 		return -ENOMEM;
-	}
-	c->managed_live += len;
-	pthread_mutex_unlock(&c->lock);
 	ret = um__cuda_dev_enter(be, dev, &g);
+	if (ret)
+		goto err_free;
+	ret = cuda_managed_cap(be, dev);
+	if (!ret)
+		ret = cuda_managed_take(be, dev, len);
 	if (!ret) {
 		ret = um__cuda_rt_check(be, cudaMallocManaged(&p, len,
 					cudaMemAttachGlobal),
 				   "cudaMallocManaged");
-		um__cuda_dev_leave(be, &g);
+		if (ret)
+			cuda_managed_give(be, dev, len);
 	}
-	if (ret) {
-		pthread_mutex_lock(&c->lock);
-		c->managed_live -= len;
-		pthread_mutex_unlock(&c->lock);
-		return ret;
-	}
+	um__cuda_dev_leave(be, &g);
+	if (ret)
+		goto err_free;
+	ma->p = p;
+	ma->len = len;
+	ma->dev = dev;
+	pthread_mutex_lock(&c->lock);
+	ma->next = c->managed;
+	c->managed = ma;
+	pthread_mutex_unlock(&c->lock);
 	*out = p;
 	return 0;
+
+err_free:
+	free(ma);
+	return ret;
 }
 
 void um__cuda_managed_free(struct um_backend *be, void *p, size_t len)
 {
 	struct um_cuda_backend *c = cuda_of(be);
+	struct um_cuda_managed **pp, *ma = NULL;
 
 	if (!p)
 		return;
@@ -507,8 +574,22 @@ void um__cuda_managed_free(struct um_backend *be, void *p, size_t len)
 	if (um__cuda_rt_check(be, cudaFree(p), "cudaFree(managed)"))
 		return;
 	pthread_mutex_lock(&c->lock);
-	c->managed_live = c->managed_live > len ? c->managed_live - len : 0;
+	for (pp = &c->managed; *pp; pp = &(*pp)->next) {
+		if ((*pp)->p == p) {
+			ma = *pp;
+			*pp = ma->next;
+			break;
+		}
+	}
 	pthread_mutex_unlock(&c->lock);
+	if (!ma)
+		return;
+	if (ma->len != len && be->log)
+		be->log(be->log_arg, UM_LOG_WARN,
+			"cuda: managed_free(%p): %zu bytes given, %zu allocated",
+			p, len, ma->len);
+	cuda_managed_give(be, ma->dev, ma->len);
+	free(ma);
 }
 
 /*
@@ -591,18 +672,21 @@ int um__cuda_prefetch(struct um_backend *be, struct um_queue *q, void *p,
 		 size_t len, um_tier_t where)
 {
 	struct cudaMemLocation loc;
+	cudaStream_t s;
 	cudaError_t e;
 	int ret;
 
 	if (!q || !p || !len)
 		return -EINVAL;
 	ret = cuda_tier_loc(be, where, 0, &loc);
+	if (!ret)
+		ret = um__cuda_queue_stream(be, q, &s);
 	if (ret)
 		return ret;
 	if (loc.type == cudaMemLocationTypeDevice &&
 	    !cuda_of(be)->managed_ok[loc.id])
 		return -EOPNOTSUPP;
-	e = cudaMemPrefetchAsync(p, len, loc, 0, q->s);
+	e = cudaMemPrefetchAsync(p, len, loc, 0, s);
 	if (e == cudaErrorInvalidValue &&
 	    loc.type == cudaMemLocationTypeHostNuma) {
 		/* A driver without host NUMA placement: the host will do. */
@@ -613,7 +697,7 @@ int um__cuda_prefetch(struct um_backend *be, struct um_queue *q, void *p,
 				loc.id);
 		loc.type = cudaMemLocationTypeHost;
 		loc.id = 0;
-		e = cudaMemPrefetchAsync(p, len, loc, 0, q->s);
+		e = cudaMemPrefetchAsync(p, len, loc, 0, s);
 	}
 	return um__cuda_rt_check(be, e, "cudaMemPrefetchAsync");
 }
@@ -631,9 +715,14 @@ int um__cuda_discard(struct um_backend *be, struct um_queue *q, void *p,
 	uintptr_t lo = (uintptr_t)p, hi = lo + len;
 	void *ptrs[1];
 	size_t sizes[1];
+	cudaStream_t s;
+	int ret;
 
 	if (!q || !p || !len)
 		return -EINVAL;
+	ret = um__cuda_queue_stream(be, q, &s);
+	if (ret)
+		return ret;
 	if (pg < 4096)
 		pg = 4096;
 	lo = (lo + pg - 1) / pg * pg;
@@ -643,7 +732,7 @@ int um__cuda_discard(struct um_backend *be, struct um_queue *q, void *p,
 	ptrs[0] = (void *)lo;
 	sizes[0] = hi - lo;
 	return um__cuda_rt_check(be, cudaMemDiscardBatchAsync(ptrs, sizes, 1, 0,
-							 q->s),
+							      s),
 			    "cudaMemDiscardBatchAsync");
 }
 

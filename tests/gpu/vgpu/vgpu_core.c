@@ -434,6 +434,21 @@ cudaError_t cudaMemGetInfo(size_t *f, size_t *t)
 	return cudaSuccess;
 }
 
+/* Driver API: whether dev's primary context exists (it makes none). */
+CUresult vg_drv_ctx_state(CUdevice dev, unsigned int *flags, int *active)
+{
+	vg_init();
+	if (dev < 0 || dev >= vg.ndev)
+		return CUDA_ERROR_INVALID_DEVICE;
+	if (!flags || !active)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&vg.mu);
+	*flags = 0;
+	*active = vg.dev[dev].ctx;
+	pthread_mutex_unlock(&vg.mu);
+	return CUDA_SUCCESS;
+}
+
 /* Driver API with the current context's device. */
 CUresult vg_drv_mem_info(size_t *f, size_t *t)
 {

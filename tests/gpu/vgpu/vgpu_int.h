@@ -205,6 +205,7 @@ void vg_give(int dev, uint64_t len);			/* vg.mu held */
 void vg_managed_set(struct vg_map *m, uintptr_t lo, uintptr_t hi,
 		    int on_dev);			/* maplock write */
 CUresult vg_drv_mem_info(size_t *f, size_t *t);
+CUresult vg_drv_ctx_state(CUdevice dev, unsigned int *flags, int *active);
 
 /* vgpu_ops.c */
 void vg_op_run(struct CUstream_st *s, struct vg_op *op);

@@ -779,6 +779,7 @@ static const struct {
 	{ "cuMemGetAllocationGranularity", (void *)vg_granularity },
 	{ "cuMemGetInfo", (void *)vg_drv_mem_info },
 	{ "cuGetErrorString", (void *)vg_error_string },
+	{ "cuDevicePrimaryCtxGetState", (void *)vg_drv_ctx_state },
 };
 
 cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **fn,
