@@ -13,6 +13,12 @@
  * An event record is a mark on the stream; cudaStreamWaitEvent waits for the
  * mark current at the call (re-recording later does not disturb it);
  * synchronising on an event or stream moves the host's clock to its time.
+ * A query answers by the virtual clock, so that what a program decides from
+ * it does not depend on this machine's speed either: not ready while the
+ * point lies ahead of the host's clock (and each such answer moves the clock
+ * on by VG_POLL_NS, so a polling loop ends), else ready, once the worker
+ * has really passed it (waiting for that if need be: still nothing
+ * completes early).
  * Not modeled: the legacy default stream's implicit synchronisation with
  * blocking streams (every stream behaves as cudaStreamNonBlocking), stream
  * priorities, graphs and capture.
@@ -23,7 +29,25 @@
 
 #include "vgpu_int.h"
 
+#define VG_POLL_NS 1000.0
+
 static void *vg_worker(void *arg);
+
+/*
+ * Query of a point at virtual time t, done when *done: not ready ahead of
+ * the host's clock, else ready once really done. vg.mu held.
+ */
+static cudaError_t vg_query(double t, const int *done, const uint64_t *n,
+			    uint64_t upto)
+{
+	if (t > vg.host_now) {
+		vg.host_now += VG_POLL_NS;
+		return cudaErrorNotReady;
+	}
+	while (done ? !*done : *n < upto)
+		pthread_cond_wait(&vg.cv, &vg.mu);
+	return cudaSuccess;
+}
 
 void vg_mark_put(struct vg_mark *m)
 {
@@ -263,10 +287,7 @@ cudaError_t cudaStreamQuery(cudaStream_t sh)
 	if (e)
 		return e;
 	pthread_mutex_lock(&vg.mu);
-	if (s->done < s->queued)
-		e = cudaErrorNotReady;
-	else
-		vg_advance_host(s->vtail);
+	e = vg_query(s->vtail, NULL, &s->done, s->queued);
 	pthread_mutex_unlock(&vg.mu);
 	return e == cudaErrorNotReady ? e : vg_fail(vg_check_dev(s->dev));
 }
@@ -436,10 +457,13 @@ cudaError_t cudaEventQuery(cudaEvent_t ev)
 	if (e)
 		return vg_fail(e);
 	pthread_mutex_lock(&vg.mu);
-	if (ev->last && !ev->last->done)
-		e = cudaErrorNotReady;
-	else if (ev->last)
-		vg_advance_host(ev->last->t);
+	if (ev->last) {
+		struct vg_mark *m = ev->last;
+
+		m->refs++;
+		e = vg_query(m->t, &m->done, NULL, 0);
+		vg_mark_put(m);
+	}
 	pthread_mutex_unlock(&vg.mu);
 	return e;
 }
