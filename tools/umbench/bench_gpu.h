@@ -81,6 +81,31 @@ struct bg_results {
 	uint64_t piece_budget;
 };
 
+#ifdef __CUDACC__
+#define BG_HD __host__ __device__
+#else
+#define BG_HD
+#endif
+
+/* The fill pattern and the init values: functions of the index alone. */
+static inline BG_HD uint32_t bg_hash(uint64_t i, uint32_t salt)
+{
+	uint32_t x = (uint32_t)i ^ (uint32_t)(i >> 32) * 0x85ebca6bu ^ salt;
+
+	x ^= x >> 16;
+	x *= 0x7feb352du;
+	x ^= x >> 15;
+	x *= 0x846ca68bu;
+	x ^= x >> 16;
+	return x;
+}
+
+/* Uniform in [0, 1), exact in fp32. */
+static inline BG_HD float bg_unit(uint64_t i, uint32_t salt)
+{
+	return (float)(bg_hash(i, salt) >> 8) * (1.0f / 16777216.0f);
+}
+
 /* Adam hyper-parameters of step t, computed once on the host in fp32. */
 struct bg_hyper {
 	float lr, b1, b2, ob1, ob2, eps, c1, c2;

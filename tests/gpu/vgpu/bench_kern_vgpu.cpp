@@ -13,23 +13,6 @@
 #include "bench_gpu.h"
 #include "vgpu.h"
 
-static inline uint32_t bg_hash(uint64_t i, uint32_t salt)
-{
-	uint32_t x = (uint32_t)i ^ (uint32_t)(i >> 32) * 0x85ebca6bu ^ salt;
-
-	x ^= x >> 16;
-	x *= 0x7feb352du;
-	x ^= x >> 15;
-	x *= 0x846ca68bu;
-	x ^= x >> 16;
-	return x;
-}
-
-static inline float bg_unit(uint64_t i, uint32_t salt)
-{
-	return (float)(bg_hash(i, salt) >> 8) * (1.0f / 16777216.0f);
-}
-
 /* Arguments of every kernel here: up to four tensors and what else. */
 struct kargs {
 	const void *t[4];

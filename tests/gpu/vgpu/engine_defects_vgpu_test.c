@@ -71,11 +71,7 @@ TEST(gpu_memory_comes_back_without_another_libum_call)
 	ASSERT_EQ(0, gu_warmup());
 	ASSERT_EQ(0, gu_stream_create(&s));
 	ASSERT_EQ(0, ev_ctx(&ctx, 512 * MiB));
-	ASSERT_EQ(0, ev_region(ctx, 64 * MiB, UM_BACKING_TIERED, "back",
-			       &h, &p));
-	ASSERT_EQ(0, um_acquire(ctx, h, UM_TIER_GPU(0), s));
-	ASSERT_EQ(0, gu_fill(p, 64 * MiB, 5, s));
-	ASSERT_EQ(0, um_release(ctx, h));
+	ASSERT_EQ(0, ev_filled(ctx, s, 64 * MiB, "back", 5, &h, &p));
 	ASSERT_EQ(0, gu_stream_sync(s));
 	ASSERT_EQ(0, gu_mem_info(&f0, &t));
 	ASSERT_EQ(0, um_evict(ctx, h, UM_TIER_HOST_ANY));
@@ -105,11 +101,7 @@ TEST(sticky_error_mid_migration_is_data_loss_of_named_regions)
 	ASSERT_EQ(0, gu_warmup());
 	ASSERT_EQ(0, gu_stream_create(&s));
 	ASSERT_EQ(0, ev_ctx(&ctx, 256 * MiB));
-	ASSERT_EQ(0, ev_region(ctx, 16 * MiB, UM_BACKING_TIERED,
-			       "adam-state-7", &h, &p));
-	ASSERT_EQ(0, um_acquire(ctx, h, UM_TIER_GPU(0), s));
-	ASSERT_EQ(0, gu_fill(p, 16 * MiB, 5, s));
-	ASSERT_EQ(0, um_release(ctx, h));
+	ASSERT_EQ(0, ev_filled(ctx, s, 16 * MiB, "adam-state-7", 5, &h, &p));
 	ASSERT_EQ(0, gu_stream_sync(s));
 	ASSERT_EQ(0, um_evict(ctx, h, UM_TIER_HOST_ANY));
 	ret = um_wait(ctx, h);
@@ -161,11 +153,7 @@ TEST(no_cudaHostAlloc_under_the_context_lock)
 	ASSERT_EQ(0, gu_warmup());
 	ASSERT_EQ(0, gu_stream_create(&s));
 	ASSERT_EQ(0, ev_ctx(&hook_ctx, 256 * MiB));	/* pool_size 0 */
-	ASSERT_EQ(0, ev_region(hook_ctx, 64 * MiB, UM_BACKING_TIERED, "first",
-			       &h, &p));
-	ASSERT_EQ(0, um_acquire(hook_ctx, h, UM_TIER_GPU(0), s));
-	ASSERT_EQ(0, gu_fill(p, 64 * MiB, 5, s));
-	ASSERT_EQ(0, um_release(hook_ctx, h));
+	ASSERT_EQ(0, ev_filled(hook_ctx, s, 64 * MiB, "first", 5, &h, &p));
 	vgpu_host_alloc_hook = lock_probe_hook;
 	ASSERT_EQ(0, um_evict(hook_ctx, h, UM_TIER_HOST_ANY));
 	ASSERT_EQ(0, um_wait(hook_ctx, h));
@@ -193,14 +181,8 @@ TEST(restore_overlaps_eviction_when_mapping_waits)
 	ASSERT_EQ(cudaSuccess, cudaEventCreate(&e0));
 	ASSERT_EQ(cudaSuccess, cudaEventCreate(&e1));
 	ASSERT_EQ(0, ev_ctx(&ctx, 1024 * MiB));
-	ASSERT_EQ(0, ev_region(ctx, n, UM_BACKING_TIERED, "a", &a, &pa));
-	ASSERT_EQ(0, ev_region(ctx, n, UM_BACKING_TIERED, "b", &b, &pb));
-	ASSERT_EQ(0, um_acquire(ctx, a, UM_TIER_GPU(0), s));
-	ASSERT_EQ(0, um_acquire(ctx, b, UM_TIER_GPU(0), s));
-	ASSERT_EQ(0, gu_fill(pa, n, 1, s));
-	ASSERT_EQ(0, gu_fill(pb, n, 2, s));
-	ASSERT_EQ(0, um_release(ctx, a));
-	ASSERT_EQ(0, um_release(ctx, b));
+	ASSERT_EQ(0, ev_filled(ctx, s, n, "a", 1, &a, &pa));
+	ASSERT_EQ(0, ev_filled(ctx, s, n, "b", 2, &b, &pb));
 	ASSERT_EQ(0, um_evict(ctx, b, UM_TIER_HOST_ANY));
 	ASSERT_EQ(0, um_wait_all(ctx));
 	/* a out, b in, at once: the link carries both ways. */

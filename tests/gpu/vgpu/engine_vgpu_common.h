@@ -3,7 +3,7 @@
  * engine_vgpu_common.h - helpers of the libum tests that run on the virtual
  * GPU only (they need its fidelity or its read-outs): a context on the
  * cuda backend that logs into a buffer, TIERED regions, a stream gate (a
- * host function that holds a stream until released), a forked CPU touch.
+ * host function that holds a stream until released).
  */
 #ifndef UM_TESTS_ENGINE_VGPU_COMMON_H
 #define UM_TESTS_ENGINE_VGPU_COMMON_H
@@ -20,6 +20,7 @@
 #include "um.h"
 #include "gpu_util.h"
 #include "vgpu.h"
+#include "touch.h"
 
 #define EV_MiB (1ull << 20)
 
@@ -68,6 +69,22 @@ static inline int ev_region(struct um_context *ctx, uint64_t bytes,
 	return ret ? ret : um_ptr(ctx, *h, p);
 }
 
+/* A TIERED region of bytes written with salt's pattern on s, released. */
+static inline int ev_filled(struct um_context *ctx, void *s, uint64_t bytes,
+			    const char *name, uint32_t salt, um_region_t *h,
+			    void **p)
+{
+	int ret = ev_region(ctx, bytes, UM_BACKING_TIERED, name, h, p);
+
+	if (!ret)
+		ret = um_acquire(ctx, *h, UM_TIER_GPU(0), s);
+	if (!ret)
+		ret = gu_fill(*p, bytes, salt, s);
+	if (!ret)
+		ret = um_release(ctx, *h);
+	return ret;
+}
+
 /* A stream gate: a host function that holds the stream until opened. */
 static sem_t ev_gate;
 
@@ -94,21 +111,6 @@ static void *ev_open_later(void *arg)
 static inline void ev_gate_open_in(unsigned int us, pthread_t *t)
 {
 	pthread_create(t, NULL, ev_open_later, (void *)(uintptr_t)us);
-}
-
-/* 1 when a CPU read of p kills a child with SIGSEGV, 0 when it does not. */
-static inline int ev_touch_faults(volatile const char *p)
-{
-	pid_t pid = fork();
-	int st = 0;
-
-	if (pid == 0) {
-		(void)p[0];
-		_exit(0);
-	}
-	if (pid < 0 || waitpid(pid, &st, 0) != pid)
-		return -1;
-	return WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV;
 }
 
 #endif /* UM_TESTS_ENGINE_VGPU_COMMON_H */

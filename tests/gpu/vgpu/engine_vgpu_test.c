@@ -57,14 +57,14 @@ TEST_F(ev, cpu_touch_of_a_region_on_the_gpu_faults)
 	ASSERT_EQ(0, gu_fill(mp, 8 * MiB, 4, self->s));
 	ASSERT_EQ(0, gu_stream_sync(self->s));
 	/* A trainer's (or libum's) CPU read here crashes on a real GPU. */
-	ASSERT_EQ(1, ev_touch_faults(tp));
-	ASSERT_EQ(1, ev_touch_faults(mp));
+	ASSERT_EQ(1, vgpu_touch_faults(tp));
+	ASSERT_EQ(1, vgpu_touch_faults(mp));
 	ASSERT_EQ(0, um_release(self->ctx, t));
 	ASSERT_EQ(0, um_release(self->ctx, m));
 	ASSERT_EQ(0, um_evict(self->ctx, m, UM_TIER_HOST_ANY));
 	ASSERT_EQ(0, um_wait(self->ctx, m));
 	/* Evicted managed pages are the host's to read. */
-	ASSERT_EQ(0, ev_touch_faults(mp));
+	ASSERT_EQ(0, vgpu_touch_faults(mp));
 	ASSERT_EQ(0, gu_host_check(mp, 8 * MiB, 4, 4));
 	ASSERT_EQ(0, um_free(self->ctx, t));
 	ASSERT_EQ(0, um_free(self->ctx, m));

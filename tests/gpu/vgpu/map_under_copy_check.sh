@@ -7,17 +7,7 @@
 # work in flight) it says so.
 set -u
 bin=$1
-pass=0
-fail=0
-t() {
-	if [ "$2" -eq 0 ]; then
-		echo "ok $1"
-		pass=$((pass + 1))
-	else
-		echo "not ok $1"
-		fail=$((fail + 1))
-	fi
-}
+. "$(dirname "$0")/tap.sh"
 echo "TAP version 13"
 echo "1..2"
 out=$("$bin" --bytes 64M --json 2>&1)
@@ -29,5 +19,4 @@ out=$(UM_VGPU_MAP_WAITS=1 "$bin" --bytes 64M --json 2>&1)
 echo "# UM_VGPU_MAP_WAITS=1: $out"
 echo "$out" | grep -q '"map_waits_for_copy":true'
 t map_under_copy.sees_a_waiting_map $?
-echo "# Totals: pass:$pass fail:$fail xfail:0 xpass:0 skip:0 error:0"
-[ "$fail" -eq 0 ]
+tap_end

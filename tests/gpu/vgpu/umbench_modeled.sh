@@ -11,17 +11,7 @@
 set -u
 bin=$1
 out=$2
-pass=0
-fail=0
-t() {
-	if [ "$2" -eq 0 ]; then
-		echo "ok $1"
-		pass=$((pass + 1))
-	else
-		echo "not ok $1"
-		fail=$((fail + 1))
-	fi
-}
+. "$(dirname "$0")/tap.sh"
 echo "TAP version 13"
 echo "1..5"
 "$bin" --gpu --gpu-bytes 256M --adam-params 16M --reps 1 --pieces 16 -q \
@@ -48,5 +38,4 @@ for n in bad:
 sys.exit(1 if bad or not j["pass"] else 0)
 PY
 t umbench_gpu_vgpu.modeled_targets_met $?
-echo "# Totals: pass:$pass fail:$fail xfail:0 xpass:0 skip:0 error:0"
-[ "$fail" -eq 0 ]
+tap_end

@@ -87,6 +87,7 @@ struct vg_op {
 	struct vgpu_range r[VGPU_MAX_RANGES];
 	int nr;
 	const char *what;
+	double t_end;			/* on the virtual clock */
 };
 
 struct CUstream_st {

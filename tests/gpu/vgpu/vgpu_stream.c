@@ -18,7 +18,10 @@
  * point lies ahead of the host's clock (and each such answer moves the clock
  * on by VG_POLL_NS, so a polling loop ends), else ready, once the worker
  * has really passed it (waiting for that if need be: still nothing
- * completes early).
+ * completes early). A host function runs when its stream reaches it, so
+ * the host's clock moves to that point as it starts (when, relative to the
+ * program's other calls, depends on the workers: programs that act on host
+ * functions get modeled times that can differ by that much run to run).
  * Not modeled: the legacy default stream's implicit synchronisation with
  * blocking streams (every stream behaves as cudaStreamNonBlocking), stream
  * priorities, graphs and capture.
@@ -26,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "vgpu_int.h"
 
@@ -40,12 +44,22 @@ static void *vg_worker(void *arg);
 static cudaError_t vg_query(double t, const int *done, const uint64_t *n,
 			    uint64_t upto)
 {
+	struct timespec until;
+
 	if (t > vg.host_now) {
 		vg.host_now += VG_POLL_NS;
 		return cudaErrorNotReady;
 	}
+	/*
+	 * Due by the clock: wait for the worker, but not for ever, in case it
+	 * is held by something the caller itself is to do (a host function
+	 * waiting on the caller): then it is not ready, as on a GPU.
+	 */
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 1;
 	while (done ? !*done : *n < upto)
-		pthread_cond_wait(&vg.cv, &vg.mu);
+		if (pthread_cond_timedwait(&vg.cv, &vg.mu, &until))
+			return cudaErrorNotReady;
 	return cudaSuccess;
 }
 
@@ -116,6 +130,7 @@ void vg_stream_push(struct CUstream_st *s, struct vg_op *op, double t_end)
 		s->head = op;
 	s->tail = op;
 	s->queued++;
+	op->t_end = t_end;
 	s->vtail = vg_max(s->vtail, t_end);
 	pthread_cond_broadcast(&vg.cv);
 }
@@ -185,6 +200,9 @@ static void *vg_worker(void *arg)
 			while (!op->mark->done)
 				pthread_cond_wait(&vg.cv, &vg.mu);
 		} else if (op->type != VG_OP_RECORD && !vg.dev[s->dev].sticky) {
+			/* The host learns the stream got here: its clock too. */
+			if (op->type == VG_OP_HOSTFN)
+				vg_advance_host(op->t_end);
 			pthread_mutex_unlock(&vg.mu);
 			vg_op_run(s, op);
 			pthread_mutex_lock(&vg.mu);
@@ -348,26 +366,34 @@ cudaError_t cudaEventCreate(cudaEvent_t *e)
 	return cudaEventCreateWithFlags(e, cudaEventDefault);
 }
 
-/* Pending records and waits keep their marks: destroying is always safe. */
-cudaError_t cudaEventDestroy(cudaEvent_t ev)
+static cudaError_t vg_event_ok(cudaEvent_t ev)
+{
+	if (!ev || ev->magic != VG_EVENT_MAGIC)
+		return vg_fail(cudaErrorInvalidResourceHandle);
+	return cudaSuccess;
+}
+
+/* Entry of the calls on an event alone (no stream, no current device). */
+static cudaError_t vg_event_enter(cudaEvent_t ev)
 {
 	vg_init();
 	if (vg_in_callback)
 		return vg_fail(cudaErrorNotPermitted);
-	if (!ev || ev->magic != VG_EVENT_MAGIC)
-		return vg_fail(cudaErrorInvalidResourceHandle);
+	return vg_event_ok(ev);
+}
+
+/* Pending records and waits keep their marks: destroying is always safe. */
+cudaError_t cudaEventDestroy(cudaEvent_t ev)
+{
+	cudaError_t e = vg_event_enter(ev);
+
+	if (e)
+		return e;
 	pthread_mutex_lock(&vg.mu);
 	ev->magic = 0;
 	vg_mark_put(ev->last);
 	pthread_mutex_unlock(&vg.mu);
 	free(ev);
-	return cudaSuccess;
-}
-
-static cudaError_t vg_event_ok(cudaEvent_t ev)
-{
-	if (!ev || ev->magic != VG_EVENT_MAGIC)
-		return vg_fail(cudaErrorInvalidResourceHandle);
 	return cudaSuccess;
 }
 
@@ -445,12 +471,8 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t sh, cudaEvent_t ev,
 
 cudaError_t cudaEventQuery(cudaEvent_t ev)
 {
-	cudaError_t e;
+	cudaError_t e = vg_event_enter(ev);
 
-	vg_init();
-	if (vg_in_callback)
-		return vg_fail(cudaErrorNotPermitted);
-	e = vg_event_ok(ev);
 	if (e)
 		return e;
 	e = vg_check_dev(ev->dev);
@@ -470,12 +492,8 @@ cudaError_t cudaEventQuery(cudaEvent_t ev)
 
 cudaError_t cudaEventSynchronize(cudaEvent_t ev)
 {
-	cudaError_t e;
+	cudaError_t e = vg_event_enter(ev);
 
-	vg_init();
-	if (vg_in_callback)
-		return vg_fail(cudaErrorNotPermitted);
-	e = vg_event_ok(ev);
 	if (e)
 		return e;
 	pthread_mutex_lock(&vg.mu);

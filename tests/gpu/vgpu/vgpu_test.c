@@ -22,6 +22,7 @@
 
 #include "harness.h"
 #include "vgpu.h"
+#include "touch.h"
 
 #define MiB (1ull << 20)
 
@@ -51,8 +52,6 @@ static void CUDART_CB call_cuda(void *arg)
 	cuda_in_callback = cudaMalloc(&p, 4096);
 }
 
-typedef CUresult (*pfn_generic)(void);
-
 static void *drv(const char *name)
 {
 	enum cudaDriverEntryPointQueryResult st;
@@ -65,32 +64,67 @@ static void *drv(const char *name)
 	return fn;
 }
 
-/* Child: touch p; the parent expects SIGSEGV. */
-static int touch_faults(volatile const char *p)
-{
-	pid_t pid = fork();
-	int st = 0;
+/* The driver's VMM calls, fetched as libum fetches them. */
+static struct {
+	CUresult (*reserve)(CUdeviceptr *, size_t, size_t, CUdeviceptr,
+			    unsigned long long);
+	CUresult (*create)(CUmemGenericAllocationHandle *, size_t,
+			   const CUmemAllocationProp *, unsigned long long);
+	CUresult (*map)(CUdeviceptr, size_t, size_t,
+			CUmemGenericAllocationHandle, unsigned long long);
+	CUresult (*access)(CUdeviceptr, size_t, const CUmemAccessDesc *,
+			   size_t);
+	CUresult (*unmap)(CUdeviceptr, size_t);
+} vmm;
 
-	if (pid == 0) {
-		(void)p[0];
-		_exit(0);
-	}
-	if (pid < 0 || waitpid(pid, &st, 0) != pid)
-		return -1;
-	return WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV;
+/* Reserve, create, map and open len bytes of device 0 at *va. */
+static CUresult vmm_map(size_t len, CUdeviceptr *va)
+{
+	CUmemAllocationProp prop;
+	CUmemAccessDesc acc;
+	CUmemGenericAllocationHandle h;
+	CUresult r;
+	void *p[5] = { drv("cuMemAddressReserve"), drv("cuMemCreate"),
+		       drv("cuMemMap"), drv("cuMemSetAccess"),
+		       drv("cuMemUnmap") };
+
+	for (int i = 0; i < 5; i++)
+		if (!p[i])
+			return CUDA_ERROR_NOT_FOUND;
+	memcpy(&vmm.reserve, &p[0], sizeof(p[0]));
+	memcpy(&vmm.create, &p[1], sizeof(p[1]));
+	memcpy(&vmm.map, &p[2], sizeof(p[2]));
+	memcpy(&vmm.access, &p[3], sizeof(p[3]));
+	memcpy(&vmm.unmap, &p[4], sizeof(p[4]));
+	memset(&prop, 0, sizeof(prop));
+	prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+	prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	memset(&acc, 0, sizeof(acc));
+	acc.location = prop.location;
+	acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+	r = vmm.reserve(va, len, 0, 0, 0);
+	if (!r)
+		r = vmm.create(&h, len, &prop, 0);
+	if (!r)
+		r = vmm.map(*va, len, 0, h, 0);
+	if (!r)
+		r = vmm.access(*va, len, &acc, 1);
+	return r;
 }
 
 TEST(streams_run_in_order_and_nothing_completes_early)
 {
 	cudaStream_t s;
-	cudaEvent_t e;
+	cudaEvent_t e, right_after;
 	int i;
 
 	sem_init(&gate, 0, 0);
 	ASSERT_EQ(cudaSuccess, cudaStreamCreateWithFlags(&s,
 					cudaStreamNonBlocking));
 	ASSERT_EQ(cudaSuccess, cudaEventCreate(&e));
+	ASSERT_EQ(cudaSuccess, cudaEventCreate(&right_after));
 	ASSERT_EQ(cudaSuccess, cudaLaunchHostFunc(s, hold, NULL));
+	ASSERT_EQ(cudaSuccess, cudaEventRecord(right_after, s));
 	for (i = 0; i < 8; i++)
 		ASSERT_EQ(cudaSuccess, cudaLaunchHostFunc(s, append,
 						(void *)(intptr_t)i));
@@ -98,6 +132,8 @@ TEST(streams_run_in_order_and_nothing_completes_early)
 	usleep(50000);
 	/* Held: nothing after the gate ran, the event is not reached. */
 	ASSERT_EQ(0, order_n);
+	/* Due by the clock, held in fact: a query says so, and returns. */
+	ASSERT_EQ(cudaErrorNotReady, cudaEventQuery(right_after));
 	ASSERT_EQ(cudaErrorNotReady, cudaEventQuery(e));
 	ASSERT_EQ(cudaErrorNotReady, cudaStreamQuery(s));
 	(void)cudaGetLastError();
@@ -161,50 +197,29 @@ TEST(host_functions_may_not_call_cuda)
 
 TEST(cpu_touch_of_device_memory_faults)
 {
-	CUresult (*reserve)(CUdeviceptr *, size_t, size_t, CUdeviceptr,
-			    unsigned long long) = drv("cuMemAddressReserve");
-	CUresult (*create)(CUmemGenericAllocationHandle *, size_t,
-			   const CUmemAllocationProp *, unsigned long long) =
-		drv("cuMemCreate");
-	CUresult (*map)(CUdeviceptr, size_t, size_t,
-			CUmemGenericAllocationHandle, unsigned long long) =
-		drv("cuMemMap");
-	CUresult (*access)(CUdeviceptr, size_t, const CUmemAccessDesc *,
-			   size_t) = drv("cuMemSetAccess");
-	CUmemAllocationProp prop = { 0 };
-	CUmemAccessDesc acc = { 0 };
-	CUmemGenericAllocationHandle h;
 	struct cudaMemLocation dev = { cudaMemLocationTypeDevice, 0 };
 	struct cudaMemLocation host = { cudaMemLocationTypeHost, 0 };
 	CUdeviceptr va;
 	char *d = NULL, *m = NULL, *pin = NULL;
 
 	ASSERT_EQ(cudaSuccess, cudaMalloc((void **)&d, MiB));
-	ASSERT_EQ(1, touch_faults(d));
-	ASSERT_NONNULL(reserve);
-	ASSERT_EQ(CUDA_SUCCESS, reserve(&va, 2 * MiB, 0, 0, 0));
-	prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-	prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-	ASSERT_EQ(CUDA_SUCCESS, create(&h, 2 * MiB, &prop, 0));
-	ASSERT_EQ(CUDA_SUCCESS, map(va, 2 * MiB, 0, h, 0));
-	acc.location = prop.location;
-	acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-	ASSERT_EQ(CUDA_SUCCESS, access(va, 2 * MiB, &acc, 1));
-	ASSERT_EQ(1, touch_faults((char *)va));
+	ASSERT_EQ(1, vgpu_touch_faults(d));
+	ASSERT_EQ(CUDA_SUCCESS, vmm_map(2 * MiB, &va));
+	ASSERT_EQ(1, vgpu_touch_faults((char *)va));
 	/* Managed: readable on the host, faults while on the device. */
 	ASSERT_EQ(cudaSuccess, cudaMallocManaged((void **)&m, MiB,
 						 cudaMemAttachGlobal));
 	m[0] = 7;
-	ASSERT_EQ(0, touch_faults(m));
+	ASSERT_EQ(0, vgpu_touch_faults(m));
 	ASSERT_EQ(cudaSuccess, cudaMemPrefetchAsync(m, MiB, dev, 0, NULL));
 	ASSERT_EQ(cudaSuccess, cudaStreamSynchronize(NULL));
-	ASSERT_EQ(1, touch_faults(m));
+	ASSERT_EQ(1, vgpu_touch_faults(m));
 	ASSERT_EQ(cudaSuccess, cudaMemPrefetchAsync(m, MiB, host, 0, NULL));
 	ASSERT_EQ(cudaSuccess, cudaStreamSynchronize(NULL));
 	ASSERT_EQ(7, m[0]);
 	/* Pinned host memory is the host's. */
 	ASSERT_EQ(cudaSuccess, cudaHostAlloc((void **)&pin, MiB, 0));
-	ASSERT_EQ(0, touch_faults(pin));
+	ASSERT_EQ(0, vgpu_touch_faults(pin));
 	/* The device's own copies reach device memory. */
 	memset(pin, 0x3c, MiB);
 	ASSERT_EQ(cudaSuccess, cudaMemcpyAsync(d, pin, MiB,
@@ -220,20 +235,6 @@ TEST(cpu_touch_of_device_memory_faults)
 
 TEST(unmap_under_a_copy_in_flight_poisons_the_device)
 {
-	CUresult (*reserve)(CUdeviceptr *, size_t, size_t, CUdeviceptr,
-			    unsigned long long) = drv("cuMemAddressReserve");
-	CUresult (*create)(CUmemGenericAllocationHandle *, size_t,
-			   const CUmemAllocationProp *, unsigned long long) =
-		drv("cuMemCreate");
-	CUresult (*map)(CUdeviceptr, size_t, size_t,
-			CUmemGenericAllocationHandle, unsigned long long) =
-		drv("cuMemMap");
-	CUresult (*access)(CUdeviceptr, size_t, const CUmemAccessDesc *,
-			   size_t) = drv("cuMemSetAccess");
-	CUresult (*unmap)(CUdeviceptr, size_t) = drv("cuMemUnmap");
-	CUmemAllocationProp prop = { 0 };
-	CUmemAccessDesc acc = { 0 };
-	CUmemGenericAllocationHandle h;
 	cudaStream_t s;
 	CUdeviceptr va;
 	char *pin = NULL;
@@ -241,19 +242,12 @@ TEST(unmap_under_a_copy_in_flight_poisons_the_device)
 	sem_init(&gate, 0, 0);
 	ASSERT_EQ(cudaSuccess, cudaStreamCreateWithFlags(&s, 1));
 	ASSERT_EQ(cudaSuccess, cudaHostAlloc((void **)&pin, 2 * MiB, 0));
-	ASSERT_EQ(CUDA_SUCCESS, reserve(&va, 2 * MiB, 0, 0, 0));
-	prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-	prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-	ASSERT_EQ(CUDA_SUCCESS, create(&h, 2 * MiB, &prop, 0));
-	ASSERT_EQ(CUDA_SUCCESS, map(va, 2 * MiB, 0, h, 0));
-	acc.location = prop.location;
-	acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-	ASSERT_EQ(CUDA_SUCCESS, access(va, 2 * MiB, &acc, 1));
+	ASSERT_EQ(CUDA_SUCCESS, vmm_map(2 * MiB, &va));
 	ASSERT_EQ(cudaSuccess, cudaLaunchHostFunc(s, hold, NULL));
 	ASSERT_EQ(cudaSuccess, cudaMemcpyAsync(pin, (void *)va, 2 * MiB,
 					       cudaMemcpyDefault, s));
 	/* The copy has not run: unmapping now is the bug the GPU punishes. */
-	ASSERT_EQ(CUDA_SUCCESS, unmap(va, 2 * MiB));
+	ASSERT_EQ(CUDA_SUCCESS, vmm.unmap(va, 2 * MiB));
 	sem_post(&gate);
 	ASSERT_EQ(cudaErrorIllegalAddress, cudaStreamSynchronize(s));
 	/* Sticky: every later call fails the same way. */
