@@ -7,14 +7,14 @@
  * stays its pointer for life; device memory is created and mapped there on
  * restore (cuMemCreate + cuMemMap + cuMemSetAccess) and unmapped and released
  * after eviction (cuMemUnmap + cuMemRelease), which is the only way measured
- * on the H200 that gives GPU memory back to the device (FACTS.md: nvidia-smi
- * drops by 4 GiB; managed eviction leaves it unchanged).
+ * on the H200 that gives GPU memory back to the device (performance.rst:
+ * nvidia-smi drops by 4 GiB; managed eviction leaves it unchanged).
  *
  * Pinned host chunks: cudaHostAlloc where no NUMA node is asked for; for a
  * node, pages bound to it and touched (um__numa_alloc), then pinned by
- * cudaHostRegister (cudaHostAlloc has no placement). Both are slow
- * (FACTS.md: cudaHostAlloc about 1.2 ms per MiB, cudaHostRegister of 64 MiB
- * 5.9 ms); the pool calls them off the hot path, in large chunks.
+ * cudaHostRegister (cudaHostAlloc has no placement). Both are slow (H200,
+ * performance.rst: cudaHostAlloc about 1.2 ms per MiB, cudaHostRegister of
+ * 64 MiB 5.9 ms); the pool calls them off the hot path, in large chunks.
  */
 #ifdef UM_HAVE_CUDA
 
@@ -448,7 +448,7 @@ void um__cuda_phys_unmap(struct um_backend *be, int dev, void *va, size_t len,
 /* ---- MANAGED ---------------------------------------------------------- */
 
 /*
- * FACTS.md: asking for more managed memory than the card has free can hang
+ * H200 figures: asking for more managed memory than the card has free can hang
  * the GPU, not only the program. Cap what we hand out on each device at
  * what it had free when we first made managed memory there (its context
  * is current: the caller entered dev).

@@ -8,7 +8,7 @@
  *   2. evict/restore of the same number of bytes by: UVM prefetch, libum
  *      MANAGED (prefetch, and copy + discard), libum TIERED; then a TIERED
  *      eviction of one region overlapped with the restore of another;
- *   3. one Adam step with offloaded optimizer state, every way FACTS.md
+ *   3. one Adam step with offloaded optimizer state, every way the H200 probes
  *      lists (bench_gpu_adam.cu).
  *
  * Each figure is the best of --reps runs after one warm-up, as a ratio to

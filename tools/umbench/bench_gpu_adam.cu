@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * bench_gpu_adam.cu - one Adam step with the optimizer state (m and v, fp32)
- * in every place FACTS.md measured, side by side:
+ * in every place the H200 probes measured, side by side:
  *
  *   (a) on the GPU (the unconstrained reference)
  *   (b) CPU offload: grads device->host, a hand-written C Adam on threads

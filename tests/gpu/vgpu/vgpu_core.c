@@ -17,7 +17,7 @@
  *   UM_VGPU_MAP_WAITS    1: cuMemMap and cuMemSetAccess wait until every
  *                        stream of the device is idle (0: they do not)
  *   UM_VGPU_H2D_GBPS, UM_VGPU_D2H_GBPS, UM_VGPU_BOTH_GBPS,
- *   UM_VGPU_PAGEABLE_GBPS  the link model (55, 55, 95, 8.6: FACTS of
+ *   UM_VGPU_PAGEABLE_GBPS  the link model (55, 55, 95, 8.6: the H200 figures of
  *                        Documentation/performance.rst)
  */
 #include <errno.h>

@@ -227,7 +227,7 @@ cudaError_t cudaMalloc(void **p, size_t len)
 		return vg_fail(cudaErrorInvalidValue);
 	pthread_mutex_lock(&vg.mu);
 	ok = vg_take(dev, vg_round(len ? len : 1, VG_GRAN));
-	vg.host_now += 87e3;	/* FACTS: cudaMalloc + free of 1 MiB */
+	vg.host_now += 87e3;	/* H200: cudaMalloc + free of 1 MiB */
 	pthread_mutex_unlock(&vg.mu);
 	if (!ok)
 		return vg_fail(cudaErrorMemoryAllocation);
@@ -240,7 +240,7 @@ cudaError_t cudaMalloc(void **p, size_t len)
 	return e;
 }
 
-/* Managed memory is not counted by cudaMemGetInfo (FACTS). */
+/* Managed memory is not counted by cudaMemGetInfo (H200). */
 cudaError_t cudaMallocManaged(void **p, size_t len, unsigned int flags)
 {
 	int dev;
@@ -311,7 +311,7 @@ static cudaError_t vg_host_track(void *p, size_t len, enum vg_kind kind)
 	return cudaSuccess;
 }
 
-/* Slow on purpose, on the virtual clock: FACTS, 1.2 ms + 0.5..1 s per GiB. */
+/* Slow on purpose, on the virtual clock: H200, 1.2 ms + 0.5..1 s per GiB. */
 cudaError_t cudaHostAlloc(void **p, size_t len, unsigned int flags)
 {
 	cudaError_t e = vg_enter(NULL);
