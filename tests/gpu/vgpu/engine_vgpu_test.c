@@ -4,7 +4,8 @@
  * libum already does right: a region on the GPU is device memory the CPU
  * cannot touch (TIERED always, MANAGED while on the device), and readable
  * again once evicted (MANAGED); libum's own copies never go through
- * pageable memory. (The engine defects of issue 9 that still fail are in
+ * pageable memory; regions on two devices move, each on its own device's
+ * queues, with fences on the right device. (The engine defects of issue 9 that still fail are in
  * engine_defects_vgpu_test.c, outside `make check` until their fixes.)
  */
 #include <errno.h>
@@ -99,6 +100,53 @@ TEST_F(ev, evict_and_restore_run_at_pinned_speed)
 	ASSERT_EQ(0, gu_check(tp, 64 * MiB, 11, self->s));
 	ASSERT_EQ(0, um_release(self->ctx, t));
 	ASSERT_EQ(0, um_free(self->ctx, t));
+}
+
+/* Regions on two devices, each moved by its own queues, data intact. */
+TEST(regions_on_two_devices)
+{
+	struct um_region_desc d;
+	struct um_context *ctx = NULL;
+	um_region_t h[2] = { 0, 0 };
+	void *p[2] = { NULL, NULL }, *s[2] = { NULL, NULL };
+	int dev, c;
+
+	setenv("UM_VGPU_DEVICES", "2", 1);
+	ASSERT_EQ(0, gu_warmup());
+	ASSERT_EQ(0, ev_ctx(&ctx, 256 * MiB));
+	for (dev = 0; dev < 2; dev++) {
+		ASSERT_EQ(cudaSuccess, cudaSetDevice(dev));
+		ASSERT_EQ(0, gu_stream_create(&s[dev]));
+		memset(&d, 0, sizeof(d));
+		d.size = sizeof(d);
+		d.kind = UM_KIND_OPTIMIZER_STATE;
+		d.backing = UM_BACKING_TIERED;
+		d.device = (uint32_t)dev;
+		d.bytes = 16 * MiB;
+		d.name = dev ? "on-1" : "on-0";
+		ASSERT_EQ(0, um_alloc(ctx, &d, &h[dev]));
+		ASSERT_EQ(0, um_ptr(ctx, h[dev], &p[dev]));
+	}
+	ASSERT_EQ(cudaSuccess, cudaSetDevice(0));
+	for (c = 0; c < 4; c++) {
+		for (dev = 0; dev < 2; dev++) {
+			ASSERT_EQ(0, um_acquire(ctx, h[dev], UM_TIER_GPU(dev),
+						s[dev])) TH_LOG("%s", ev_logbuf);
+			if (c)
+				ASSERT_EQ(0, gu_check(p[dev], 16 * MiB,
+						      (uint32_t)(c - 1) * 2 + dev,
+						      s[dev]));
+			ASSERT_EQ(0, gu_fill(p[dev], 16 * MiB,
+					     (uint32_t)c * 2 + dev, s[dev]));
+			ASSERT_EQ(0, um_release(ctx, h[dev]));
+			ASSERT_EQ(0, um_evict(ctx, h[dev], UM_TIER_HOST_ANY))
+				TH_LOG("%s", ev_logbuf);
+		}
+		ASSERT_EQ(0, um_wait_all(ctx)) TH_LOG("%s", ev_logbuf);
+	}
+	for (dev = 0; dev < 2; dev++)
+		ASSERT_EQ(0, um_free(ctx, h[dev]));
+	um_context_destroy(ctx);
 }
 
 TEST_HARNESS_MAIN
