@@ -146,12 +146,13 @@ void vg_stream_drain(struct CUstream_st *s)
 	vg_advance_host(t);
 }
 
+/* Destroyed streams too: their work still runs, and counts. */
 void vg_device_drain(int dev)
 {
 	struct CUstream_st *s;
 
 	for (s = vg.streams; s; s = s->next)
-		if (s->dev == dev && s->magic == VG_STREAM_MAGIC)
+		if (s->dev == dev)
 			vg_stream_drain(s);
 }
 
