@@ -133,6 +133,9 @@ TEST(a_dead_context_is_reported_as_such)
 	ASSERT_NE(NULL, strstr(last_log, "context is dead"));
 	/* Every later call says the same, without asking CUDA again. */
 	ASSERT_EQ(-ENOTRECOVERABLE, o->copy(&be, q, host, dev, MiB));
+	o->host_free(&be, host, MiB);
+	o->queue_destroy(&be, q);
+	o->fini(&be);
 }
 
 TEST(copies_from_pageable_memory_are_refused)
