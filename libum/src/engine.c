@@ -652,6 +652,34 @@ int um__to_host(struct um_context *ctx, struct um_region *r, um_tier_t to)
 
 /* ---- reaping ---------------------------------------------------------- */
 
+/*
+ * A sticky error killed the GPU context (-ENOTRECOVERABLE): every byte on
+ * the device went with it. Name, once, each region whose only copy was
+ * there: resident on the device, or leaving it (its host copy is not whole).
+ * A restore in flight still has its bytes on the host.
+ */
+static void report_lost(struct um_context *ctx, struct um_region *leaving)
+{
+	struct um_region *r;
+
+	if (ctx->dead_reported)
+		return;
+	ctx->dead_reported = true;
+	for (r = ctx->regions.next; r != &ctx->regions; r = r->next) {
+		bool out = r == leaving || r->evict_mig;
+
+		if (!out && (!um__tier_is_dev(r->residency) || r->restore_mig))
+			continue;
+		r->error = -ENOTRECOVERABLE;
+		um__log(ctx, UM_LOG_ERR,
+			"engine: the GPU context is dead: \"%s\" (%llu bytes) is lost, its only copy was %s",
+			r->name, (unsigned long long)r->bytes,
+			out ? "leaving the device" : "on the device");
+		um__event(ctx, UM_EVENT_ERROR, 0, r, r->residency,
+			  UM_TIER_NONE, r->bytes, -ENOTRECOVERABLE, 0);
+	}
+}
+
 static void finish(struct um_context *ctx, struct um_mig *m, int err)
 {
 	struct um_region *r = m->r;
@@ -670,12 +698,16 @@ static void finish(struct um_context *ctx, struct um_mig *m, int err)
 		r->error = err;
 		if (!ctx->error)
 			ctx->error = err;
-		um__log(ctx, UM_LOG_ERR,
-			"engine: %s of \"%s\" (%llu bytes) failed (%d); bytes kept where they were",
-			m->dir == UM_MIG_EVICT ? "eviction" : "restore", r->name,
-			(unsigned long long)m->bytes, err);
-		um__event(ctx, UM_EVENT_ERROR, 0, r, m->from, m->to,
-			  m->bytes, err, 0);
+		if (err == -ENOTRECOVERABLE)
+			report_lost(ctx, m->dir == UM_MIG_EVICT ? r : NULL);
+		else
+			um__log(ctx, UM_LOG_ERR,
+				"engine: %s of \"%s\" (%llu bytes) failed (%d); bytes kept where they were",
+				m->dir == UM_MIG_EVICT ? "eviction" : "restore",
+				r->name, (unsigned long long)m->bytes, err);
+		if (err != -ENOTRECOVERABLE)
+			um__event(ctx, UM_EVENT_ERROR, 0, r, m->from, m->to,
+				  m->bytes, err, 0);
 		if (latest && m->dir == UM_MIG_RESTORE &&
 		    um__tier_is_dev(r->residency)) {
 			set_residency(ctx, r, m->from);

@@ -187,6 +187,7 @@ struct um_context {
 	struct um_mig *migs, *migs_tail;
 	uint64_t reap_pass;
 	int error;			/* first migration error, um_wait_all */
+	bool dead_reported;		/* the GPU context died: losses named */
 	struct um_fence **fences;	/* free fences for reuse */
 	uint32_t nfences, fence_cap;
 
