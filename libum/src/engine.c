@@ -65,6 +65,84 @@ static void fence_put(struct um_context *ctx, struct um_fence *f)
 	ctx->fences[ctx->nfences++] = f;
 }
 
+/* ---- release fences ---------------------------------------------------- */
+
+/*
+ * At the last um_release: a fence on every stream that held r, after the
+ * kernels queued there, for the eviction (and a free) to wait on: with two
+ * holders on two streams, fencing one would let the eviction copy, and the
+ * unmap run, under the other's kernels. 0, or the first error (r is then
+ * left with no valid fence).
+ */
+int um__released_record(struct um_context *ctx, struct um_region *r)
+{
+	const struct um_backend_ops *ops = ctx->be.ops;
+	uint32_t i;
+	int ret = 0;
+
+	r->released_valid = false;
+	r->nreleased = 0;
+	for (i = 0; i < r->nacq_streams && !ret; i++) {
+		if (!r->released[i])
+			ret = ops->fence_create(&ctx->be, &r->released[i]);
+		if (!ret)
+			ret = ops->stream_record_fence(&ctx->be,
+						       r->acq_streams[i],
+						       r->released[i]);
+	}
+	if (ret)
+		return ret;
+	r->nreleased = r->nacq_streams;
+	r->released_valid = true;
+	return 0;
+}
+
+/* -EAGAIN while some holder's work fenced at release may still run. */
+int um__released_query(struct um_context *ctx, struct um_region *r)
+{
+	uint32_t i;
+
+	for (i = 0; r->released_valid && i < r->nreleased; i++)
+		if (ctx->be.ops->fence_query(&ctx->be, r->released[i]) ==
+		    -EAGAIN)
+			return -EAGAIN;
+	return 0;
+}
+
+void um__released_wait(struct um_context *ctx, struct um_region *r)
+{
+	uint32_t i;
+
+	for (i = 0; r->released_valid && i < r->nreleased; i++)
+		ctx->be.ops->fence_wait(&ctx->be, r->released[i]);
+}
+
+/* Order q after every fence of the last release. */
+static int released_order(struct um_context *ctx, struct um_region *r,
+			  struct um_queue *q)
+{
+	uint32_t i;
+	int ret = 0;
+
+	for (i = 0; r->released_valid && i < r->nreleased && !ret; i++)
+		ret = ctx->be.ops->queue_wait_fence(&ctx->be, q,
+						    r->released[i]);
+	return ret;
+}
+
+void um__released_drop(struct um_context *ctx, struct um_region *r)
+{
+	uint32_t i;
+
+	for (i = 0; i < UM_HOLD_STREAMS; i++) {
+		if (r->released[i])
+			ctx->be.ops->fence_destroy(&ctx->be, r->released[i]);
+		r->released[i] = NULL;
+	}
+	r->released_valid = false;
+	r->nreleased = 0;
+}
+
 /* ---- init / fini ------------------------------------------------------ */
 
 int um__engine_init(struct um_context *ctx)
@@ -195,8 +273,7 @@ void um__settle(struct um_context *ctx, struct um_region *r)
 	if (um__tier_is_dev(r->residency) || held_on_device(r))
 		return;
 	/* never unmap under work fenced at release (after failed copies) */
-	if (r->mapped && r->released_valid &&
-	    be->ops->fence_query(be, r->released) == -EAGAIN)
+	if (r->mapped && um__released_query(ctx, r) == -EAGAIN)
 		return;
 	if (r->mapped) {
 		be->ops->phys_unmap(be, (int)r->device, r->ptr, r->dev_len,
@@ -490,8 +567,8 @@ int um__evict(struct um_context *ctx, struct um_region *r, um_tier_t to,
 	m->policy = policy;
 	if (r->restore_mig)
 		ret = ops->queue_wait_fence(&ctx->be, q, r->restore_mig->end);
-	if (!ret && r->released_valid)
-		ret = ops->queue_wait_fence(&ctx->be, q, r->released);
+	if (!ret)
+		ret = released_order(ctx, r, q);
 	if (!ret)
 		ret = ops->fence_record(&ctx->be, m->start, q);
 	if (ret) {

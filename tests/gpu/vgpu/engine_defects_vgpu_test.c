@@ -3,8 +3,6 @@
  * Description: the engine and policy defects of issue 9, each as a test on
  * the virtual GPU that fails until its fix lands (phase 2; this program is
  * built by `make -C tests/gpu` but left out of `make check` until then):
- *   - a second holder's stream is not fenced at the last release, so the
- *     eviction and cuMemUnmap run under its kernels;
  *   - GPU memory comes back only at the next libum call;
  *   - the first eviction calls cudaHostAlloc under the context lock;
  *   - a restore maps its whole region before its copies start, so when
@@ -22,41 +20,6 @@
 #include "engine_vgpu_common.h"
 
 #define MiB EV_MiB
-
-TEST(second_holders_stream_is_fenced_at_the_last_release)
-{
-	struct um_context *ctx = NULL;
-	void *a = NULL, *b = NULL, *p = NULL;
-	um_region_t h = 0;
-	pthread_t opener;
-
-	ASSERT_EQ(0, gu_warmup());
-	ASSERT_EQ(0, gu_stream_create(&a));
-	ASSERT_EQ(0, gu_stream_create(&b));
-	ASSERT_EQ(0, ev_ctx(&ctx, 256 * MiB));
-	ASSERT_EQ(0, ev_region(ctx, 16 * MiB, UM_BACKING_TIERED, "shared",
-			       &h, &p));
-	ASSERT_EQ(0, um_acquire(ctx, h, UM_TIER_GPU(0), a));
-	ASSERT_EQ(0, gu_fill(p, 16 * MiB, 1, a));
-	/* Second holder, on stream b, whose kernel is held back a while. */
-	ASSERT_EQ(0, um_acquire(ctx, h, UM_TIER_GPU(0), b));
-	ASSERT_EQ(cudaSuccess, ev_gate_close(b));
-	ASSERT_EQ(0, gu_fill(p, 16 * MiB, 2, b));
-	ASSERT_EQ(0, um_release(ctx, h));
-	ASSERT_EQ(0, um_release(ctx, h));
-	ev_gate_open_in(300000, &opener);
-	/* The eviction must wait for b's kernel, not only for a. */
-	ASSERT_EQ(0, um_evict(ctx, h, UM_TIER_HOST_ANY));
-	ASSERT_EQ(0, um_wait(ctx, h));
-	pthread_join(opener, NULL);
-	ASSERT_EQ(0, gu_stream_sync(b)) TH_LOG("%s", gu_last_error());
-	ASSERT_EQ(0, um_acquire(ctx, h, UM_TIER_GPU(0), a));
-	ASSERT_EQ(0, gu_check(p, 16 * MiB, 2, a)) TH_LOG("stale bytes");
-	ASSERT_EQ(0, um_release(ctx, h));
-	ASSERT_EQ(0, gu_stream_sync(a));
-	ASSERT_EQ(0, um_free(ctx, h));
-	um_context_destroy(ctx);
-}
 
 TEST(gpu_memory_comes_back_without_another_libum_call)
 {
@@ -176,6 +139,5 @@ TEST(restore_overlaps_eviction_when_mapping_waits)
 	um_context_destroy(ctx);
 }
 
-TEST_TIMEOUT_SET(second_holders_stream_is_fenced_at_the_last_release, 60);
 
 TEST_HARNESS_MAIN

@@ -6,7 +6,8 @@
  * again once evicted (MANAGED); libum's own copies never go through
  * pageable memory; regions on two devices move, each on its own device's
  * queues, with fences on the right device; a sticky error mid-migration is
- * reported as the loss of the regions named, not as bytes kept. (The engine defects of issue 9 that still fail are in
+ * reported as the loss of the regions named, not as bytes kept; with two
+ * holders on two streams, the eviction waits for both. (The engine defects of issue 9 that still fail are in
  * engine_defects_vgpu_test.c, outside `make check` until their fixes.)
  */
 #include <errno.h>
@@ -104,6 +105,35 @@ TEST_F(ev, evict_and_restore_run_at_pinned_speed)
 }
 
 /* Regions on two devices, each moved by its own queues, data intact. */
+/* Up to UM_HOLD_STREAMS (8) distinct streams hold a region; a ninth: -EBUSY. */
+TEST_F(ev, a_ninth_holder_stream_is_refused)
+{
+	void *s[9] = { NULL }, *p = NULL;
+	um_region_t h = 0;
+	int i;
+
+	ASSERT_EQ(0, ev_region(self->ctx, 4 * MiB, UM_BACKING_TIERED, "held",
+			       &h, &p));
+	for (i = 0; i < 9; i++)
+		ASSERT_EQ(0, gu_stream_create(&s[i]));
+	for (i = 0; i < 8; i++)
+		ASSERT_EQ(0, um_acquire(self->ctx, h, UM_TIER_GPU(0), s[i]));
+	/* The same stream again is no new holder stream. */
+	ASSERT_EQ(0, um_acquire(self->ctx, h, UM_TIER_GPU(0), s[3]));
+	ASSERT_EQ(-EBUSY, um_acquire(self->ctx, h, UM_TIER_GPU(0), s[8]));
+	for (i = 0; i < 9; i++)
+		ASSERT_EQ(0, um_release(self->ctx, h));
+	ASSERT_EQ(-EPERM, um_release(self->ctx, h));
+	ASSERT_EQ(0, um_evict(self->ctx, h, UM_TIER_HOST_ANY));
+	ASSERT_EQ(0, um_wait(self->ctx, h));
+	/* A new first holder starts a new set. */
+	ASSERT_EQ(0, um_acquire(self->ctx, h, UM_TIER_GPU(0), s[8]));
+	ASSERT_EQ(0, um_release(self->ctx, h));
+	ASSERT_EQ(0, um_free(self->ctx, h));
+	for (i = 0; i < 9; i++)
+		gu_stream_destroy(s[i]);
+}
+
 TEST(regions_on_two_devices)
 {
 	struct um_region_desc d;
@@ -173,5 +203,42 @@ TEST(sticky_error_mid_migration_is_data_loss_of_named_regions)
 	EXPECT_NE(NULL, strstr(ev_logbuf, "lost")) TH_LOG("%s", ev_logbuf);
 	um_context_destroy(ctx);
 }
+
+TEST(second_holders_stream_is_fenced_at_the_last_release)
+{
+	struct um_context *ctx = NULL;
+	void *a = NULL, *b = NULL, *p = NULL;
+	um_region_t h = 0;
+	pthread_t opener;
+
+	ASSERT_EQ(0, gu_warmup());
+	ASSERT_EQ(0, gu_stream_create(&a));
+	ASSERT_EQ(0, gu_stream_create(&b));
+	ASSERT_EQ(0, ev_ctx(&ctx, 256 * MiB));
+	ASSERT_EQ(0, ev_region(ctx, 16 * MiB, UM_BACKING_TIERED, "shared",
+			       &h, &p));
+	ASSERT_EQ(0, um_acquire(ctx, h, UM_TIER_GPU(0), a));
+	ASSERT_EQ(0, gu_fill(p, 16 * MiB, 1, a));
+	/* Second holder, on stream b, whose kernel is held back a while. */
+	ASSERT_EQ(0, um_acquire(ctx, h, UM_TIER_GPU(0), b));
+	ASSERT_EQ(cudaSuccess, ev_gate_close(b));
+	ASSERT_EQ(0, gu_fill(p, 16 * MiB, 2, b));
+	ASSERT_EQ(0, um_release(ctx, h));
+	ASSERT_EQ(0, um_release(ctx, h));
+	ev_gate_open_in(300000, &opener);
+	/* The eviction must wait for b's kernel, not only for a. */
+	ASSERT_EQ(0, um_evict(ctx, h, UM_TIER_HOST_ANY));
+	ASSERT_EQ(0, um_wait(ctx, h));
+	pthread_join(opener, NULL);
+	ASSERT_EQ(0, gu_stream_sync(b)) TH_LOG("%s", gu_last_error());
+	ASSERT_EQ(0, um_acquire(ctx, h, UM_TIER_GPU(0), a));
+	ASSERT_EQ(0, gu_check(p, 16 * MiB, 2, a)) TH_LOG("stale bytes");
+	ASSERT_EQ(0, um_release(ctx, h));
+	ASSERT_EQ(0, gu_stream_sync(a));
+	ASSERT_EQ(0, um_free(ctx, h));
+	um_context_destroy(ctx);
+}
+
+TEST_TIMEOUT_SET(second_holders_stream_is_fenced_at_the_last_release, 60);
 
 TEST_HARNESS_MAIN
