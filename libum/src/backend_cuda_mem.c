@@ -10,11 +10,12 @@
  * on the H200 that gives GPU memory back to the device (performance.rst:
  * nvidia-smi drops by 4 GiB; managed eviction leaves it unchanged).
  *
- * Pinned host chunks: cudaHostAlloc where no NUMA node is asked for; for a
- * node, pages bound to it and touched (um__numa_alloc), then pinned by
- * cudaHostRegister (cudaHostAlloc has no placement). Both are slow (H200,
- * performance.rst: cudaHostAlloc about 1.2 ms per MiB, cudaHostRegister of
- * 64 MiB 5.9 ms); the pool calls them off the hot path, in large chunks.
+ * Pinned host chunks: pages touched (um__numa_alloc, bound to the node
+ * asked for, if any), then pinned by cudaHostRegister: faster than
+ * cudaHostAlloc (H200, performance.rst: cudaHostAlloc 0.5 to 1 s per GiB,
+ * cudaHostRegister of 64 MiB 5.9 ms), and placed. Still slow: the pool
+ * calls it in large chunks, and um_evict grows the pool off the context
+ * lock.
  */
 #ifdef UM_HAVE_CUDA
 
@@ -184,7 +185,7 @@ static int cuda_host_alloc_node(struct um_backend *be, size_t len, int node,
 	void *p;
 	int ret;
 
-	if (!um__numa_node_valid(node))
+	if (node != UM_NUMA_ANY && !um__numa_node_valid(node))
 		return -EINVAL;
 	r = calloc(1, sizeof(*r));
 	if (!r)
@@ -194,7 +195,7 @@ static int cuda_host_alloc_node(struct um_backend *be, size_t len, int node,
 		free(r);
 		return ret;
 	}
-	/* The pages exist on node (um__numa_alloc touched them): pin them. */
+	/* The pages exist (um__numa_alloc touched them): pin them. */
 	ret = um__cuda_rt_check(be, cudaHostRegister(p, len,
 				cudaHostRegisterPortable),
 			   "cudaHostRegister");
@@ -213,27 +214,27 @@ static int cuda_host_alloc_node(struct um_backend *be, size_t len, int node,
 	return 0;
 }
 
-int um__cuda_host_alloc(struct um_backend *be, size_t len, int node, void **out)
+/*
+ * Always touch + cudaHostRegister, never cudaHostAlloc: on the H200,
+ * registering 64 MiB took 5.9 ms (0.09 ms per MiB) where cudaHostAlloc took
+ * 0.5 to 1 s per GiB (performance.rst), and only the register path places
+ * the pages on a NUMA node.
+ */
+int um__cuda_host_alloc(struct um_backend *be, size_t len, int node,
+			void **out)
 {
 	struct um_cuda_backend *c = cuda_of(be);
-	void *p = NULL;
-	int ret;
 
 	if (!out || !len)
 		return -EINVAL;
-	if (node >= 0 && node != UM_TIER_ANY_NODE) {
-		if (c->numa_ok)
-			return cuda_host_alloc_node(be, len, node, out);
-		/* Without NUMA there is one node, 0, and no placement. */
-		if (node != 0)
-			return -EINVAL;
-	}
-	ret = um__cuda_rt_check(be, cudaHostAlloc(&p, len, cudaHostAllocPortable),
-			   "cudaHostAlloc");
-	if (ret)
-		return ret;
-	*out = p;
-	return 0;
+	if (node < 0 || node == UM_TIER_ANY_NODE)
+		return cuda_host_alloc_node(be, len, UM_NUMA_ANY, out);
+	if (c->numa_ok)
+		return cuda_host_alloc_node(be, len, node, out);
+	/* Without NUMA there is one node, 0, and no placement. */
+	if (node != 0)
+		return -EINVAL;
+	return cuda_host_alloc_node(be, len, UM_NUMA_ANY, out);
 }
 
 void um__cuda_host_free(struct um_backend *be, void *p, size_t len)
@@ -253,7 +254,10 @@ void um__cuda_host_free(struct um_backend *be, void *p, size_t len)
 	}
 	pthread_mutex_unlock(&c->lock);
 	if (!r) {
-		(void)um__cuda_rt_check(be, cudaFreeHost(p), "cudaFreeHost");
+		if (be->log)
+			be->log(be->log_arg, UM_LOG_ERR,
+				"cuda: host_free(%p): not a chunk of host_alloc",
+				p);
 		return;
 	}
 	if (r->len != len && be->log)

@@ -572,11 +572,39 @@ static int evict_to_spill(struct um_context *ctx, um_region_t h)
 	return um__to_spill(ctx, r);
 }
 
+/*
+ * Make, in the pinned pool, the host copy an eviction of h to the host
+ * will need, with the context lock not held: growing the pool pins memory
+ * (a second or so per GiB on the H200), which under the lock would stall
+ * every other libum call of the process. Best effort: the eviction itself
+ * still grows the pool if this did not (or another call took the room).
+ */
+static void reserve_host_copy(struct um_context *ctx, um_region_t h,
+			      um_tier_t tier)
+{
+	struct um_region *r;
+	uint64_t bytes = 0;
+	int node = 0;
+
+	if (UM_TIER_TYPE(tier) != UM_TIER_HOST || um__enter(ctx))
+		return;
+	r = h ? um__region_get(ctx, h) : NULL;
+	if (r && !r->host && !r->acquired && um__tier_is_dev(r->residency)) {
+		bytes = r->bytes;
+		node = um__tier_node(ctx, tier);
+	}
+	um__exit(ctx);
+	if (bytes)
+		(void)um__pool_reserve(ctx->pool, node, bytes);
+}
+
 int um_evict(struct um_context *ctx, um_region_t h, um_tier_t tier)
 {
 	struct um_region *r;
-	int ret = um__enter(ctx);
+	int ret;
 
+	reserve_host_copy(ctx, h, tier);
+	ret = um__enter(ctx);
 	if (ret)
 		return ret;
 	r = h ? um__region_get(ctx, h) : NULL;

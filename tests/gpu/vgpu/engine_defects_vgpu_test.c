@@ -4,7 +4,6 @@
  * the virtual GPU that fails until its fix lands (phase 2; this program is
  * built by `make -C tests/gpu` but left out of `make check` until then):
  *   - GPU memory comes back only at the next libum call;
- *   - the first eviction calls cudaHostAlloc under the context lock;
  *   - a restore maps its whole region before its copies start, so when
  *     mapping waits for work in flight (UM_VGPU_MAP_WAITS=1) it stalls
  *     behind the eviction running at the same time.
@@ -48,58 +47,6 @@ TEST(gpu_memory_comes_back_without_another_libum_call)
 	ASSERT_EQ(0, um_wait(ctx, h));
 	ASSERT_EQ(0, um_free(ctx, h));
 	um_context_destroy(ctx);
-}
-
-/* cudaHostAlloc hook: is the context lock held by the caller? */
-static struct um_context *hook_ctx;
-static int hook_calls, hook_under_lock;
-
-static void *stats_probe(void *arg)
-{
-	struct um_stats st;
-
-	memset(&st, 0, sizeof(st));
-	st.size = sizeof(st);
-	(void)um_stats_get(hook_ctx, &st);
-	*(int *)arg = 1;
-	return NULL;
-}
-
-static void lock_probe_hook(void)
-{
-	static int done;
-	pthread_t t;
-	int i;
-
-	hook_calls++;
-	done = 0;
-	if (!hook_ctx || pthread_create(&t, NULL, stats_probe, &done))
-		return;
-	for (i = 0; i < 50 && !__atomic_load_n(&done, __ATOMIC_SEQ_CST); i++)
-		usleep(10000);
-	if (!__atomic_load_n(&done, __ATOMIC_SEQ_CST))
-		hook_under_lock++;
-	pthread_detach(t);
-}
-
-TEST(no_cudaHostAlloc_under_the_context_lock)
-{
-	void *s = NULL, *p = NULL;
-	um_region_t h = 0;
-
-	ASSERT_EQ(0, gu_warmup());
-	ASSERT_EQ(0, gu_stream_create(&s));
-	ASSERT_EQ(0, ev_ctx(&hook_ctx, 256 * MiB));	/* pool_size 0 */
-	ASSERT_EQ(0, ev_filled(hook_ctx, s, 64 * MiB, "first", 5, &h, &p));
-	vgpu_host_alloc_hook = lock_probe_hook;
-	ASSERT_EQ(0, um_evict(hook_ctx, h, UM_TIER_HOST_ANY));
-	ASSERT_EQ(0, um_wait(hook_ctx, h));
-	vgpu_host_alloc_hook = NULL;
-	TH_LOG("cudaHostAlloc calls in um_evict: %d, under the lock: %d",
-	       hook_calls, hook_under_lock);
-	EXPECT_EQ(0, hook_under_lock);
-	ASSERT_EQ(0, um_free(hook_ctx, h));
-	um_context_destroy(hook_ctx);
 }
 
 TEST(restore_overlaps_eviction_when_mapping_waits)

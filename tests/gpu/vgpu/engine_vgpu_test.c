@@ -7,7 +7,8 @@
  * pageable memory; regions on two devices move, each on its own device's
  * queues, with fences on the right device; a sticky error mid-migration is
  * reported as the loss of the regions named, not as bytes kept; with two
- * holders on two streams, the eviction waits for both. (The engine defects of issue 9 that still fail are in
+ * holders on two streams, the eviction waits for both; um_evict pins no
+ * host memory under the context lock. (The engine defects of issue 9 that still fail are in
  * engine_defects_vgpu_test.c, outside `make check` until their fixes.)
  */
 #include <errno.h>
@@ -237,6 +238,58 @@ TEST(second_holders_stream_is_fenced_at_the_last_release)
 	ASSERT_EQ(0, gu_stream_sync(a));
 	ASSERT_EQ(0, um_free(ctx, h));
 	um_context_destroy(ctx);
+}
+
+/* Pinning hook: is the context lock held by the caller? */
+static struct um_context *hook_ctx;
+static int hook_calls, hook_under_lock;
+
+static void *stats_probe(void *arg)
+{
+	struct um_stats st;
+
+	memset(&st, 0, sizeof(st));
+	st.size = sizeof(st);
+	(void)um_stats_get(hook_ctx, &st);
+	*(int *)arg = 1;
+	return NULL;
+}
+
+static void lock_probe_hook(void)
+{
+	static int done;
+	pthread_t t;
+	int i;
+
+	hook_calls++;
+	done = 0;
+	if (!hook_ctx || pthread_create(&t, NULL, stats_probe, &done))
+		return;
+	for (i = 0; i < 50 && !__atomic_load_n(&done, __ATOMIC_SEQ_CST); i++)
+		usleep(10000);
+	if (!__atomic_load_n(&done, __ATOMIC_SEQ_CST))
+		hook_under_lock++;
+	pthread_detach(t);
+}
+
+TEST(no_pinning_under_the_context_lock)
+{
+	void *s = NULL, *p = NULL;
+	um_region_t h = 0;
+
+	ASSERT_EQ(0, gu_warmup());
+	ASSERT_EQ(0, gu_stream_create(&s));
+	ASSERT_EQ(0, ev_ctx(&hook_ctx, 256 * MiB));	/* pool_size 0 */
+	ASSERT_EQ(0, ev_filled(hook_ctx, s, 64 * MiB, "first", 5, &h, &p));
+	vgpu_pin_hook = lock_probe_hook;
+	ASSERT_EQ(0, um_evict(hook_ctx, h, UM_TIER_HOST_ANY));
+	ASSERT_EQ(0, um_wait(hook_ctx, h));
+	vgpu_pin_hook = NULL;
+	TH_LOG("pinning calls in um_evict: %d, under the lock: %d",
+	       hook_calls, hook_under_lock);
+	EXPECT_EQ(0, hook_under_lock);
+	ASSERT_EQ(0, um_free(hook_ctx, h));
+	um_context_destroy(hook_ctx);
 }
 
 TEST_TIMEOUT_SET(second_holders_stream_is_fenced_at_the_last_release, 60);

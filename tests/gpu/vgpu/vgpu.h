@@ -56,9 +56,10 @@ double vgpu_host_now_ms(void);
 
 /*
  * Set by a test: called (from the calling thread) at the start of every
- * cudaHostAlloc, e.g. to see whether some lock is held there.
+ * call that pins host memory (cudaHostAlloc, cudaHostRegister), e.g. to
+ * see whether some lock is held there.
  */
-extern void (*vgpu_host_alloc_hook)(void);
+extern void (*vgpu_pin_hook)(void);
 
 #ifdef __cplusplus
 }

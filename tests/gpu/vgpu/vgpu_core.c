@@ -40,7 +40,7 @@ static __thread int vg_dev_cur;
 static __thread int vg_ctx_cur = -1;
 static pthread_once_t vg_once = PTHREAD_ONCE_INIT;
 
-void (*vgpu_host_alloc_hook)(void);
+void (*vgpu_pin_hook)(void);
 
 double vg_max(double a, double b)
 {

@@ -319,8 +319,8 @@ cudaError_t cudaHostAlloc(void **p, size_t len, unsigned int flags)
 
 	if (e)
 		return e;
-	if (vgpu_host_alloc_hook)
-		vgpu_host_alloc_hook();
+	if (vgpu_pin_hook)
+		vgpu_pin_hook();
 	if (!p || !len || (flags & ~(unsigned)(cudaHostAllocPortable |
 					      cudaHostAllocMapped |
 					      cudaHostAllocWriteCombined)))
@@ -389,6 +389,8 @@ cudaError_t cudaHostRegister(void *p, size_t len, unsigned int flags)
 
 	if (e)
 		return e;
+	if (vgpu_pin_hook)
+		vgpu_pin_hook();
 	if (!p || !len || (flags & ~(unsigned)(cudaHostRegisterPortable |
 					      cudaHostRegisterMapped)))
 		return vg_fail(cudaErrorInvalidValue);
