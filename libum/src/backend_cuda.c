@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backend_cuda.h"
 #include "um_numa.h"
@@ -531,6 +532,31 @@ static int cuda_fill(struct um_backend *be, struct um_queue *q, void *dst,
 	return 0;
 }
 
+/* Runs on CUDA's callback thread: no CUDA call here, only the write. */
+static void CUDART_CB cuda_notify_cb(void *arg)
+{
+	uint64_t one = 1;
+	ssize_t n = write((int)(intptr_t)arg, &one, sizeof(one));
+
+	(void)n;	/* a full counter still wakes the reader */
+}
+
+static int cuda_queue_notify(struct um_backend *be, struct um_queue *q,
+			     int fd)
+{
+	cudaStream_t s;
+	int ret;
+
+	if (!q || fd < 0)
+		return -EINVAL;
+	ret = um__cuda_queue_stream(be, q, &s);
+	if (ret)
+		return ret;
+	return um__cuda_rt_check(be, cudaLaunchHostFunc(s, cuda_notify_cb,
+							(void *)(intptr_t)fd),
+				 "cudaLaunchHostFunc");
+}
+
 static int cuda_queue_sync(struct um_backend *be, struct um_queue *q)
 {
 	int ret;
@@ -786,6 +812,7 @@ const struct um_backend_ops um_backend_cuda = {
 	.stream_wait_fence = cuda_stream_wait_fence,
 	.stream_record_fence = cuda_stream_record_fence,
 	.device_numa_node = cuda_device_numa_node,
+	.queue_notify = cuda_queue_notify,
 };
 
 #else /* !UM_HAVE_CUDA */

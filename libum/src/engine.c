@@ -31,6 +31,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "internal.h"
 #include "um_numa.h"
@@ -149,6 +151,10 @@ int um__engine_init(struct um_context *ctx)
 {
 	struct um_backend *be = &ctx->be;
 
+	ctx->reap_fd = -1;
+	if (be->ops->queue_notify)
+		ctx->reap_fd = eventfd(0, EFD_CLOEXEC);
+
 	for (int i = 0; i < ctx->ndev; i++) {
 		struct um_dev *d = &ctx->dev[i];
 		int ret = be->ops->queue_create(be, i, &d->q_evict);
@@ -178,6 +184,15 @@ void um__engine_fini(struct um_context *ctx)
 
 	if (!be->ops)
 		return;
+	if (ctx->reap_fd >= 0) {
+		/* no notification may land on a closed (or reused) fd */
+		for (int i = 0; i < ctx->ndev; i++) {
+			if (ctx->dev[i].q_evict)
+				be->ops->queue_sync(be, ctx->dev[i].q_evict);
+		}
+		close(ctx->reap_fd);
+		ctx->reap_fd = -1;
+	}
 	while (ctx->migs) {
 		struct um_mig *m = ctx->migs;
 
@@ -199,6 +214,63 @@ void um__engine_fini(struct um_context *ctx)
 			be->ops->queue_destroy(be, d->q_restore);
 		d->q_evict = d->q_restore = NULL;
 	}
+}
+
+/* ---- the reaper ------------------------------------------------------- */
+
+/*
+ * A trainer that evicts and then allocates through its framework makes no
+ * further libum call: without this thread, the device memory of a TIERED
+ * eviction would come back only at the next one. Each eviction asks the
+ * backend to signal reap_fd once its copies are done; the thread then reaps
+ * (which unmaps and releases). It only takes the lock and reaps: events stay
+ * queued for the next libum call to deliver, on the caller's thread.
+ */
+static void *reaper_main(void *arg)
+{
+	struct um_context *ctx = arg;
+	uint64_t n;
+
+	for (;;) {
+		if (read(ctx->reap_fd, &n, sizeof(n)) < 0 && errno != EINTR)
+			break;
+		pthread_mutex_lock(&ctx->lock);
+		if (ctx->reaper_stop) {
+			pthread_mutex_unlock(&ctx->lock);
+			break;
+		}
+		um__reap(ctx);
+		pthread_mutex_unlock(&ctx->lock);
+	}
+	return NULL;
+}
+
+void um__reaper_start(struct um_context *ctx)
+{
+	if (ctx->reap_fd < 0)
+		return;
+	ctx->reaper_stop = false;
+	ctx->reaper_on = !pthread_create(&ctx->reaper, NULL, reaper_main,
+					 ctx);
+	if (!ctx->reaper_on)
+		um__log(ctx, UM_LOG_WARN,
+			"engine: no reaper thread: device memory of evictions comes back at the next libum call");
+}
+
+void um__reaper_stop(struct um_context *ctx)
+{
+	uint64_t one = 1;
+
+	if (!ctx->reaper_on)
+		return;
+	pthread_mutex_lock(&ctx->lock);
+	ctx->reaper_stop = true;
+	pthread_mutex_unlock(&ctx->lock);
+	if (write(ctx->reap_fd, &one, sizeof(one)) < 0)
+		um__log(ctx, UM_LOG_WARN, "engine: cannot wake the reaper (%d)",
+			-errno);
+	pthread_join(ctx->reaper, NULL);
+	ctx->reaper_on = false;
 }
 
 /* ---- books ------------------------------------------------------------ */
@@ -348,12 +420,17 @@ static void mig_link(struct um_context *ctx, struct um_mig *m)
 }
 
 /* Work already issued on q cannot be taken back: drain it, then undo. */
+static void report_lost(struct um_context *ctx, struct um_region *leaving);
+
 static int issue_failed(struct um_context *ctx, struct um_mig *m,
 			struct um_queue *q, int ret, const char *what)
 {
 	ctx->be.ops->queue_sync(&ctx->be, q);
 	um__log(ctx, UM_LOG_ERR, "engine: %s of \"%s\" failed to issue (%d)",
 		what, m->r->name, ret);
+	/* a dead context: what was on the device is gone, say what */
+	if (ret == -ENOTRECOVERABLE)
+		report_lost(ctx, NULL);
 	mig_free(ctx, m);
 	return ret;
 }
@@ -587,6 +664,11 @@ int um__evict(struct um_context *ctx, struct um_region *r, um_tier_t to,
 		issue_failed(ctx, m, q, ret, "eviction");
 		goto undo;
 	}
+	/* the reaper gives the device memory back when the copies are done */
+	if (ctx->reap_fd >= 0 && ops->queue_notify(&ctx->be, q, ctx->reap_fd))
+		um__log(ctx, UM_LOG_DEBUG,
+			"engine: no completion signal for \"%s\": reaped at the next call",
+			r->name);
 	mig_link(ctx, m);
 	set_residency(ctx, r, to);
 	return 0;

@@ -167,6 +167,11 @@ struct um_pressure;
 struct um_context {
 	uint64_t magic;
 	pthread_mutex_t lock;
+	/* the reaper: evictions say on reap_fd when done (engine.c) */
+	int reap_fd;			/* eventfd, -1 when none */
+	pthread_t reaper;
+	bool reaper_on;
+	bool reaper_stop;		/* under lock */
 	struct um_settings set;
 
 	um_log_fn log;
@@ -258,6 +263,8 @@ void um__regions_fini(struct um_context *ctx);
 /* engine.c */
 int um__engine_init(struct um_context *ctx);
 void um__engine_fini(struct um_context *ctx);
+void um__reaper_start(struct um_context *ctx);
+void um__reaper_stop(struct um_context *ctx);
 void um__reap(struct um_context *ctx);
 int um__wait_mig(struct um_context *ctx, struct um_mig *m);
 int um__stream_wait_mig(struct um_context *ctx, struct um_mig *m,

@@ -211,10 +211,13 @@ void vg_make_sticky(int dev, const char *why)
 	vg.dev[dev].sticky = cudaErrorIllegalAddress;
 }
 
+/* Host functions due by the new time may run now: wake their workers. */
 void vg_advance_host(double t)
 {
-	if (t > vg.host_now)
+	if (t > vg.host_now) {
 		vg.host_now = t;
+		pthread_cond_broadcast(&vg.cv);
+	}
 }
 
 /* ---- vgpu.h read-outs ------------------------------------------------- */

@@ -227,7 +227,7 @@ cudaError_t cudaMalloc(void **p, size_t len)
 		return vg_fail(cudaErrorInvalidValue);
 	pthread_mutex_lock(&vg.mu);
 	ok = vg_take(dev, vg_round(len ? len : 1, VG_GRAN));
-	vg.host_now += 87e3;	/* H200: cudaMalloc + free of 1 MiB */
+	vg_advance_host(vg.host_now + 87e3);	/* H200: 1 MiB + free */
 	pthread_mutex_unlock(&vg.mu);
 	if (!ok)
 		return vg_fail(cudaErrorMemoryAllocation);
@@ -331,8 +331,8 @@ cudaError_t cudaHostAlloc(void **p, size_t len, unsigned int flags)
 		return vg_fail(cudaErrorMemoryAllocation);
 	pthread_mutex_lock(&vg.mu);
 	vg.host_alloc_calls++;
-	vg.host_now += vg.m.host_alloc_ns +
-		       vg.m.host_alloc_ns_per_gib * (double)len / (1ull << 30);
+	vg_advance_host(vg.host_now + vg.m.host_alloc_ns +
+			vg.m.host_alloc_ns_per_gib * (double)len / (1ull << 30));
 	pthread_mutex_unlock(&vg.mu);
 	e = vg_host_track(mem, len, VG_K_HOSTALLOC);
 	if (e)
@@ -399,7 +399,8 @@ cudaError_t cudaHostRegister(void *p, size_t len, unsigned int flags)
 		if ((uintptr_t)p < m->base + m->len &&
 		    m->base < (uintptr_t)p + len)
 			break;
-	vg.host_now += vg.m.host_reg_ns_per_mib * (double)len / (1 << 20);
+	vg_advance_host(vg.host_now +
+			vg.m.host_reg_ns_per_mib * (double)len / (1 << 20));
 	pthread_mutex_unlock(&vg.mu);
 	if (m)
 		return vg_fail(cudaErrorHostMemoryAlreadyRegistered);
@@ -737,7 +738,7 @@ static CUresult vg_set_access(CUdeviceptr ptr, size_t size,
 		m = vg_find(q, 1);
 		m->access = 1;
 	}
-	vg.host_now += vg.m.set_access_ns;
+	vg_advance_host(vg.host_now + vg.m.set_access_ns);
 	pthread_mutex_unlock(&vg.mu);
 	return CUDA_SUCCESS;
 }

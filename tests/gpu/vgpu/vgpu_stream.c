@@ -15,13 +15,12 @@
  * synchronising on an event or stream moves the host's clock to its time.
  * A query answers by the virtual clock, so that what a program decides from
  * it does not depend on this machine's speed either: not ready while the
- * point lies ahead of the host's clock (and each such answer moves the clock
- * on by VG_POLL_NS, so a polling loop ends), else ready, once the worker
- * has really passed it (waiting for that if need be: still nothing
- * completes early). A host function runs when its stream reaches it, so
- * the host's clock moves to that point as it starts (when, relative to the
- * program's other calls, depends on the workers: programs that act on host
- * functions get modeled times that can differ by that much run to run).
+ * point lies ahead of the host's clock, else ready, once the worker has
+ * really passed it (waiting for that if need be: still nothing completes
+ * early). A query does not move the clock: a loop that only polls waits
+ * for ever, where waits and synchronous calls move it. Host functions run
+ * when the host's clock reaches their point (a wait, a synchronous call),
+ * so what they signal reaches the program at the same place on every run.
  * Not modeled: the legacy default stream's implicit synchronisation with
  * blocking streams (every stream behaves as cudaStreamNonBlocking), stream
  * priorities, graphs and capture.
@@ -32,8 +31,6 @@
 #include <time.h>
 
 #include "vgpu_int.h"
-
-#define VG_POLL_NS 1000.0
 
 static void *vg_worker(void *arg);
 
@@ -46,10 +43,8 @@ static cudaError_t vg_query(double t, const int *done, const uint64_t *n,
 {
 	struct timespec until;
 
-	if (t > vg.host_now) {
-		vg.host_now += VG_POLL_NS;
+	if (t > vg.host_now)
 		return cudaErrorNotReady;
-	}
 	/*
 	 * Due by the clock: wait for the worker, but not for ever, in case it
 	 * is held by something the caller itself is to do (a host function
@@ -135,15 +130,18 @@ void vg_stream_push(struct CUstream_st *s, struct vg_op *op, double t_end)
 	pthread_cond_broadcast(&vg.cv);
 }
 
-/* Wait until everything issued to s so far is done; host clock follows. */
+/*
+ * Wait until everything issued to s so far is done. The host's clock goes
+ * to that point first: waiting, the host is there by the time it returns,
+ * and host functions up to it may run.
+ */
 void vg_stream_drain(struct CUstream_st *s)
 {
 	uint64_t upto = s->queued;
-	double t = s->vtail;
 
+	vg_advance_host(s->vtail);
 	while (s->done < upto)
 		pthread_cond_wait(&vg.cv, &vg.mu);
-	vg_advance_host(t);
 }
 
 /* Destroyed streams too: their work still runs, and counts. */
@@ -201,9 +199,11 @@ static void *vg_worker(void *arg)
 			while (!op->mark->done)
 				pthread_cond_wait(&vg.cv, &vg.mu);
 		} else if (op->type != VG_OP_RECORD && !vg.dev[s->dev].sticky) {
-			/* The host learns the stream got here: its clock too. */
-			if (op->type == VG_OP_HOSTFN)
-				vg_advance_host(op->t_end);
+			/* A host function runs once the host's clock is there. */
+			while (op->type == VG_OP_HOSTFN &&
+			       vg.host_now < op->t_end &&
+			       !vg.dev[s->dev].sticky)
+				pthread_cond_wait(&vg.cv, &vg.mu);
 			pthread_mutex_unlock(&vg.mu);
 			vg_op_run(s, op);
 			pthread_mutex_lock(&vg.mu);
@@ -502,9 +502,9 @@ cudaError_t cudaEventSynchronize(cudaEvent_t ev)
 		struct vg_mark *m = ev->last;
 
 		m->refs++;
+		vg_advance_host(m->t);
 		while (!m->done && !vg.dev[ev->dev].sticky)
 			pthread_cond_wait(&vg.cv, &vg.mu);
-		vg_advance_host(m->t);
 		vg_mark_put(m);
 	}
 	e = vg.dev[ev->dev].sticky;
