@@ -188,6 +188,7 @@ int vg_thread_ctx(void);		/* device whose context is current */
 
 /* vgpu_stream.c */
 cudaError_t vg_stream_get(cudaStream_t s, int dev, struct CUstream_st **out);
+cudaError_t vg_stream_enter(cudaStream_t sh, struct CUstream_st **out);
 double vg_stream_start(struct CUstream_st *s);	/* vg.mu held */
 void vg_stream_push(struct CUstream_st *s, struct vg_op *op,
 		    double t_end);			/* vg.mu held */

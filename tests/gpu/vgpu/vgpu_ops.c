@@ -152,12 +152,8 @@ static cudaError_t vg_issue_begin(cudaStream_t sh, struct CUstream_st **s,
 				  struct vg_op **op, enum vg_op_type type,
 				  const char *what)
 {
-	int dev;
-	cudaError_t e = vg_enter(&dev);
+	cudaError_t e = vg_stream_enter(sh, s);
 
-	if (e)
-		return e;
-	e = vg_stream_get(sh, dev, s);
 	if (e)
 		return e;
 	*op = vg_op_new(type, what);

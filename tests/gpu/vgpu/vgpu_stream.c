@@ -111,6 +111,15 @@ cudaError_t vg_stream_get(cudaStream_t s, int dev, struct CUstream_st **out)
 	return cudaSuccess;
 }
 
+/* Entry of a call on a stream: context, current device, the stream. */
+cudaError_t vg_stream_enter(cudaStream_t sh, struct CUstream_st **s)
+{
+	int dev;
+	cudaError_t e = vg_enter(&dev);
+
+	return e ? e : vg_stream_get(sh, dev, s);
+}
+
 double vg_stream_start(struct CUstream_st *s)
 {
 	return vg_max(s->vtail, vg.host_now);
@@ -279,12 +288,8 @@ cudaError_t cudaStreamGetDevice(cudaStream_t s, int *dev)
 cudaError_t cudaStreamSynchronize(cudaStream_t sh)
 {
 	struct CUstream_st *s;
-	int dev;
-	cudaError_t e = vg_enter(&dev);
+	cudaError_t e = vg_stream_enter(sh, &s);
 
-	if (e)
-		return e;
-	e = vg_stream_get(sh, dev, &s);
 	if (e)
 		return e;
 	pthread_mutex_lock(&vg.mu);
@@ -297,12 +302,8 @@ cudaError_t cudaStreamSynchronize(cudaStream_t sh)
 cudaError_t cudaStreamQuery(cudaStream_t sh)
 {
 	struct CUstream_st *s;
-	int dev;
-	cudaError_t e = vg_enter(&dev);
+	cudaError_t e = vg_stream_enter(sh, &s);
 
-	if (e)
-		return e;
-	e = vg_stream_get(sh, dev, &s);
 	if (e)
 		return e;
 	pthread_mutex_lock(&vg.mu);
@@ -315,16 +316,12 @@ cudaError_t cudaLaunchHostFunc(cudaStream_t sh, cudaHostFn_t fn, void *arg)
 {
 	struct CUstream_st *s;
 	struct vg_op *op;
-	int dev;
-	cudaError_t e = vg_enter(&dev);
+	cudaError_t e = vg_stream_enter(sh, &s);
 
 	if (e)
 		return e;
 	if (!fn)
 		return vg_fail(cudaErrorInvalidValue);
-	e = vg_stream_get(sh, dev, &s);
-	if (e)
-		return e;
 	op = calloc(1, sizeof(*op));
 	if (!op)
 		return vg_fail(cudaErrorMemoryAllocation);
@@ -404,13 +401,9 @@ cudaError_t cudaEventRecord(cudaEvent_t ev, cudaStream_t sh)
 	struct CUstream_st *s;
 	struct vg_mark *m;
 	struct vg_op *op;
-	int dev;
-	cudaError_t e = vg_enter(&dev);
+	cudaError_t e = vg_stream_enter(sh, &s);
 
 	if (e || (e = vg_event_ok(ev)))
-		return e;
-	e = vg_stream_get(sh, dev, &s);
-	if (e)
 		return e;
 	if (s->dev != ev->dev)
 		return vg_fail(cudaErrorInvalidResourceHandle);
@@ -441,16 +434,12 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t sh, cudaEvent_t ev,
 {
 	struct CUstream_st *s;
 	struct vg_op *op;
-	int dev;
-	cudaError_t e = vg_enter(&dev);
+	cudaError_t e = vg_stream_enter(sh, &s);
 
 	if (e || (e = vg_event_ok(ev)))
 		return e;
 	if (flags & ~(unsigned)cudaEventWaitExternal)
 		return vg_fail(cudaErrorInvalidValue);
-	e = vg_stream_get(sh, dev, &s);
-	if (e)
-		return e;
 	pthread_mutex_lock(&vg.mu);
 	if (!ev->last) {	/* never recorded: nothing to wait for */
 		pthread_mutex_unlock(&vg.mu);
