@@ -419,9 +419,9 @@ static void mig_link(struct um_context *ctx, struct um_mig *m)
 		r->evict_mig = m;
 }
 
-/* Work already issued on q cannot be taken back: drain it, then undo. */
 static void report_lost(struct um_context *ctx, struct um_region *leaving);
 
+/* Work already issued on q cannot be taken back: drain it, then undo. */
 static int issue_failed(struct um_context *ctx, struct um_mig *m,
 			struct um_queue *q, int ret, const char *what)
 {
