@@ -112,6 +112,16 @@ struct um_backend_ops {
 	 * engineer: um_context_create() places host copies with it.)
 	 */
 	int (*device_numa_node)(struct um_backend *be, int dev);
+	/*
+	 * Once the work submitted to q so far is done, add 1 to the eventfd
+	 * fd, from the backend's own completion context (cuda: a
+	 * cudaLaunchHostFunc callback, which makes no CUDA call). The engine
+	 * uses it so a libum thread reaps an eviction, and gives the device
+	 * memory back, without waiting for the next libum call. May be NULL
+	 * (sim): memory then comes back at the next call. (Added by the CUDA
+	 * engineer, issue 9.)
+	 */
+	int (*queue_notify)(struct um_backend *be, struct um_queue *q, int fd);
 };
 
 struct um_backend {

@@ -7,15 +7,15 @@
  * stays its pointer for life; device memory is created and mapped there on
  * restore (cuMemCreate + cuMemMap + cuMemSetAccess) and unmapped and released
  * after eviction (cuMemUnmap + cuMemRelease), which is the only way measured
- * on the H200 that gives GPU memory back to the device (nvidia-smi drops by
- * 4 GiB; managed eviction leaves it unchanged: Documentation/design.rst).
+ * on the H200 that gives GPU memory back to the device (performance.rst:
+ * nvidia-smi drops by 4 GiB; managed eviction leaves it unchanged).
  *
- * Pinned host chunks: cudaHostAlloc where no NUMA node is asked for; for a
- * node, pages bound to it and touched (um__numa_alloc), then pinned by
- * cudaHostRegister (cudaHostAlloc has no placement). Both are slow
- * (on the H200, design.rst: cudaHostAlloc about 1.2 ms per MiB,
- * cudaHostRegister of 64 MiB 5.9 ms); the pool calls them off the hot
- * path, in large chunks.
+ * Pinned host chunks: pages touched (um__numa_alloc, bound to the node
+ * asked for, if any), then pinned by cudaHostRegister: faster than
+ * cudaHostAlloc (H200, performance.rst: cudaHostAlloc 0.5 to 1 s per GiB,
+ * cudaHostRegister of 64 MiB 5.9 ms), and placed. Still slow: the pool
+ * calls it in large chunks, and um_evict grows the pool off the context
+ * lock.
  */
 #ifdef UM_HAVE_CUDA
 
@@ -27,9 +27,9 @@
 #include "backend_cuda.h"
 #include "um_numa.h"
 
-#define UMC_DEFAULT_GRAN (2ull << 20)
+#define UM_CUDA_DEFAULT_GRAN (2ull << 20)
 
-static size_t umc_round_up(size_t len, size_t unit)
+static size_t cuda_round_up(size_t len, size_t unit)
 {
 	if (!unit)
 		return len;
@@ -40,21 +40,21 @@ static size_t umc_round_up(size_t len, size_t unit)
 
 /* ---- driver entry points ------------------------------------------------ */
 
-static int umc_sym(struct um_backend *be, const char *name, void *slot,
+static int cuda_sym(struct um_backend *be, const char *name, void *slot,
 		   size_t slot_size)
 {
 	enum cudaDriverEntryPointQueryResult st = cudaDriverEntryPointSymbolNotFound;
 	void *fn = NULL;
 	cudaError_t e;
 
-	e = cudaGetDriverEntryPointByVersion(name, &fn, UMC_DRIVER_ABI,
+	e = cudaGetDriverEntryPointByVersion(name, &fn, UM_CUDA_DRIVER_ABI,
 					     cudaEnableDefault, &st);
 	if (e != cudaSuccess || st != cudaDriverEntryPointSuccess || !fn) {
 		(void)cudaGetLastError();
 		if (be->log)
 			be->log(be->log_arg, UM_LOG_WARN,
 				"cuda: cudaGetDriverEntryPointByVersion(%s, %d): %s, status %d",
-				name, UMC_DRIVER_ABI, cudaGetErrorString(e),
+				name, UM_CUDA_DRIVER_ABI, cudaGetErrorString(e),
 				(int)st);
 		return -ENOSYS;
 	}
@@ -63,25 +63,27 @@ static int umc_sym(struct um_backend *be, const char *name, void *slot,
 	return 0;
 }
 
-#define UMC_SYM(be, d, field, name) \
-	umc_sym((be), (name), &(d)->field, sizeof((d)->field))
+#define UM_CUDA_SYM(be, d, field, name) \
+	cuda_sym((be), (name), &(d)->field, sizeof((d)->field))
 
-static int umc_resolve_driver(struct um_backend *be)
+static int cuda_resolve_driver(struct um_backend *be)
 {
-	struct umc_driver *d = &umc(be)->drv;
+	struct um_cuda_driver *d = &cuda_of(be)->drv;
 	int bad = 0;
 
-	(void)UMC_SYM(be, d, get_error_string, "cuGetErrorString");
-	bad |= UMC_SYM(be, d, mem_address_reserve, "cuMemAddressReserve");
-	bad |= UMC_SYM(be, d, mem_address_free, "cuMemAddressFree");
-	bad |= UMC_SYM(be, d, mem_create, "cuMemCreate");
-	bad |= UMC_SYM(be, d, mem_release, "cuMemRelease");
-	bad |= UMC_SYM(be, d, mem_map, "cuMemMap");
-	bad |= UMC_SYM(be, d, mem_unmap, "cuMemUnmap");
-	bad |= UMC_SYM(be, d, mem_set_access, "cuMemSetAccess");
-	bad |= UMC_SYM(be, d, mem_get_allocation_granularity,
+	(void)UM_CUDA_SYM(be, d, get_error_string, "cuGetErrorString");
+	(void)UM_CUDA_SYM(be, d, primary_ctx_state,
+			  "cuDevicePrimaryCtxGetState");
+	bad |= UM_CUDA_SYM(be, d, mem_address_reserve, "cuMemAddressReserve");
+	bad |= UM_CUDA_SYM(be, d, mem_address_free, "cuMemAddressFree");
+	bad |= UM_CUDA_SYM(be, d, mem_create, "cuMemCreate");
+	bad |= UM_CUDA_SYM(be, d, mem_release, "cuMemRelease");
+	bad |= UM_CUDA_SYM(be, d, mem_map, "cuMemMap");
+	bad |= UM_CUDA_SYM(be, d, mem_unmap, "cuMemUnmap");
+	bad |= UM_CUDA_SYM(be, d, mem_set_access, "cuMemSetAccess");
+	bad |= UM_CUDA_SYM(be, d, mem_get_allocation_granularity,
 		       "cuMemGetAllocationGranularity");
-	bad |= UMC_SYM(be, d, mem_get_info, "cuMemGetInfo");
+	bad |= UM_CUDA_SYM(be, d, mem_get_info, "cuMemGetInfo");
 	d->vmm_ok = !bad;
 	if (bad && be->log)
 		be->log(be->log_arg, UM_LOG_WARN,
@@ -89,7 +91,7 @@ static int umc_resolve_driver(struct um_backend *be)
 	return 0;
 }
 
-static void umc_dev_prop(int dev, CUmemAllocationProp *prop)
+static void cuda_dev_prop(int dev, CUmemAllocationProp *prop)
 {
 	memset(prop, 0, sizeof(*prop));
 	prop->type = CU_MEM_ALLOCATION_TYPE_PINNED;
@@ -97,80 +99,76 @@ static void umc_dev_prop(int dev, CUmemAllocationProp *prop)
 	prop->location.id = dev;
 }
 
-static size_t umc_query_gran(struct um_backend *be, int dev)
+static size_t cuda_query_gran(struct um_backend *be, int dev)
 {
-	struct umc_driver *d = &umc(be)->drv;
+	struct um_cuda_driver *d = &cuda_of(be)->drv;
 	CUmemAllocationProp prop;
 	size_t g = 0;
 
 	if (!d->vmm_ok)
-		return UMC_DEFAULT_GRAN;
-	umc_dev_prop(dev, &prop);
+		return UM_CUDA_DEFAULT_GRAN;
+	cuda_dev_prop(dev, &prop);
 	if (d->mem_get_allocation_granularity(&g, &prop,
 			CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) == CUDA_SUCCESS &&
 	    g)
 		return g;
-	if (umc_drv_check(be, d->mem_get_allocation_granularity(&g, &prop,
+	if (um__cuda_drv_check(be, d->mem_get_allocation_granularity(&g, &prop,
 				CU_MEM_ALLOC_GRANULARITY_MINIMUM),
 			  "cuMemGetAllocationGranularity") == 0 && g)
 		return g;
-	return UMC_DEFAULT_GRAN;
+	return UM_CUDA_DEFAULT_GRAN;
 }
 
 /* Called with the first device current (its primary context made). */
-int umc_mem_init(struct um_backend *be)
+int um__cuda_mem_init(struct um_backend *be)
 {
-	struct umc_backend *c = umc(be);
-	size_t f = 0, t = 0;
+	struct um_cuda_backend *c = cuda_of(be);
 	int dev, v, ret;
 
-	ret = umc_resolve_driver(be);
+	ret = cuda_resolve_driver(be);
 	if (ret)
 		return ret;
-	c->gran_max = UMC_DEFAULT_GRAN;
+	c->gran_max = UM_CUDA_DEFAULT_GRAN;
 	/*
 	 * Neither query needs the device's own context: do not create one
 	 * on every GPU of the machine (each costs device memory).
 	 */
 	for (dev = 0; dev < c->ndev; dev++) {
-		c->gran[dev] = umc_query_gran(be, dev);
+		c->gran[dev] = cuda_query_gran(be, dev);
 		if (c->gran[dev] > c->gran_max)
 			c->gran_max = c->gran[dev];
 		v = 0;
-		if (umc_rt_check(be, cudaDeviceGetAttribute(&v,
+		if (um__cuda_rt_check(be, cudaDeviceGetAttribute(&v,
 				cudaDevAttrConcurrentManagedAccess, dev),
 				"cudaDeviceGetAttribute(ConcurrentManagedAccess)"))
 			v = 0;
 		c->managed_ok[dev] = v;
 	}
-	/*
-	 * Asking for more managed memory than the card has free can hang
-	 * the GPU, not only the program (seen on the H200, design.rst). Cap
-	 * what we hand out at what was free when we started.
-	 */
-	ret = umc_rt_check(be, cudaMemGetInfo(&f, &t), "cudaMemGetInfo");
-	if (ret)
-		return ret;
-	c->managed_cap = f;
 	c->numa_ok = um__numa_available();
 	if (be->log)
 		be->log(be->log_arg, UM_LOG_INFO,
-			"cuda: %d device(s), granularity %zu KiB, managed cap %llu MiB, numa %s",
+			"cuda: %d device(s), granularity %zu KiB, numa %s",
 			c->ndev, c->gran_max >> 10,
-			(unsigned long long)(c->managed_cap >> 20),
 			c->numa_ok ? "yes" : "no");
 	return 0;
 }
 
-void umc_mem_fini(struct um_backend *be)
+void um__cuda_mem_fini(struct um_backend *be)
 {
-	struct umc_backend *c = umc(be);
-	struct umc_hostreg *r;
+	struct um_cuda_backend *c = cuda_of(be);
+	struct um_cuda_hostreg *r;
 
+	/* Records of managed memory the core did not free (its own bug). */
+	while (c->managed) {
+		struct um_cuda_managed *ma = c->managed;
+
+		c->managed = ma->next;
+		free(ma);
+	}
 	/* Chunks the pool did not give back: unpin and free them now. */
 	while ((r = c->hostregs)) {
 		c->hostregs = r->next;
-		(void)umc_rt_check(be, cudaHostUnregister(r->p),
+		(void)um__cuda_rt_check(be, cudaHostUnregister(r->p),
 				   "cudaHostUnregister");
 		um__numa_free(r->p, r->len);
 		free(r);
@@ -179,15 +177,15 @@ void umc_mem_fini(struct um_backend *be)
 
 /* ---- pinned host chunks ----------------------------------------------- */
 
-static int umc_host_alloc_node(struct um_backend *be, size_t len, int node,
+static int cuda_host_alloc_node(struct um_backend *be, size_t len, int node,
 			       void **out)
 {
-	struct umc_backend *c = umc(be);
-	struct umc_hostreg *r;
+	struct um_cuda_backend *c = cuda_of(be);
+	struct um_cuda_hostreg *r;
 	void *p;
 	int ret;
 
-	if (!um__numa_node_valid(node))
+	if (node != UM_NUMA_ANY && !um__numa_node_valid(node))
 		return -EINVAL;
 	r = calloc(1, sizeof(*r));
 	if (!r)
@@ -197,8 +195,8 @@ static int umc_host_alloc_node(struct um_backend *be, size_t len, int node,
 		free(r);
 		return ret;
 	}
-	/* The pages exist on node (um__numa_alloc touched them): pin them. */
-	ret = umc_rt_check(be, cudaHostRegister(p, len,
+	/* The pages exist (um__numa_alloc touched them): pin them. */
+	ret = um__cuda_rt_check(be, cudaHostRegister(p, len,
 				cudaHostRegisterPortable),
 			   "cudaHostRegister");
 	if (ret) {
@@ -216,33 +214,33 @@ static int umc_host_alloc_node(struct um_backend *be, size_t len, int node,
 	return 0;
 }
 
-int umc_host_alloc(struct um_backend *be, size_t len, int node, void **out)
+/*
+ * Always touch + cudaHostRegister, never cudaHostAlloc: on the H200,
+ * registering 64 MiB took 5.9 ms (0.09 ms per MiB) where cudaHostAlloc took
+ * 0.5 to 1 s per GiB (performance.rst), and only the register path places
+ * the pages on a NUMA node.
+ */
+int um__cuda_host_alloc(struct um_backend *be, size_t len, int node,
+			void **out)
 {
-	struct umc_backend *c = umc(be);
-	void *p = NULL;
-	int ret;
+	struct um_cuda_backend *c = cuda_of(be);
 
 	if (!out || !len)
 		return -EINVAL;
-	if (node >= 0 && node != UM_TIER_ANY_NODE) {
-		if (c->numa_ok)
-			return umc_host_alloc_node(be, len, node, out);
-		/* Without NUMA there is one node, 0, and no placement. */
-		if (node != 0)
-			return -EINVAL;
-	}
-	ret = umc_rt_check(be, cudaHostAlloc(&p, len, cudaHostAllocPortable),
-			   "cudaHostAlloc");
-	if (ret)
-		return ret;
-	*out = p;
-	return 0;
+	if (node < 0 || node == UM_TIER_ANY_NODE)
+		return cuda_host_alloc_node(be, len, UM_NUMA_ANY, out);
+	if (c->numa_ok)
+		return cuda_host_alloc_node(be, len, node, out);
+	/* Without NUMA there is one node, 0, and no placement. */
+	if (node != 0)
+		return -EINVAL;
+	return cuda_host_alloc_node(be, len, UM_NUMA_ANY, out);
 }
 
-void umc_host_free(struct um_backend *be, void *p, size_t len)
+void um__cuda_host_free(struct um_backend *be, void *p, size_t len)
 {
-	struct umc_backend *c = umc(be);
-	struct umc_hostreg **pp, *r = NULL;
+	struct um_cuda_backend *c = cuda_of(be);
+	struct um_cuda_hostreg **pp, *r = NULL;
 
 	if (!p)
 		return;
@@ -256,40 +254,43 @@ void umc_host_free(struct um_backend *be, void *p, size_t len)
 	}
 	pthread_mutex_unlock(&c->lock);
 	if (!r) {
-		(void)umc_rt_check(be, cudaFreeHost(p), "cudaFreeHost");
+		if (be->log)
+			be->log(be->log_arg, UM_LOG_ERR,
+				"cuda: host_free(%p): not a chunk of host_alloc",
+				p);
 		return;
 	}
 	if (r->len != len && be->log)
 		be->log(be->log_arg, UM_LOG_WARN,
 			"cuda: host_free(%p): %zu bytes given, %zu registered",
 			p, len, r->len);
-	(void)umc_rt_check(be, cudaHostUnregister(p), "cudaHostUnregister");
+	(void)um__cuda_rt_check(be, cudaHostUnregister(p), "cudaHostUnregister");
 	um__numa_free(p, r->len);
 	free(r);
 }
 
 /* ---- TIERED: driver virtual-memory API ------------------------------- */
 
-size_t umc_granularity(struct um_backend *be, int dev)
+size_t um__cuda_granularity(struct um_backend *be, int dev)
 {
-	struct umc_backend *c = umc(be);
+	struct um_cuda_backend *c = cuda_of(be);
 
-	if (!umc_dev_valid(be, dev))
+	if (!um__cuda_dev_valid(be, dev))
 		return c->gran_max;
 	return c->gran[dev];
 }
 
 /* A mapping made by phys_map: what phys_unmap must undo. */
-struct umc_phys {
+struct cuda_phys {
 	CUmemGenericAllocationHandle h;
 	CUdeviceptr va;
 	size_t len;
 	int dev;
 };
 
-static int umc_vmm_ready(struct um_backend *be)
+static int cuda_vmm_ready(struct um_backend *be)
 {
-	if (umc(be)->drv.vmm_ok)
+	if (cuda_of(be)->drv.vmm_ok)
 		return 0;
 	if (be->log)
 		be->log(be->log_arg, UM_LOG_ERR,
@@ -297,98 +298,99 @@ static int umc_vmm_ready(struct um_backend *be)
 	return -EOPNOTSUPP;
 }
 
-int umc_va_reserve(struct um_backend *be, int dev, size_t len, void **va)
+int um__cuda_va_reserve(struct um_backend *be, int dev, size_t len, void **va)
 {
-	struct umc_backend *c = umc(be);
-	struct umc_devguard g;
+	struct um_cuda_backend *c = cuda_of(be);
+	struct um_cuda_devguard g;
 	CUdeviceptr p = 0;
 	size_t rlen;
 	int ret;
 
 	if (!va || !len)
 		return -EINVAL;
-	ret = umc_vmm_ready(be);
+	ret = cuda_vmm_ready(be);
 	if (ret)
 		return ret;
-	rlen = umc_round_up(len, c->gran_max);
+	rlen = cuda_round_up(len, c->gran_max);
 	if (!rlen)
 		return -ENOMEM;
-	ret = umc_dev_enter(be, dev, &g);
+	ret = um__cuda_dev_enter(be, dev, &g);
 	if (ret)
 		return ret;
-	ret = umc_drv_check(be, c->drv.mem_address_reserve(&p, rlen,
+	ret = um__cuda_drv_check(be, c->drv.mem_address_reserve(&p, rlen,
 				c->gran_max, 0, 0),
 			    "cuMemAddressReserve");
-	umc_dev_leave(be, &g);
+	um__cuda_dev_leave(be, &g);
 	if (ret)
 		return ret;
 	*va = (void *)(uintptr_t)p;
 	return 0;
 }
 
-void umc_va_release(struct um_backend *be, void *va, size_t len)
+void um__cuda_va_release(struct um_backend *be, void *va, size_t len)
 {
-	struct umc_backend *c = umc(be);
-	struct umc_devguard g;
+	struct um_cuda_backend *c = cuda_of(be);
+	struct um_cuda_devguard g;
 
 	if (!va || !c->drv.vmm_ok)
 		return;
-	if (umc_dev_enter(be, c->first_dev, &g))
+	if (um__cuda_dev_enter(be, c->first_dev, &g))
 		return;
-	(void)umc_drv_check(be, c->drv.mem_address_free((CUdeviceptr)(uintptr_t)va,
-				umc_round_up(len, c->gran_max)),
+	(void)um__cuda_drv_check(be, c->drv.mem_address_free(
+				(CUdeviceptr)(uintptr_t)va,
+				cuda_round_up(len, c->gran_max)),
 			    "cuMemAddressFree");
-	umc_dev_leave(be, &g);
+	um__cuda_dev_leave(be, &g);
 }
 
-static int umc_map_locked(struct um_backend *be, struct umc_phys *ph)
+static int cuda_map_locked(struct um_backend *be, struct cuda_phys *ph)
 {
-	struct umc_driver *d = &umc(be)->drv;
+	struct um_cuda_driver *d = &cuda_of(be)->drv;
 	CUmemAllocationProp prop;
 	CUmemAccessDesc acc;
 	int ret;
 
-	umc_dev_prop(ph->dev, &prop);
-	ret = umc_drv_check(be, d->mem_create(&ph->h, ph->len, &prop, 0),
+	cuda_dev_prop(ph->dev, &prop);
+	ret = um__cuda_drv_check(be, d->mem_create(&ph->h, ph->len, &prop, 0),
 			    "cuMemCreate");
 	if (ret)
 		return ret;
-	ret = umc_drv_check(be, d->mem_map(ph->va, ph->len, 0, ph->h, 0),
+	ret = um__cuda_drv_check(be, d->mem_map(ph->va, ph->len, 0, ph->h, 0),
 			    "cuMemMap");
 	if (ret)
 		goto err_release;
 	memset(&acc, 0, sizeof(acc));
 	acc.location = prop.location;
 	acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-	ret = umc_drv_check(be, d->mem_set_access(ph->va, ph->len, &acc, 1),
+	ret = um__cuda_drv_check(be, d->mem_set_access(ph->va, ph->len, &acc, 1),
 			    "cuMemSetAccess");
 	if (ret)
 		goto err_unmap;
 	return 0;
 
 err_unmap:
-	(void)umc_drv_check(be, d->mem_unmap(ph->va, ph->len), "cuMemUnmap");
+	(void)um__cuda_drv_check(be, d->mem_unmap(ph->va, ph->len), "cuMemUnmap");
 err_release:
-	(void)umc_drv_check(be, d->mem_release(ph->h), "cuMemRelease");
+	(void)um__cuda_drv_check(be, d->mem_release(ph->h), "cuMemRelease");
 	return ret;
 }
 
-int umc_phys_map(struct um_backend *be, int dev, void *va, size_t len,
+int um__cuda_phys_map(struct um_backend *be, int dev, void *va, size_t len,
 		 void **handle)
 {
-	struct umc_devguard g;
-	struct umc_phys *ph;
+	struct um_cuda_devguard g;
+	struct cuda_phys *ph;
 	size_t gran;
 	int ret;
 
 	if (!va || !len || !handle)
 		return -EINVAL;
-	ret = umc_vmm_ready(be);
+	ret = cuda_vmm_ready(be);
 	if (ret)
 		return ret;
-	if (!umc_dev_valid(be, dev))
+	if (!um__cuda_dev_valid(be, dev))
 		return -ENODEV;
-	gran = umc(be)->gran[dev];
+	gran = cuda_of(be)->gran[dev];
 	if ((uintptr_t)va % gran) {
 		if (be->log)
 			be->log(be->log_arg, UM_LOG_ERR,
@@ -400,13 +402,13 @@ int umc_phys_map(struct um_backend *be, int dev, void *va, size_t len,
 	if (!ph)
 		return -ENOMEM;
 	ph->va = (CUdeviceptr)(uintptr_t)va;
-	ph->len = umc_round_up(len, gran);
+	ph->len = cuda_round_up(len, gran);
 	ph->dev = dev;
-	ret = umc_dev_enter(be, dev, &g);
+	ret = um__cuda_dev_enter(be, dev, &g);
 	if (ret)
 		goto err_free;
-	ret = umc_map_locked(be, ph);
-	umc_dev_leave(be, &g);
+	ret = cuda_map_locked(be, ph);
+	um__cuda_dev_leave(be, &g);
 	if (ret)
 		goto err_free;
 	*handle = ph;
@@ -422,12 +424,12 @@ err_free:
  * of (and every kernel on) this memory reach: unmapping under in-flight work
  * is undefined behaviour in CUDA, not an error it reports.
  */
-void umc_phys_unmap(struct um_backend *be, int dev, void *va, size_t len,
+void um__cuda_phys_unmap(struct um_backend *be, int dev, void *va, size_t len,
 		    void *handle)
 {
-	struct umc_driver *d = &umc(be)->drv;
-	struct umc_phys *ph = handle;
-	struct umc_devguard g;
+	struct um_cuda_driver *d = &cuda_of(be)->drv;
+	struct cuda_phys *ph = handle;
+	struct um_cuda_devguard g;
 
 	if (!ph)
 		return;
@@ -437,28 +439,92 @@ void umc_phys_unmap(struct um_backend *be, int dev, void *va, size_t len,
 			"cuda: phys_unmap(%p, %zu, dev %d) of a mapping made at %p, %zu, dev %d: undoing the mapping as made",
 			va, len, dev, (void *)(uintptr_t)ph->va, ph->len,
 			ph->dev);
-	if (umc_dev_enter(be, ph->dev, &g) == 0) {
-		(void)umc_drv_check(be, d->mem_unmap(ph->va, ph->len),
+	if (um__cuda_dev_enter(be, ph->dev, &g) == 0) {
+		(void)um__cuda_drv_check(be, d->mem_unmap(ph->va, ph->len),
 				    "cuMemUnmap");
 		/* Memory goes back to the device once handle and map are gone. */
-		(void)umc_drv_check(be, d->mem_release(ph->h), "cuMemRelease");
-		umc_dev_leave(be, &g);
+		(void)um__cuda_drv_check(be, d->mem_release(ph->h), "cuMemRelease");
+		um__cuda_dev_leave(be, &g);
 	}
 	free(ph);
 }
 
 /* ---- MANAGED ---------------------------------------------------------- */
 
-int umc_managed_alloc(struct um_backend *be, int dev, size_t len, void **out)
+/*
+ * H200 figures: asking for more managed memory than the card has free can hang
+ * the GPU, not only the program. Cap what we hand out on each device at
+ * what it had free when we first made managed memory there (its context
+ * is current: the caller entered dev).
+ */
+static int cuda_managed_cap(struct um_backend *be, int dev)
 {
-	struct umc_backend *c = umc(be);
-	struct umc_devguard g;
+	struct um_cuda_backend *c = cuda_of(be);
+	size_t f = 0, t = 0;
+	int ret;
+
+	if (__atomic_load_n(&c->managed_cap[dev], __ATOMIC_ACQUIRE))
+		return 0;
+	ret = um__cuda_rt_check(be, cudaMemGetInfo(&f, &t), "cudaMemGetInfo");
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&c->lock);
+	if (!c->managed_cap[dev]) {
+		c->managed_cap[dev] = f ? f : 1;
+		if (be->log)
+			be->log(be->log_arg, UM_LOG_INFO,
+				"cuda: device %d: managed cap %llu MiB (free now)",
+				dev, (unsigned long long)(f >> 20));
+	}
+	pthread_mutex_unlock(&c->lock);
+	return 0;
+}
+
+/* Count len against dev's cap, or say why not. */
+static int cuda_managed_take(struct um_backend *be, int dev, size_t len)
+{
+	struct um_cuda_backend *c = cuda_of(be);
+	uint64_t cap, live;
+
+	pthread_mutex_lock(&c->lock);
+	cap = c->managed_cap[dev];
+	live = c->managed_live[dev];
+	if (len <= cap && live <= cap - len) {
+		c->managed_live[dev] += len;
+		pthread_mutex_unlock(&c->lock);
+		return 0;
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (be->log)
+		be->log(be->log_arg, UM_LOG_WARN,
+			"cuda: managed %zu bytes on device %d refused: %llu live, cap %llu (device memory free at first use)",
+			len, dev, (unsigned long long)live,
+			(unsigned long long)cap);
+	return -ENOMEM;
+}
+
+static void cuda_managed_give(struct um_backend *be, int dev, size_t len)
+{
+	struct um_cuda_backend *c = cuda_of(be);
+
+	pthread_mutex_lock(&c->lock);
+	c->managed_live[dev] = c->managed_live[dev] > len ?
+			       c->managed_live[dev] - len : 0;
+	pthread_mutex_unlock(&c->lock);
+}
+
+int um__cuda_managed_alloc(struct um_backend *be, int dev, size_t len,
+			   void **out)
+{
+	struct um_cuda_backend *c = cuda_of(be);
+	struct um_cuda_managed *ma;
+	struct um_cuda_devguard g;
 	void *p = NULL;
 	int ret;
 
 	if (!out || !len)
 		return -EINVAL;
-	if (!umc_dev_valid(be, dev))
+	if (!um__cuda_dev_valid(be, dev))
 		return -ENODEV;
 	if (!c->managed_ok[dev]) {
 		if (be->log)
@@ -467,60 +533,80 @@ int umc_managed_alloc(struct um_backend *be, int dev, size_t len, void **out)
 				dev);
 		return -EOPNOTSUPP;
 	}
-	pthread_mutex_lock(&c->lock);
-	if (len > c->managed_cap || c->managed_live > c->managed_cap - len) {
-		pthread_mutex_unlock(&c->lock);
-		if (be->log)
-			be->log(be->log_arg, UM_LOG_WARN,
-				"cuda: managed %zu bytes refused: %llu live, cap %llu (device memory free at start)",
-				len, (unsigned long long)c->managed_live,
-				(unsigned long long)c->managed_cap);
+	ma = calloc(1, sizeof(*ma));
+	if (!ma)
 		return -ENOMEM;
-	}
-	c->managed_live += len;
-	pthread_mutex_unlock(&c->lock);
-	ret = umc_dev_enter(be, dev, &g);
+	ret = um__cuda_dev_enter(be, dev, &g);
+	if (ret)
+		goto err_free;
+	ret = cuda_managed_cap(be, dev);
+	if (!ret)
+		ret = cuda_managed_take(be, dev, len);
 	if (!ret) {
-		ret = umc_rt_check(be, cudaMallocManaged(&p, len,
+		ret = um__cuda_rt_check(be, cudaMallocManaged(&p, len,
 					cudaMemAttachGlobal),
 				   "cudaMallocManaged");
-		umc_dev_leave(be, &g);
+		if (ret)
+			cuda_managed_give(be, dev, len);
 	}
-	if (ret) {
-		pthread_mutex_lock(&c->lock);
-		c->managed_live -= len;
-		pthread_mutex_unlock(&c->lock);
-		return ret;
-	}
+	um__cuda_dev_leave(be, &g);
+	if (ret)
+		goto err_free;
+	ma->p = p;
+	ma->len = len;
+	ma->dev = dev;
+	pthread_mutex_lock(&c->lock);
+	ma->next = c->managed;
+	c->managed = ma;
+	pthread_mutex_unlock(&c->lock);
 	*out = p;
 	return 0;
+
+err_free:
+	free(ma);
+	return ret;
 }
 
-void umc_managed_free(struct um_backend *be, void *p, size_t len)
+void um__cuda_managed_free(struct um_backend *be, void *p, size_t len)
 {
-	struct umc_backend *c = umc(be);
+	struct um_cuda_backend *c = cuda_of(be);
+	struct um_cuda_managed **pp, *ma = NULL;
 
 	if (!p)
 		return;
 	/* cudaFree waits for the device to be idle: no migration is cut. */
-	if (umc_rt_check(be, cudaFree(p), "cudaFree(managed)"))
+	if (um__cuda_rt_check(be, cudaFree(p), "cudaFree(managed)"))
 		return;
 	pthread_mutex_lock(&c->lock);
-	c->managed_live = c->managed_live > len ? c->managed_live - len : 0;
+	for (pp = &c->managed; *pp; pp = &(*pp)->next) {
+		if ((*pp)->p == p) {
+			ma = *pp;
+			*pp = ma->next;
+			break;
+		}
+	}
 	pthread_mutex_unlock(&c->lock);
+	if (!ma)
+		return;
+	if (ma->len != len && be->log)
+		be->log(be->log_arg, UM_LOG_WARN,
+			"cuda: managed_free(%p): %zu bytes given, %zu allocated",
+			p, len, ma->len);
+	cuda_managed_give(be, ma->dev, ma->len);
+	free(ma);
 }
 
 /*
  * Where a tier is, for cudaMemAdvise/cudaMemPrefetchAsync. host_only:
  * accessed-by takes only a device or "the host", not a host NUMA node.
  */
-static int umc_tier_loc(struct um_backend *be, um_tier_t t, int host_only,
+static int cuda_tier_loc(struct um_backend *be, um_tier_t t, int host_only,
 			struct cudaMemLocation *loc)
 {
 	memset(loc, 0, sizeof(*loc));
 	switch (UM_TIER_TYPE(t)) {
 	case UM_TIER_DEVICE:
-		if (!umc_dev_valid(be, (int)UM_TIER_ID(t)))
+		if (!um__cuda_dev_valid(be, (int)UM_TIER_ID(t)))
 			return -ENODEV;
 		loc->type = cudaMemLocationTypeDevice;
 		loc->id = (int)UM_TIER_ID(t);
@@ -539,7 +625,7 @@ static int umc_tier_loc(struct um_backend *be, um_tier_t t, int host_only,
 	}
 }
 
-int umc_advise(struct um_backend *be, void *p, size_t len, int advice,
+int um__cuda_advise(struct um_backend *be, void *p, size_t len, int advice,
 	       um_tier_t where)
 {
 	struct cudaMemLocation loc;
@@ -575,33 +661,36 @@ int umc_advise(struct um_backend *be, void *p, size_t len, int advice,
 	default:
 		return -EINVAL;
 	}
-	ret = umc_tier_loc(be, where, host_only, &loc);
+	ret = cuda_tier_loc(be, where, host_only, &loc);
 	if (ret && needs_loc)
 		return ret;
 	if (ret) {
 		/* The runtime ignores the location of these advices. */
 		loc.type = cudaMemLocationTypeDevice;
-		loc.id = umc(be)->first_dev;
+		loc.id = cuda_of(be)->first_dev;
 	}
-	return umc_rt_check(be, cudaMemAdvise(p, len, a, loc), "cudaMemAdvise");
+	return um__cuda_rt_check(be, cudaMemAdvise(p, len, a, loc), "cudaMemAdvise");
 }
 
-int umc_prefetch(struct um_backend *be, struct um_queue *q, void *p,
+int um__cuda_prefetch(struct um_backend *be, struct um_queue *q, void *p,
 		 size_t len, um_tier_t where)
 {
 	struct cudaMemLocation loc;
+	cudaStream_t s;
 	cudaError_t e;
 	int ret;
 
 	if (!q || !p || !len)
 		return -EINVAL;
-	ret = umc_tier_loc(be, where, 0, &loc);
+	ret = cuda_tier_loc(be, where, 0, &loc);
+	if (!ret)
+		ret = um__cuda_queue_stream(be, q, &s);
 	if (ret)
 		return ret;
 	if (loc.type == cudaMemLocationTypeDevice &&
-	    !umc(be)->managed_ok[loc.id])
+	    !cuda_of(be)->managed_ok[loc.id])
 		return -EOPNOTSUPP;
-	e = cudaMemPrefetchAsync(p, len, loc, 0, q->s);
+	e = cudaMemPrefetchAsync(p, len, loc, 0, s);
 	if (e == cudaErrorInvalidValue &&
 	    loc.type == cudaMemLocationTypeHostNuma) {
 		/* A driver without host NUMA placement: the host will do. */
@@ -612,9 +701,9 @@ int umc_prefetch(struct um_backend *be, struct um_queue *q, void *p,
 				loc.id);
 		loc.type = cudaMemLocationTypeHost;
 		loc.id = 0;
-		e = cudaMemPrefetchAsync(p, len, loc, 0, q->s);
+		e = cudaMemPrefetchAsync(p, len, loc, 0, s);
 	}
-	return umc_rt_check(be, e, "cudaMemPrefetchAsync");
+	return um__cuda_rt_check(be, e, "cudaMemPrefetchAsync");
 }
 
 /*
@@ -623,16 +712,21 @@ int umc_prefetch(struct um_backend *be, struct um_queue *q, void *p,
  * partial page undiscarded is always correct, discarding a neighbour's bytes
  * never is.
  */
-int umc_discard(struct um_backend *be, struct um_queue *q, void *p,
+int um__cuda_discard(struct um_backend *be, struct um_queue *q, void *p,
 		size_t len)
 {
 	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
 	uintptr_t lo = (uintptr_t)p, hi = lo + len;
 	void *ptrs[1];
 	size_t sizes[1];
+	cudaStream_t s;
+	int ret;
 
 	if (!q || !p || !len)
 		return -EINVAL;
+	ret = um__cuda_queue_stream(be, q, &s);
+	if (ret)
+		return ret;
 	if (pg < 4096)
 		pg = 4096;
 	lo = (lo + pg - 1) / pg * pg;
@@ -641,8 +735,8 @@ int umc_discard(struct um_backend *be, struct um_queue *q, void *p,
 		return 0;
 	ptrs[0] = (void *)lo;
 	sizes[0] = hi - lo;
-	return umc_rt_check(be, cudaMemDiscardBatchAsync(ptrs, sizes, 1, 0,
-							 q->s),
+	return um__cuda_rt_check(be, cudaMemDiscardBatchAsync(ptrs, sizes, 1, 0,
+							      s),
 			    "cudaMemDiscardBatchAsync");
 }
 

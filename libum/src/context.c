@@ -266,6 +266,7 @@ int um_context_create(const struct um_config *cfg, struct um_context **out)
 	ctx = calloc(1, sizeof(*ctx));
 	if (!ctx)
 		return -ENOMEM;
+	ctx->reap_fd = -1;
 	pthread_mutex_init(&ctx->lock, NULL);
 	ctx->regions.next = ctx->regions.prev = &ctx->regions;
 	ctx->home_node = UM_POOL_NODE_ANY;
@@ -323,6 +324,7 @@ int um_context_create(const struct um_config *cfg, struct um_context **out)
 		um__registry_del(ctx);
 		goto fail;
 	}
+	um__reaper_start(ctx);
 	*out = ctx;
 	return 0;
 fail:
@@ -338,6 +340,7 @@ int um_context_destroy(struct um_context *ctx)
 	if (ret)
 		return ret;
 	um__pressure_stop(ctx);
+	um__reaper_stop(ctx);
 	pthread_mutex_lock(&ctx->lock);
 	um__wait_all(ctx);
 	ctx->ev_fn = NULL;	/* nobody to deliver to any more */

@@ -31,6 +31,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "internal.h"
 #include "um_numa.h"
@@ -65,11 +67,93 @@ static void fence_put(struct um_context *ctx, struct um_fence *f)
 	ctx->fences[ctx->nfences++] = f;
 }
 
+/* ---- release fences ---------------------------------------------------- */
+
+/*
+ * At the last um_release: a fence on every stream that held r, after the
+ * kernels queued there, for the eviction (and a free) to wait on: with two
+ * holders on two streams, fencing one would let the eviction copy, and the
+ * unmap run, under the other's kernels. 0, or the first error (r is then
+ * left with no valid fence).
+ */
+int um__released_record(struct um_context *ctx, struct um_region *r)
+{
+	const struct um_backend_ops *ops = ctx->be.ops;
+	uint32_t i;
+	int ret = 0;
+
+	r->released_valid = false;
+	r->nreleased = 0;
+	for (i = 0; i < r->nacq_streams && !ret; i++) {
+		if (!r->released[i])
+			ret = ops->fence_create(&ctx->be, &r->released[i]);
+		if (!ret)
+			ret = ops->stream_record_fence(&ctx->be,
+						       r->acq_streams[i],
+						       r->released[i]);
+	}
+	if (ret)
+		return ret;
+	r->nreleased = r->nacq_streams;
+	r->released_valid = true;
+	return 0;
+}
+
+/* -EAGAIN while some holder's work fenced at release may still run. */
+int um__released_query(struct um_context *ctx, struct um_region *r)
+{
+	uint32_t i;
+
+	for (i = 0; r->released_valid && i < r->nreleased; i++)
+		if (ctx->be.ops->fence_query(&ctx->be, r->released[i]) ==
+		    -EAGAIN)
+			return -EAGAIN;
+	return 0;
+}
+
+void um__released_wait(struct um_context *ctx, struct um_region *r)
+{
+	uint32_t i;
+
+	for (i = 0; r->released_valid && i < r->nreleased; i++)
+		ctx->be.ops->fence_wait(&ctx->be, r->released[i]);
+}
+
+/* Order q after every fence of the last release. */
+static int released_order(struct um_context *ctx, struct um_region *r,
+			  struct um_queue *q)
+{
+	uint32_t i;
+	int ret = 0;
+
+	for (i = 0; r->released_valid && i < r->nreleased && !ret; i++)
+		ret = ctx->be.ops->queue_wait_fence(&ctx->be, q,
+						    r->released[i]);
+	return ret;
+}
+
+void um__released_drop(struct um_context *ctx, struct um_region *r)
+{
+	uint32_t i;
+
+	for (i = 0; i < UM_HOLD_STREAMS; i++) {
+		if (r->released[i])
+			ctx->be.ops->fence_destroy(&ctx->be, r->released[i]);
+		r->released[i] = NULL;
+	}
+	r->released_valid = false;
+	r->nreleased = 0;
+}
+
 /* ---- init / fini ------------------------------------------------------ */
 
 int um__engine_init(struct um_context *ctx)
 {
 	struct um_backend *be = &ctx->be;
+
+	ctx->reap_fd = -1;
+	if (be->ops->queue_notify)
+		ctx->reap_fd = eventfd(0, EFD_CLOEXEC);
 
 	for (int i = 0; i < ctx->ndev; i++) {
 		struct um_dev *d = &ctx->dev[i];
@@ -100,6 +184,15 @@ void um__engine_fini(struct um_context *ctx)
 
 	if (!be->ops)
 		return;
+	if (ctx->reap_fd >= 0) {
+		/* no notification may land on a closed (or reused) fd */
+		for (int i = 0; i < ctx->ndev; i++) {
+			if (ctx->dev[i].q_evict)
+				be->ops->queue_sync(be, ctx->dev[i].q_evict);
+		}
+		close(ctx->reap_fd);
+		ctx->reap_fd = -1;
+	}
 	while (ctx->migs) {
 		struct um_mig *m = ctx->migs;
 
@@ -121,6 +214,63 @@ void um__engine_fini(struct um_context *ctx)
 			be->ops->queue_destroy(be, d->q_restore);
 		d->q_evict = d->q_restore = NULL;
 	}
+}
+
+/* ---- the reaper ------------------------------------------------------- */
+
+/*
+ * A trainer that evicts and then allocates through its framework makes no
+ * further libum call: without this thread, the device memory of a TIERED
+ * eviction would come back only at the next one. Each eviction asks the
+ * backend to signal reap_fd once its copies are done; the thread then reaps
+ * (which unmaps and releases). It only takes the lock and reaps: events stay
+ * queued for the next libum call to deliver, on the caller's thread.
+ */
+static void *reaper_main(void *arg)
+{
+	struct um_context *ctx = arg;
+	uint64_t n;
+
+	for (;;) {
+		if (read(ctx->reap_fd, &n, sizeof(n)) < 0 && errno != EINTR)
+			break;
+		pthread_mutex_lock(&ctx->lock);
+		if (ctx->reaper_stop) {
+			pthread_mutex_unlock(&ctx->lock);
+			break;
+		}
+		um__reap(ctx);
+		pthread_mutex_unlock(&ctx->lock);
+	}
+	return NULL;
+}
+
+void um__reaper_start(struct um_context *ctx)
+{
+	if (ctx->reap_fd < 0)
+		return;
+	ctx->reaper_stop = false;
+	ctx->reaper_on = !pthread_create(&ctx->reaper, NULL, reaper_main,
+					 ctx);
+	if (!ctx->reaper_on)
+		um__log(ctx, UM_LOG_WARN,
+			"engine: no reaper thread: device memory of evictions comes back at the next libum call");
+}
+
+void um__reaper_stop(struct um_context *ctx)
+{
+	uint64_t one = 1;
+
+	if (!ctx->reaper_on)
+		return;
+	pthread_mutex_lock(&ctx->lock);
+	ctx->reaper_stop = true;
+	pthread_mutex_unlock(&ctx->lock);
+	if (write(ctx->reap_fd, &one, sizeof(one)) < 0)
+		um__log(ctx, UM_LOG_WARN, "engine: cannot wake the reaper (%d)",
+			-errno);
+	pthread_join(ctx->reaper, NULL);
+	ctx->reaper_on = false;
 }
 
 /* ---- books ------------------------------------------------------------ */
@@ -195,8 +345,7 @@ void um__settle(struct um_context *ctx, struct um_region *r)
 	if (um__tier_is_dev(r->residency) || held_on_device(r))
 		return;
 	/* never unmap under work fenced at release (after failed copies) */
-	if (r->mapped && r->released_valid &&
-	    be->ops->fence_query(be, r->released) == -EAGAIN)
+	if (r->mapped && um__released_query(ctx, r) == -EAGAIN)
 		return;
 	if (r->mapped) {
 		be->ops->phys_unmap(be, (int)r->device, r->ptr, r->dev_len,
@@ -270,6 +419,8 @@ static void mig_link(struct um_context *ctx, struct um_mig *m)
 		r->evict_mig = m;
 }
 
+static void report_lost(struct um_context *ctx, struct um_region *leaving);
+
 /* Work already issued on q cannot be taken back: drain it, then undo. */
 static int issue_failed(struct um_context *ctx, struct um_mig *m,
 			struct um_queue *q, int ret, const char *what)
@@ -277,6 +428,9 @@ static int issue_failed(struct um_context *ctx, struct um_mig *m,
 	ctx->be.ops->queue_sync(&ctx->be, q);
 	um__log(ctx, UM_LOG_ERR, "engine: %s of \"%s\" failed to issue (%d)",
 		what, m->r->name, ret);
+	/* a dead context: what was on the device is gone, say what */
+	if (ret == -ENOTRECOVERABLE)
+		report_lost(ctx, NULL);
 	mig_free(ctx, m);
 	return ret;
 }
@@ -490,8 +644,8 @@ int um__evict(struct um_context *ctx, struct um_region *r, um_tier_t to,
 	m->policy = policy;
 	if (r->restore_mig)
 		ret = ops->queue_wait_fence(&ctx->be, q, r->restore_mig->end);
-	if (!ret && r->released_valid)
-		ret = ops->queue_wait_fence(&ctx->be, q, r->released);
+	if (!ret)
+		ret = released_order(ctx, r, q);
 	if (!ret)
 		ret = ops->fence_record(&ctx->be, m->start, q);
 	if (ret) {
@@ -510,6 +664,11 @@ int um__evict(struct um_context *ctx, struct um_region *r, um_tier_t to,
 		issue_failed(ctx, m, q, ret, "eviction");
 		goto undo;
 	}
+	/* the reaper gives the device memory back when the copies are done */
+	if (ctx->reap_fd >= 0 && ops->queue_notify(&ctx->be, q, ctx->reap_fd))
+		um__log(ctx, UM_LOG_DEBUG,
+			"engine: no completion signal for \"%s\": reaped at the next call",
+			r->name);
 	mig_link(ctx, m);
 	set_residency(ctx, r, to);
 	return 0;
@@ -652,6 +811,34 @@ int um__to_host(struct um_context *ctx, struct um_region *r, um_tier_t to)
 
 /* ---- reaping ---------------------------------------------------------- */
 
+/*
+ * A sticky error killed the GPU context (-ENOTRECOVERABLE): every byte on
+ * the device went with it. Name, once, each region whose only copy was
+ * there: resident on the device, or leaving it (its host copy is not whole).
+ * A restore in flight still has its bytes on the host.
+ */
+static void report_lost(struct um_context *ctx, struct um_region *leaving)
+{
+	struct um_region *r;
+
+	if (ctx->dead_reported)
+		return;
+	ctx->dead_reported = true;
+	for (r = ctx->regions.next; r != &ctx->regions; r = r->next) {
+		bool out = r == leaving || r->evict_mig;
+
+		if (!out && (!um__tier_is_dev(r->residency) || r->restore_mig))
+			continue;
+		r->error = -ENOTRECOVERABLE;
+		um__log(ctx, UM_LOG_ERR,
+			"engine: the GPU context is dead: \"%s\" (%llu bytes) is lost, its only copy was %s",
+			r->name, (unsigned long long)r->bytes,
+			out ? "leaving the device" : "on the device");
+		um__event(ctx, UM_EVENT_ERROR, 0, r, r->residency,
+			  UM_TIER_NONE, r->bytes, -ENOTRECOVERABLE, 0);
+	}
+}
+
 static void finish(struct um_context *ctx, struct um_mig *m, int err)
 {
 	struct um_region *r = m->r;
@@ -670,12 +857,16 @@ static void finish(struct um_context *ctx, struct um_mig *m, int err)
 		r->error = err;
 		if (!ctx->error)
 			ctx->error = err;
-		um__log(ctx, UM_LOG_ERR,
-			"engine: %s of \"%s\" (%llu bytes) failed (%d); bytes kept where they were",
-			m->dir == UM_MIG_EVICT ? "eviction" : "restore", r->name,
-			(unsigned long long)m->bytes, err);
-		um__event(ctx, UM_EVENT_ERROR, 0, r, m->from, m->to,
-			  m->bytes, err, 0);
+		if (err == -ENOTRECOVERABLE)
+			report_lost(ctx, m->dir == UM_MIG_EVICT ? r : NULL);
+		else
+			um__log(ctx, UM_LOG_ERR,
+				"engine: %s of \"%s\" (%llu bytes) failed (%d); bytes kept where they were",
+				m->dir == UM_MIG_EVICT ? "eviction" : "restore",
+				r->name, (unsigned long long)m->bytes, err);
+		if (err != -ENOTRECOVERABLE)
+			um__event(ctx, UM_EVENT_ERROR, 0, r, m->from, m->to,
+				  m->bytes, err, 0);
 		if (latest && m->dir == UM_MIG_RESTORE &&
 		    um__tier_is_dev(r->residency)) {
 			set_residency(ctx, r, m->from);

@@ -82,6 +82,9 @@ struct um_mig {
 	int err;
 };
 
+/* Distinct streams that may hold one region at once (um_acquire). */
+#define UM_HOLD_STREAMS 8
+
 struct um_region {
 	struct um_region *prev, *next;	/* ctx->regions */
 	struct um_context *ctx;
@@ -108,7 +111,9 @@ struct um_region {
 	um_tier_t residency;		/* where the bytes are once work ends */
 	uint32_t acquired;
 	um_tier_t acq_tier;
-	void *acq_stream;
+	/* the distinct streams of the holders: each is fenced at release */
+	void *acq_streams[UM_HOLD_STREAMS];
+	uint32_t nacq_streams;
 	uint64_t lru;			/* ctx->tick at the last acquire */
 
 	struct um_mig *mig;		/* latest migration not yet reaped */
@@ -116,8 +121,10 @@ struct um_region {
 	struct um_mig *evict_mig;	/* latest eviction not yet reaped */
 	uint32_t pending;		/* migrations not yet reaped */
 	uint64_t reap_pass;		/* an older migration is still running */
-	struct um_fence *released;	/* user's stream at release, if any */
-	bool released_valid;		/* released was recorded */
+	/* one per holder's stream at the last release, if any */
+	struct um_fence *released[UM_HOLD_STREAMS];
+	bool released_valid;		/* released[0..nreleased) recorded */
+	uint32_t nreleased;
 	bool unfenced;			/* release could not fence: keep */
 	bool freeing;			/* um_free is waiting: handle dead */
 	int error;			/* last migration error, for um_wait */
@@ -160,6 +167,11 @@ struct um_pressure;
 struct um_context {
 	uint64_t magic;
 	pthread_mutex_t lock;
+	/* the reaper: evictions say on reap_fd when done (engine.c) */
+	int reap_fd;			/* eventfd, -1 when none */
+	pthread_t reaper;
+	bool reaper_on;
+	bool reaper_stop;		/* under lock */
 	struct um_settings set;
 
 	um_log_fn log;
@@ -187,6 +199,7 @@ struct um_context {
 	struct um_mig *migs, *migs_tail;
 	uint64_t reap_pass;
 	int error;			/* first migration error, um_wait_all */
+	bool dead_reported;		/* the GPU context died: losses named */
 	struct um_fence **fences;	/* free fences for reuse */
 	uint32_t nfences, fence_cap;
 
@@ -250,11 +263,18 @@ void um__regions_fini(struct um_context *ctx);
 /* engine.c */
 int um__engine_init(struct um_context *ctx);
 void um__engine_fini(struct um_context *ctx);
+void um__reaper_start(struct um_context *ctx);
+void um__reaper_stop(struct um_context *ctx);
 void um__reap(struct um_context *ctx);
 int um__wait_mig(struct um_context *ctx, struct um_mig *m);
 int um__stream_wait_mig(struct um_context *ctx, struct um_mig *m,
 			void *stream);
 int um__wait_region(struct um_context *ctx, struct um_region *r);
+/* The fences of r's last release, one per holder's stream (engine.c). */
+int um__released_record(struct um_context *ctx, struct um_region *r);
+int um__released_query(struct um_context *ctx, struct um_region *r);
+void um__released_wait(struct um_context *ctx, struct um_region *r);
+void um__released_drop(struct um_context *ctx, struct um_region *r);
 int um__wait_all(struct um_context *ctx);
 int um__restore(struct um_context *ctx, struct um_region *r);
 int um__evict(struct um_context *ctx, struct um_region *r, um_tier_t to,

@@ -407,6 +407,28 @@ static int acquire_host(struct um_context *ctx, struct um_region *r,
 	return ret == -EPROTO ? ret : -EAGAIN;
 }
 
+/*
+ * Remember stream among r's holders (once): -EBUSY when UM_HOLD_STREAMS
+ * distinct streams already hold it.
+ */
+static int hold_stream(struct um_context *ctx, struct um_region *r,
+		       void *stream)
+{
+	uint32_t i;
+
+	for (i = 0; i < r->nacq_streams; i++)
+		if (r->acq_streams[i] == stream)
+			return 0;
+	if (r->nacq_streams == UM_HOLD_STREAMS) {
+		um__log(ctx, UM_LOG_WARN,
+			"acquire: \"%s\" is held on %d streams already, the most there can be",
+			r->name, UM_HOLD_STREAMS);
+		return -EBUSY;
+	}
+	r->acq_streams[r->nacq_streams++] = stream;
+	return 0;
+}
+
 int um_acquire(struct um_context *ctx, um_region_t h, um_tier_t tier,
 	       void *stream)
 {
@@ -431,6 +453,9 @@ int um_acquire(struct um_context *ctx, um_region_t h, um_tier_t tier,
 				ret = -EOVERFLOW;
 				break;
 			}
+			ret = hold_stream(ctx, r, stream);
+			if (ret)
+				break;
 			/* every holder's stream waits for the bytes */
 			r->acquired++;
 			if (r->mig)
@@ -447,7 +472,8 @@ int um_acquire(struct um_context *ctx, um_region_t h, um_tier_t tier,
 			break;
 		r->acquired = 1;
 		r->acq_tier = tier;
-		r->acq_stream = stream;
+		r->nacq_streams = 0;
+		(void)hold_stream(ctx, r, stream);	/* the first: room */
 		r->lru = ctx->tick;
 		if (um__tier_is_dev(tier))
 			ret = order_stream(ctx, h, stream);
@@ -472,20 +498,14 @@ static void record_release(struct um_context *ctx, struct um_region *r)
 	r->unfenced = false;
 	if (!ops->stream_record_fence || !um__tier_is_dev(r->acq_tier))
 		return;
-	ret = r->released ? 0 : ops->fence_create(&ctx->be, &r->released);
-	if (ret)
-		r->released = NULL;
-	else
-		ret = ops->stream_record_fence(&ctx->be, r->acq_stream,
-					       r->released);
-	if (!ret) {
-		r->released_valid = true;
+	/* Every holder's stream: each may still run kernels on the bytes. */
+	ret = um__released_record(ctx, r);
+	if (!ret)
 		return;
-	}
 	r->unfenced = true;
 	um__log(ctx, UM_LOG_WARN,
-		"release: cannot fence stream %p for \"%s\" (%d); it stays on the device until released again",
-		r->acq_stream, r->name, ret);
+		"release: cannot fence the %u stream(s) that held \"%s\" (%d); it stays on the device until released again",
+		r->nacq_streams, r->name, ret);
 }
 
 int um_release(struct um_context *ctx, um_region_t h)
@@ -505,7 +525,7 @@ int um_release(struct um_context *ctx, um_region_t h)
 	if (--r->acquired)
 		goto out;
 	record_release(ctx, r);
-	r->acq_stream = NULL;
+	r->nacq_streams = 0;
 	ctx->tick++;	/* a new recency epoch */
 	um__settle(ctx, r);
 	/* a budget lowered under acquired regions is met as they go */
@@ -552,11 +572,39 @@ static int evict_to_spill(struct um_context *ctx, um_region_t h)
 	return um__to_spill(ctx, r);
 }
 
+/*
+ * Make, in the pinned pool, the host copy an eviction of h to the host
+ * will need, with the context lock not held: growing the pool pins memory
+ * (a second or so per GiB on the H200), which under the lock would stall
+ * every other libum call of the process. Best effort: the eviction itself
+ * still grows the pool if this did not (or another call took the room).
+ */
+static void reserve_host_copy(struct um_context *ctx, um_region_t h,
+			      um_tier_t tier)
+{
+	struct um_region *r;
+	uint64_t bytes = 0;
+	int node = 0;
+
+	if (UM_TIER_TYPE(tier) != UM_TIER_HOST || um__enter(ctx))
+		return;
+	r = h ? um__region_get(ctx, h) : NULL;
+	if (r && !r->host && !r->acquired && um__tier_is_dev(r->residency)) {
+		bytes = r->bytes;
+		node = um__tier_node(ctx, tier);
+	}
+	um__exit(ctx);
+	if (bytes)
+		(void)um__pool_reserve(ctx->pool, node, bytes);
+}
+
 int um_evict(struct um_context *ctx, um_region_t h, um_tier_t tier)
 {
 	struct um_region *r;
-	int ret = um__enter(ctx);
+	int ret;
 
+	reserve_host_copy(ctx, h, tier);
+	ret = um__enter(ctx);
 	if (ret)
 		return ret;
 	r = h ? um__region_get(ctx, h) : NULL;

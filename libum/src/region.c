@@ -352,7 +352,7 @@ void um__region_destroy(struct um_context *ctx, struct um_region *r)
 	 * with the lock dropped; this covers context destroy.
 	 */
 	if (r->released_valid)
-		be->ops->fence_wait(be, r->released);
+		um__released_wait(ctx, r);
 	else if (r->unfenced && r->mapped)
 		um__log(ctx, UM_LOG_WARN,
 			"free: \"%s\" was released without a fence; its device memory goes now",
@@ -373,9 +373,7 @@ void um__region_destroy(struct um_context *ctx, struct um_region *r)
 	r->host = NULL;
 	if (ctx->spill && um__spill_has(ctx->spill, r->handle) == 1)
 		um__spill_drop(ctx->spill, r->handle);
-	if (r->released)
-		be->ops->fence_destroy(be, r->released);
-	r->released = NULL;
+	um__released_drop(ctx, r);
 	addr_remove(ctx, r);
 	region_unmap_va(ctx, r);
 	slot_put(ctx, r);
@@ -427,7 +425,7 @@ int um_free(struct um_context *ctx, um_region_t h)
 	if (r->released_valid) {
 		/* the work fenced at release, with the lock dropped */
 		pthread_mutex_unlock(&ctx->lock);
-		ctx->be.ops->fence_wait(&ctx->be, r->released);
+		um__released_wait(ctx, r);
 		pthread_mutex_lock(&ctx->lock);
 		um__reap(ctx);
 	}

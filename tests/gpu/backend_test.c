@@ -17,8 +17,8 @@
 #include "harness.h"
 #include "gpu_util.h"
 
-/* Divided by 16 on the CPU stand-in for CUDA (see um_gpu_test.c). */
-#define MiB ((1ull << 20) / (gu_is_mock() ? 16 : 1))
+/* Divided by 16 on the virtual GPU (see um_gpu_test.c). */
+#define MiB ((1ull << 20) / (gu_is_vgpu() ? 16 : 1))
 
 static void be_log(void *arg, int level, const char *fmt, ...)
 {
@@ -221,7 +221,7 @@ TEST_F(be, managed_cap_refuses_more_than_free)
 	void *m = NULL;
 
 	ASSERT_EQ(0, o->mem_info(&self->be, 0, &f, &t));
-	/* Never ask the driver (it can hang the GPU): the cap refuses first. */
+	/* Never ask the driver: the cap refuses it first (H200, performance.rst). */
 	ASSERT_EQ(-ENOMEM, o->managed_alloc(&self->be, 0, t + (1ull << 30),
 					    &m));
 	ASSERT_EQ(NULL, m);
@@ -281,7 +281,7 @@ TEST_F(be, fences_time_a_copy)
 	TH_LOG("256 MiB H2D in %.3f ms: %.1f GB/s", ns / 1e6,
 	       (double)len / (double)ns);
 	/* A copy slower than 1 GB/s means the host chunk is not pinned. */
-	if (!gu_is_mock())
+	if (!gu_is_vgpu())
 		EXPECT_LT((double)ns, (double)len);
 	ASSERT_EQ(0, o->fill(&self->be, self->q, dev, 0xab, len));
 	ASSERT_EQ(0, o->queue_sync(&self->be, self->q));

@@ -69,8 +69,8 @@ int gu_drv_mem_info(uint64_t *free_b, uint64_t *total_b);
 int gu_malloc(void **p, size_t bytes);
 void gu_free(void *p);
 
-/* 1 when linked with the CPU stand-in for CUDA (timings mean nothing). */
-int gu_is_mock(void);
+/* 1 when linked with the virtual GPU of vgpu/ (sizes scaled down for CI). */
+int gu_is_vgpu(void);
 
 /* Last CUDA error string (for messages). */
 const char *gu_last_error(void);

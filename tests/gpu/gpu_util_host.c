@@ -164,10 +164,10 @@ void gu_free(void *p)
 		(void)gu_err(cudaFree(p));
 }
 
-/* Defined by tests/gpu/mock/cudart_mock.c only. */
-extern int um_cudart_mock __attribute__((weak));
+/* Defined by tests/gpu/vgpu only. */
+extern int um_vgpu __attribute__((weak));
 
-int gu_is_mock(void)
+int gu_is_vgpu(void)
 {
-	return &um_cudart_mock && um_cudart_mock;
+	return &um_vgpu && um_vgpu;
 }

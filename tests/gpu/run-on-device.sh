@@ -11,8 +11,10 @@
 #   1. the machine: nvidia-smi, kernel, libc, what the binaries link
 #   2. tests/gpu/build/backend_test   (TAP: the cuda backend's operations)
 #   3. tests/gpu/build/um_gpu_test    (TAP: libum on the GPU)
-#   4. umbench --gpu                  (tables; JSON into $OUT when set)
-#   5. nvidia-smi again (memory back to where it was), then a summary that
+#   4. tests/gpu/build/map_under_copy (does mapping 2 GiB wait for a 2 GiB
+#      device-to-host copy in flight? JSON into $OUT when set)
+#   5. umbench --gpu                  (tables; JSON into $OUT when set)
+#   6. nvidia-smi again (memory back to where it was), then a summary that
 #      names every step that failed and how
 # Output: stdout; with $OUT set, also a log per step and umbench.json there.
 # Exit status: 0 when every step passed, 1 otherwise. Whole run: under five
@@ -107,7 +109,7 @@ fi
 command -v numactl >/dev/null 2>&1 && timeout 10 numactl --hardware 2>&1 | head -n 4
 
 bins=("$here/build/backend_test" "$here/build/um_gpu_test")
-for b in "${bins[@]}" "$here/build/umbench-gpu"; do
+for b in "${bins[@]}" "$here/build/map_under_copy" "$here/build/umbench-gpu"; do
 	if [ ! -x "$b" ]; then
 		say "MISSING: $b (build on the dev machine and carry tests/gpu/build)"
 		continue
@@ -125,6 +127,17 @@ for b in "${bins[@]}"; do
 		failed=1
 	fi
 done
+
+# Does cuMemMap/cuMemSetAccess wait for a copy in flight (issue 9)?
+mu="$here/build/map_under_copy"
+if [ -x "$mu" ]; then
+	run_step map-under-copy 30 "$mu" --bytes 2G
+	[ -n "$out" ] && timeout 30 "$mu" --bytes 2G --json \
+		>"$out/map_under_copy.json" 2>&1
+else
+	summary+=("$(printf '%-14s %4ss  %s' map-under-copy 0 "MISSING binary $mu")")
+	failed=1
+fi
 
 # umbench --gpu: umbench itself when it was built with --gpu and starts
 # here, else the standalone build of the same code.

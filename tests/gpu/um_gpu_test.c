@@ -9,8 +9,8 @@
  * region, a budget below one region, foreign pointers) refused with the
  * documented errno and nothing lost. Skips (exit 4) without a GPU.
  *
- * Managed memory in use stays at a few GiB (never ask for more managed
- * memory than the card has free: it can hang the GPU, design.rst).
+ * Managed memory in use stays at a few GiB (H200, performance.rst: never
+ * ask for more managed memory than the card has free).
  */
 #include <errno.h>
 #include <stdint.h>
@@ -23,15 +23,15 @@
 #include "gpu_util.h"
 
 /*
- * Sizes in "MiB" and "GiB" are divided by 16 on the CPU stand-in for CUDA
- * (mock/cudart_mock.c), which copies with memcpy: same logic, CI-sized.
+ * Sizes in "MiB" and "GiB" are divided by 16 on the virtual GPU
+ * (tests/gpu/vgpu), which copies with memmove: same logic, CI-sized.
  */
 static uint64_t unit_scale(void)
 {
 	static uint64_t div;
 
 	if (!div)
-		div = gu_is_mock() ? 16 : 1;
+		div = gu_is_vgpu() ? 16 : 1;
 	return div;
 }
 

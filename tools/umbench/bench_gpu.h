@@ -33,7 +33,7 @@ struct bg_opts {
 /* One evict/restore measurement. */
 struct bg_mig {
 	const char *id, *name;
-	double evict_gbps, restore_gbps;	/* host-timed, best of reps */
+	double evict_gbps, restore_gbps;	/* event-timed, best of reps */
 	double dev_evict_gbps, dev_restore_gbps; /* libum's device timing */
 	double freed_gib;	/* device memory given back by the eviction */
 	int freed_known;
@@ -72,6 +72,7 @@ struct bg_results {
 	double ovl_gbps;
 	int ovl_intact;
 	char ovl_err[BG_ERR_LEN];
+	int modeled;				/* on the virtual GPU */
 	uint64_t adam_params, state_bytes;
 	double floor_ms, floor_ovl_ms;
 	struct bg_adam adam[BG_MAX_ADAM];
@@ -79,6 +80,31 @@ struct bg_results {
 	int pieces;
 	uint64_t piece_budget;
 };
+
+#ifdef __CUDACC__
+#define BG_HD __host__ __device__
+#else
+#define BG_HD
+#endif
+
+/* The fill pattern and the init values: functions of the index alone. */
+static inline BG_HD uint32_t bg_hash(uint64_t i, uint32_t salt)
+{
+	uint32_t x = (uint32_t)i ^ (uint32_t)(i >> 32) * 0x85ebca6bu ^ salt;
+
+	x ^= x >> 16;
+	x *= 0x7feb352du;
+	x ^= x >> 15;
+	x *= 0x846ca68bu;
+	x ^= x >> 16;
+	return x;
+}
+
+/* Uniform in [0, 1), exact in fp32. */
+static inline BG_HD float bg_unit(uint64_t i, uint32_t salt)
+{
+	return (float)(bg_hash(i, salt) >> 8) * (1.0f / 16777216.0f);
+}
 
 /* Adam hyper-parameters of step t, computed once on the host in fp32. */
 struct bg_hyper {
@@ -104,7 +130,22 @@ void bg_cpu_adam(float *p, const float *g, float *m, float *v, size_t n,
 		 const struct bg_hyper *h, int threads);
 void bg_hyper_step(struct bg_hyper *h, int t);
 
+/*
+ * Event timing on a stream: start records the first event; stop records the
+ * second (after whatever the host waited for in between), waits for it and
+ * gives the milliseconds between the two as the device saw them.
+ */
+struct bg_clock {
+	cudaEvent_t a, b;
+};
+
 /* bench_gpu.cu */
+cudaError_t bg_clock_init(struct bg_clock *c);
+void bg_clock_fini(struct bg_clock *c);
+cudaError_t bg_clock_start(struct bg_clock *c, cudaStream_t s);
+cudaError_t bg_clock_stop(struct bg_clock *c, cudaStream_t s, double *ms);
+/* 1 when linked with the virtual GPU: every time is modeled. */
+int bg_modeled(void);
 double bg_now(void);
 void bg_progress(const struct bg_opts *o, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

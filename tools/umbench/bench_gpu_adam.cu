@@ -1,12 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
  * bench_gpu_adam.cu - one Adam step with the optimizer state (m and v, fp32)
- * in every place measured before libum existed (Documentation/design.rst),
- * side by side:
+ * in every place the H200 probes measured, side by side:
  *
  *   (a) on the GPU (the unconstrained reference)
- *   (b) CPU offload: grads device->host, multithreaded CPU Adam, params
- *       host->device (ZeRO-Offload's shape)
+ *   (b) CPU offload: grads device->host, a hand-written C Adam on threads
+ *       (not PyTorch's), params host->device (ZeRO-Offload's shape)
  *   (c) managed memory left to faults, then evicted by prefetch
  *   (d) managed memory prefetched in, step, prefetched out
  *   (e) libum MANAGED, copy + discard eviction, and (e2) prefetch eviction
@@ -16,12 +15,17 @@
  *
  * Params and grads stay on the GPU (cudaMalloc) except in (b). Every variant
  * starts from the same state and runs the same steps (one warm-up and
- * --reps timed, best kept); afterwards its params are compared bitwise with
- * (a)'s. Rows (c)..(g) run the same kernel as (a); (b) runs its CPU twin,
- * same fp32 operations in the same order (bench_gpu_kern.cu), so it too is
- * expected to be bit-identical.
+ * --reps timed, best kept); afterwards its params p and its state m and v
+ * are compared bitwise with (a)'s. Rows (c)..(g) run the same kernel as
+ * (a); (b) runs its CPU twin, same fp32 operations in the same order
+ * (bench_gpu_kern.cu), so it too is expected to be bit-identical.
+ *
+ * Every part is timed by two CUDA events on the benchmark's stream (for
+ * libum's evictions, the second is recorded once the host saw them done),
+ * except (b)'s CPU step, which only the host clock can time.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +40,9 @@ struct adam_env {
 	size_t n;		/* params */
 	size_t N;		/* bytes of one fp32 tensor */
 	int steps;		/* warm-up + reps */
-	float *p, *g, *pref;	/* device */
+	float *p, *g;		/* device */
+	float *ref_p, *ref_m, *ref_v;	/* (a)'s results, device */
+	struct bg_clock c;
 };
 
 static struct bg_adam *row(struct adam_env *e, const char *id,
@@ -78,16 +84,37 @@ static void unset(struct bg_adam *a)
 		a->total_ms = 0;
 }
 
-static cudaError_t compare(struct adam_env *e, struct bg_adam *a)
+/* Count x's elements that differ bitwise from ref's into a. */
+static cudaError_t compare_part(struct adam_env *e, struct bg_adam *a,
+				const float *x, const float *ref, size_t n)
 {
+	uint64_t nd = 0;
 	float mx = 0;
+	cudaError_t err = bgk_compare(x, ref, n, e->s, &nd, &mx);
+
+	if (err == cudaSuccess) {
+		a->ndiff += nd;
+		if (mx > a->max_diff || isnan(mx))
+			a->max_diff = mx;
+	}
+	return err;
+}
+
+/* p, m and v of a row against (a)'s, all bitwise. */
+static cudaError_t compare(struct adam_env *e, struct bg_adam *a,
+			   const float *m, const float *v)
+{
 	cudaError_t err;
 
-	err = bgk_compare(e->p, e->pref, e->n, e->s, &a->ndiff, &mx);
-	if (err == cudaSuccess) {
+	a->ndiff = 0;
+	a->max_diff = 0;
+	err = compare_part(e, a, e->p, e->ref_p, e->n);
+	if (err == cudaSuccess)
+		err = compare_part(e, a, m, e->ref_m, e->n);
+	if (err == cudaSuccess)
+		err = compare_part(e, a, v, e->ref_v, e->n);
+	if (err == cudaSuccess)
 		a->identical = a->ndiff == 0;
-		a->max_diff = mx;
-	}
 	return err;
 }
 
@@ -106,6 +133,16 @@ static double ms_since(double t0)
 	return (bg_now() - t0) * 1e3;
 }
 
+static cudaError_t start(struct adam_env *e)
+{
+	return bg_clock_start(&e->c, e->s);
+}
+
+static cudaError_t stop(struct adam_env *e, double *ms)
+{
+	return bg_clock_stop(&e->c, e->s, ms);
+}
+
 /* Device (or managed) m and v of one row, either possibly never made. */
 static void free_mv(float *m, float *v)
 {
@@ -115,7 +152,7 @@ static void free_mv(float *m, float *v)
 		cudaFree(v);
 }
 
-/* Both state tensors of a UVM row to dst, and wait for them. */
+/* Both state tensors of a UVM row to dst, on the stream. */
 static cudaError_t prefetch_mv(struct adam_env *e, float *m, float *v,
 			       cudaMemLocation dst)
 {
@@ -123,8 +160,6 @@ static cudaError_t prefetch_mv(struct adam_env *e, float *m, float *v,
 
 	if (err == cudaSuccess)
 		err = cudaMemPrefetchAsync(v, e->N, dst, 0, e->s);
-	if (err == cudaSuccess)
-		err = cudaStreamSynchronize(e->s);
 	return err;
 }
 
@@ -134,7 +169,7 @@ static void adam_gpu(struct adam_env *e)
 	struct bg_adam *a = row(e, "a", "resident on the GPU (reference)");
 	struct bg_hyper h;
 	float *m = NULL, *v = NULL;
-	double t0;
+	double ms;
 	int t;
 
 	BG_CK(a->err, cudaMalloc((void **)&m, e->N));
@@ -144,12 +179,16 @@ static void adam_gpu(struct adam_env *e)
 	BG_CK(a->err, cudaStreamSynchronize(e->s));
 	for (t = 1; t <= e->steps; t++) {
 		bg_hyper_step(&h, t);
-		t0 = bg_now();
+		BG_CK(a->err, start(e));
 		BG_CK(a->err, bgk_adam(e->p, e->g, m, v, e->n, &h, e->s));
-		BG_CK(a->err, cudaStreamSynchronize(e->s));
-		keep(a, t, 0, ms_since(t0), 0);
+		BG_CK(a->err, stop(e, &ms));
+		keep(a, t, 0, ms, 0);
 	}
-	BG_CK(a->err, cudaMemcpyAsync(e->pref, e->p, e->N,
+	BG_CK(a->err, cudaMemcpyAsync(e->ref_p, e->p, e->N,
+				      cudaMemcpyDeviceToDevice, e->s));
+	BG_CK(a->err, cudaMemcpyAsync(e->ref_m, m, e->N,
+				      cudaMemcpyDeviceToDevice, e->s));
+	BG_CK(a->err, cudaMemcpyAsync(e->ref_v, v, e->N,
 				      cudaMemcpyDeviceToDevice, e->s));
 	BG_CK(a->err, cudaStreamSynchronize(e->s));
 	a->identical = 1;
@@ -162,17 +201,17 @@ fail:
 /* (b) */
 static void adam_cpu(struct adam_env *e)
 {
-	struct bg_adam *a = row(e, "b", "CPU offload (grads D2H, CPU Adam, params H2D)");
+	struct bg_adam *a = row(e, "b", "CPU offload, hand-written C Adam");
 	float *hp = NULL, *hg = NULL, *hm = NULL, *hv = NULL;
 	float *m = NULL, *v = NULL;
-	double t0, t1, t2;
+	double t0, tin, tstep, tout;
 	struct bg_hyper h;
 	int t;
 
 	a->parts = 1;
 	snprintf(a->note, sizeof(a->note),
-		 "in = grads D2H, step = CPU Adam on %d threads, out = params H2D",
-		 e->o->threads);
+		 "in = grads D2H, step = C loop Adam on %d threads (not PyTorch; host clock%s), out = params H2D",
+		 e->o->threads, bg_modeled() ? ", real time on this machine, not modeled" : "");
 	BG_CK(a->err, cudaHostAlloc((void **)&hp, e->N, cudaHostAllocPortable));
 	BG_CK(a->err, cudaHostAlloc((void **)&hg, e->N, cudaHostAllocPortable));
 	BG_CK(a->err, cudaHostAlloc((void **)&hm, e->N, cudaHostAllocPortable));
@@ -193,19 +232,20 @@ static void adam_cpu(struct adam_env *e)
 	m = v = NULL;
 	for (t = 1; t <= e->steps; t++) {
 		bg_hyper_step(&h, t);
-		t0 = bg_now();
+		BG_CK(a->err, start(e));
 		BG_CK(a->err, cudaMemcpyAsync(hg, e->g, e->N,
 					      cudaMemcpyDeviceToHost, e->s));
-		BG_CK(a->err, cudaStreamSynchronize(e->s));
-		t1 = bg_now();
+		BG_CK(a->err, stop(e, &tin));
+		t0 = bg_now();
 		bg_cpu_adam(hp, hg, hm, hv, e->n, &h, e->o->threads);
-		t2 = bg_now();
+		tstep = ms_since(t0);
+		BG_CK(a->err, start(e));
 		BG_CK(a->err, cudaMemcpyAsync(e->p, hp, e->N,
 					      cudaMemcpyHostToDevice, e->s));
-		BG_CK(a->err, cudaStreamSynchronize(e->s));
-		keep(a, t, (t1 - t0) * 1e3, (t2 - t1) * 1e3, ms_since(t2));
+		BG_CK(a->err, stop(e, &tout));
+		keep(a, t, tin, tstep, tout);
 	}
-	BG_CK(a->err, compare(e, a));
+	BG_CK(a->err, compare(e, a, hm, hv));
 fail:
 	unset(a);
 	free_mv(m, v);
@@ -229,7 +269,7 @@ static void adam_uvm(struct adam_env *e, int prefetch)
 	cudaMemLocation dev = loc(cudaMemLocationTypeDevice);
 	cudaMemLocation host = loc(cudaMemLocationTypeHost);
 	float *m = NULL, *v = NULL;
-	double t0, tin = 0, tstep, tout;
+	double tin = 0, tstep, tout;
 	struct bg_hyper h;
 	int t;
 
@@ -244,23 +284,23 @@ static void adam_uvm(struct adam_env *e, int prefetch)
 	BG_CK(a->err, bgk_init_params(e->p, e->g, e->n, e->s));
 	BG_CK(a->err, bgk_init_state(m, v, e->n, 0, e->s));
 	BG_CK(a->err, prefetch_mv(e, m, v, host));
+	BG_CK(a->err, cudaStreamSynchronize(e->s));
 	for (t = 1; t <= e->steps; t++) {
 		bg_hyper_step(&h, t);
 		if (prefetch) {
-			t0 = bg_now();
+			BG_CK(a->err, start(e));
 			BG_CK(a->err, prefetch_mv(e, m, v, dev));
-			tin = ms_since(t0);
+			BG_CK(a->err, stop(e, &tin));
 		}
-		t0 = bg_now();
+		BG_CK(a->err, start(e));
 		BG_CK(a->err, bgk_adam(e->p, e->g, m, v, e->n, &h, e->s));
-		BG_CK(a->err, cudaStreamSynchronize(e->s));
-		tstep = ms_since(t0);
-		t0 = bg_now();
+		BG_CK(a->err, stop(e, &tstep));
+		BG_CK(a->err, start(e));
 		BG_CK(a->err, prefetch_mv(e, m, v, host));
-		tout = ms_since(t0);
+		BG_CK(a->err, stop(e, &tout));
 		keep(a, t, tin, tstep, tout);
 	}
-	BG_CK(a->err, compare(e, a));
+	BG_CK(a->err, compare(e, a, m, v));
 fail:
 	unset(a);
 	free_mv(m, v);
@@ -331,7 +371,7 @@ static void adam_libum(struct adam_env *e, const char *id, const char *name,
 	struct um_context *ctx = e->ctx;
 	um_region_t hm = 0, hv = 0;
 	void *m = NULL, *v = NULL;
-	double t0, tin, tstep, tout;
+	double tin, tstep, tout;
 	size_t f0, f1, tot;
 	struct bg_hyper h;
 	int t, held = 0;
@@ -349,30 +389,30 @@ static void adam_libum(struct adam_env *e, const char *id, const char *name,
 	BG_CK(a->err, cudaStreamSynchronize(e->s));
 	for (t = 1; t <= e->steps; t++) {
 		bg_hyper_step(&h, t);
-		t0 = bg_now();
+		/* um_acquire orders the stream after the restores. */
+		BG_CK(a->err, start(e));
 		BG_UK(a->err, mv_acquire(e, hm, hv));
 		held = 1;
-		BG_UK(a->err, um_wait(ctx, hm));
-		BG_UK(a->err, um_wait(ctx, hv));
-		BG_CK(a->err, cudaStreamSynchronize(e->s));
-		tin = ms_since(t0);
-		t0 = bg_now();
+		BG_CK(a->err, stop(e, &tin));
+		BG_CK(a->err, start(e));
 		BG_CK(a->err, bgk_adam(e->p, e->g, (float *)m, (float *)v,
 				       e->n, &h, e->s));
-		BG_CK(a->err, cudaStreamSynchronize(e->s));
-		tstep = ms_since(t0);
+		BG_CK(a->err, stop(e, &tstep));
 		BG_CK(a->err, cudaMemGetInfo(&f0, &tot));
-		t0 = bg_now();
+		BG_CK(a->err, start(e));
 		BG_UK(a->err, mv_release(ctx, hm, hv));
 		held = 0;
 		BG_UK(a->err, mv_evict(ctx, hm, hv));
-		tout = ms_since(t0);
+		BG_CK(a->err, stop(e, &tout));
 		BG_CK(a->err, cudaMemGetInfo(&f1, &tot));
 		a->freed_gib = ((double)f1 - (double)f0) / (double)BG_GiB;
 		a->freed_known = 1;
 		keep(a, t, tin, tstep, tout);
 	}
-	BG_CK(a->err, compare(e, a));
+	/* The state is on the host: bring it back to compare it. */
+	BG_UK(a->err, mv_acquire(e, hm, hv));
+	held = 1;
+	BG_CK(a->err, compare(e, a, (float *)m, (float *)v));
 fail:
 	unset(a);
 	(void)cudaGetLastError();
@@ -407,6 +447,33 @@ static int acquire_piece(struct adam_env *e, um_region_t *h, int k,
 	return ret;
 }
 
+/* (g)'s p, and its m and v piece by piece (each acquired to compare). */
+static cudaError_t compare_pieces(struct adam_env *e, struct bg_adam *a,
+				  um_region_t *h, float **ptr,
+				  const size_t *cnt, const size_t *off, int K)
+{
+	cudaError_t err;
+	int k;
+
+	a->ndiff = 0;
+	a->max_diff = 0;
+	err = compare_part(e, a, e->p, e->ref_p, e->n);
+	for (k = 0; k < K && err == cudaSuccess; k++) {
+		int ret = um_acquire(e->ctx, h[k], UM_TIER_GPU(0), e->s);
+
+		if (ret < 0)
+			return cudaErrorMemoryAllocation;
+		err = compare_part(e, a, ptr[k], e->ref_m + off[k], cnt[k]);
+		if (err == cudaSuccess)
+			err = compare_part(e, a, ptr[k] + cnt[k],
+					   e->ref_v + off[k], cnt[k]);
+		um_release(e->ctx, h[k]);
+	}
+	if (err == cudaSuccess)
+		a->identical = a->ndiff == 0;
+	return err;
+}
+
 /* (g) */
 static void adam_pipelined(struct adam_env *e)
 {
@@ -419,7 +486,7 @@ static void adam_pipelined(struct adam_env *e)
 	size_t *off = (size_t *)calloc((size_t)K, sizeof(*off));
 	uint64_t budget = 0, old_budget = 0, piece_max;
 	struct bg_hyper hy;
-	double t0;
+	double ms;
 	int k, t, waited = 0, held = -1;
 
 	if (!h || !ptr || !cnt || !off) {
@@ -457,7 +524,7 @@ static void adam_pipelined(struct adam_env *e)
 	waited = 0;
 	for (t = 1; t <= e->steps; t++) {
 		bg_hyper_step(&hy, t);
-		t0 = bg_now();
+		BG_CK(a->err, start(e));
 		BG_UK(a->err, acquire_piece(e, h, 0, &waited));
 		held = 0;
 		for (k = 0; k < K; k++) {
@@ -474,8 +541,8 @@ static void adam_pipelined(struct adam_env *e)
 			}
 		}
 		BG_UK(a->err, um_wait_all(ctx));
-		BG_CK(a->err, cudaStreamSynchronize(e->s));
-		keep(a, t, 0, 0, ms_since(t0));
+		BG_CK(a->err, stop(e, &ms));
+		keep(a, t, 0, 0, ms);
 	}
 	snprintf(a->note, sizeof(a->note),
 		 "%d pieces of %.0f MiB, budget %.0f MiB (3 pieces)%s", K,
@@ -483,7 +550,7 @@ static void adam_pipelined(struct adam_env *e)
 		 (double)budget / (double)BG_MiB,
 		 waited ? "; um_acquire said -ENOMEM and waited" : "");
 	a->step_ms = 0;
-	BG_CK(a->err, compare(e, a));
+	BG_CK(a->err, compare_pieces(e, a, h, ptr, cnt, off, K));
 fail:
 	unset(a);
 	a->in_ms = a->out_ms = 0;
@@ -524,9 +591,12 @@ void bg_adam_table(const struct bg_opts *o, struct bg_results *r,
 			       (double)r->state_bytes / r->d2h) / 1e6;
 	if (r->both > 0)
 		r->floor_ovl_ms = 2.0 * (double)r->state_bytes / r->both / 1e6;
-	if (cudaMalloc((void **)&e.p, e.N) != cudaSuccess ||
+	if (bg_clock_init(&e.c) != cudaSuccess ||
+	    cudaMalloc((void **)&e.p, e.N) != cudaSuccess ||
 	    cudaMalloc((void **)&e.g, e.N) != cudaSuccess ||
-	    cudaMalloc((void **)&e.pref, e.N) != cudaSuccess) {
+	    cudaMalloc((void **)&e.ref_p, e.N) != cudaSuccess ||
+	    cudaMalloc((void **)&e.ref_m, e.N) != cudaSuccess ||
+	    cudaMalloc((void **)&e.ref_v, e.N) != cudaSuccess) {
 		struct bg_adam *a = row(&e, "a", "resident on the GPU (reference)");
 
 		bg_set_err(a->err, "cudaMalloc(params, grads)",
@@ -559,7 +629,9 @@ out:
 		cudaFree(e.p);
 	if (e.g)
 		cudaFree(e.g);
-	if (e.pref)
-		cudaFree(e.pref);
+	free_mv(e.ref_m, e.ref_v);
+	if (e.ref_p)
+		cudaFree(e.ref_p);
+	bg_clock_fini(&e.c);
 	(void)cudaGetLastError();
 }

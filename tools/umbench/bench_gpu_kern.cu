@@ -18,24 +18,6 @@
 #define BG_GRID 1056
 #define BG_BLOCK 256
 
-__host__ __device__ static inline uint32_t bg_hash(uint64_t i, uint32_t salt)
-{
-	uint32_t x = (uint32_t)i ^ (uint32_t)(i >> 32) * 0x85ebca6bu ^ salt;
-
-	x ^= x >> 16;
-	x *= 0x7feb352du;
-	x ^= x >> 15;
-	x *= 0x846ca68bu;
-	x ^= x >> 16;
-	return x;
-}
-
-/* Uniform in [0, 1), exact in fp32. */
-__device__ static inline float bg_unit(uint64_t i, uint32_t salt)
-{
-	return (float)(bg_hash(i, salt) >> 8) * (1.0f / 16777216.0f);
-}
-
 __global__ static void k_fill(uint32_t *w, uint64_t nw, uint32_t salt)
 {
 	uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x;
