@@ -36,12 +36,13 @@ check-fast:
 
 # The kernel-assisted scene (scripts/demo.sh): on this machine where
 # /dev/umm works, in the VM rig otherwise. It builds only what it runs; the
-# quick sim-only trainer demo is `make -C examples demo`.
+# quick sim-only trainer demo is `make -C examples demo`. DEMO_RATE=MiB/s:
+# how fast node 0 fills (default 16).
 demo:
 	+@$(MAKE) --no-print-directory deps
 	+@$(MAKE) --no-print-directory -C tools/umpressure build/umpressure-static
 	+@$(MAKE) --no-print-directory -C examples/demo
-	@scripts/demo.sh
+	@scripts/demo.sh $(if $(DEMO_RATE),--rate $(DEMO_RATE))
 
 install: all
 	+@set -e; for d in $(DIRS); do \
