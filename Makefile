@@ -10,11 +10,11 @@ DESTDIR ?=
 export PREFIX DESTDIR
 
 # Build order: the library first, then what links it, then the tests.
-COMPONENTS := libum tools examples bindings/python tests/harness tests/unit tests/gpu \
-	      kmod tests/kmod tests/vm tests/e2e
+COMPONENTS := libum tools examples bindings/python tests/harness tests/unit tests/soak \
+	      tests/gpu kmod tests/kmod tests/vm tests/e2e
 DIRS := $(patsubst %/Makefile,%,$(wildcard $(addsuffix /Makefile,$(COMPONENTS))))
 
-.PHONY: all check check-fast demo install clean deps help
+.PHONY: all check check-fast soak demo install clean deps help
 
 all:
 	+@set -e; for d in $(DIRS); do $(MAKE) -C $$d all; done
@@ -33,6 +33,13 @@ check:
 check-fast:
 	+@$(MAKE) --no-print-directory deps
 	+@MAKE="$(MAKE)" UM_BUILD_DIRS="$(DIRS)" UM_SKIP_VM=1 scripts/check.sh
+
+# The long runs, not part of check (tests/soak/soak.sh; SOAK_* variables):
+# the e2e scenarios SOAK_RUNS times per kernel, libum's stress program under
+# ASan and TSan, the fill-rate sweep.
+soak:
+	+@$(MAKE) --no-print-directory deps
+	+@$(MAKE) --no-print-directory -C tests/soak soak
 
 # The kernel-assisted scene (scripts/demo.sh): on this machine where
 # /dev/umm works, in the VM rig otherwise. It builds only what it runs; the
@@ -65,6 +72,9 @@ help:
 	@echo '              suite incl. the VM ones; ends "N passed, N failed, N skipped",'
 	@echo '              logs in build/check/'
 	@echo '  check-fast  the same without the VM suites (UM_SKIP_VM=1)'
+	@echo '  soak        long runs, not in check: e2e x SOAK_RUNS (20) per kernel,'
+	@echo '              libum stress under ASan and TSan (SOAK_SECONDS, 60), the'
+	@echo '              fill-rate sweep; tests/soak/soak.sh --help'
 	@echo '  demo        deps + all, then run the umtrain demo (examples/)'
 	@echo '  install     install libum, tools, man pages under $$(DESTDIR)$$(PREFIX)'
 	@echo '              (PREFIX=$(PREFIX))'

@@ -22,7 +22,7 @@ set -uo pipefail
 
 cd "$(dirname "$0")/.." || exit 1
 MAKE=${MAKE:-make}
-SUITES=(tests/harness libum tests/unit tests/gpu tools examples bindings/python kmod
+SUITES=(tests/harness libum tests/unit tests/soak tests/gpu tools examples bindings/python kmod
 	tests/kmod tests/vm tests/e2e)
 VM_SUITES=" tests/kmod tests/vm tests/e2e "
 LOGDIR=build/check
