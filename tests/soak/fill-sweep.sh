@@ -11,13 +11,15 @@
 # rate at which, and at every slower rate, every run survived.
 #
 # Usage: fill-sweep.sh [--kernel SERIES] [--runs N] [--rates "16 32 ..."]
-#                      [--out DIR] [--json FILE]
+#                      [--out DIR] [--json FILE] [--bin PROGRAM]
 #   --kernel   6.1 (default) or 6.12
 #   --runs     boots per rate (default 2; SOAK_SWEEP_RUNS)
 #   --rates    MiB/s, ascending (default "16 32 64 128 256 512";
 #              SOAK_SWEEP_RATES)
 #   --out      logs: DIR/<kernel>/rate-<R>/run-<i>/ (default build/sweep)
 #   --json     also write the figures there
+#   --bin      the scenario program (default tests/e2e/build/e2e_node_fill;
+#              another build of it, to compare two libums under one load)
 # Exit status: 0 when it ran (whatever the rates survived), 2 on bad usage
 # or when a boot could not run at all.
 # Expects tests/e2e and umpressure built (make -C tests/soak does it).
@@ -28,7 +30,7 @@ top=$(cd "$here/../.." && pwd)
 . "$here/lib.sh"
 
 series=6.1 runs=${SOAK_SWEEP_RUNS:-2} rates=${SOAK_SWEEP_RATES:-16 32 64 128 256 512}
-out=$here/build/sweep json=
+out=$here/build/sweep json= bin=$top/tests/e2e/build/e2e_node_fill
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--kernel) series=$2; shift 2 ;;
@@ -36,6 +38,7 @@ while [ $# -gt 0 ]; do
 	--rates) rates=$2; shift 2 ;;
 	--out) out=$2; shift 2 ;;
 	--json) json=$2; shift 2 ;;
+	--bin) bin=$2; shift 2 ;;
 	-h|--help) usage "$0"; exit 0 ;;
 	*) die "unknown argument $1 (see --help)" ;;
 	esac
@@ -50,6 +53,7 @@ for r in $rates; do
 done
 ver=$("$top/tests/vm/kernels.sh" "$series") || die "kernel $series is not installed with headers"
 need_e2e_built
+[ -x "$bin" ] || die "$bin is not a program"
 
 printf '# fill-rate sweep: e2e_node_fill on %s, %d run(s) per rate, rates %s MiB/s\n' \
 	"$ver" "$runs" "$rates"
@@ -63,7 +67,7 @@ for r in $rates; do
 		nice "$top/tests/vm/run-vm.sh" --kernel "$ver" --tag sweep \
 			--mem 512 --out "$d" --env "E2E_FILL_RATE=$r" \
 			--file "$UMP:/t/umpressure" \
-			-- "$top/tests/e2e/build/e2e_node_fill" >"$d/judge.log" 2>&1
+			-- "$bin" >"$d/judge.log" 2>&1
 		rc=$?
 		[ $rc = 2 ] && die "run-vm.sh could not run (see $d/judge.log)"
 		[ $rc = 0 ] && passed=$((passed + 1))
