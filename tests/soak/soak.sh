@@ -23,7 +23,8 @@
 #   SOAK_SWEEP_KERNEL  [6.1]
 #   SOAK_SWEEP_RUNS    boots per fill rate [2]
 #   SOAK_SWEEP_RATES   MiB/s, ascending ["16 32 64 128 256 512"]
-# Logs under tests/soak/build/soak/; the summary also in summary.txt there.
+# Logs under tests/soak/build/soak/ (a part's old logs go when it runs
+# again); the summary also in summary.txt there.
 # Exit status 0 when every part passed (a sweep passes when it ran).
 set -uo pipefail
 
@@ -54,7 +55,6 @@ for k in $kernels $sweep_kernel; do
 done
 
 out=$here/build/soak
-rm -rf "$out"
 mkdir -p "$out"
 summary=()
 failed=0
@@ -85,6 +85,7 @@ e2e_run() {
 
 part_e2e() {
 	local series
+	rm -rf "$out/e2e"
 	for series in $kernels; do
 		e_passed=0 e_kills=0 e_expected=0 e_lost=0 e_ack=-1
 		echo "# e2e: $runs run(s) on $series"
@@ -102,6 +103,7 @@ jnum() { tail -n 1 "$log" | grep -o "\"$1\":[0-9.]*" | cut -d: -f2; }
 
 part_stress() {
 	local build log rc l
+	rm -rf "$out"/stress-* "$out"/spill-*
 	for build in asan tsan; do
 		log=$out/stress-$build.log
 		rm -rf "$out/spill-$build"
@@ -127,6 +129,7 @@ part_stress() {
 
 part_sweep() {
 	local log=$out/sweep.log
+	rm -rf "$out"/sweep*
 	"$here/fill-sweep.sh" --kernel "$sweep_kernel" --out "$out/sweep" \
 		--json "$out/sweep.json" | tee "$log"
 	[ "${PIPESTATUS[0]}" = 0 ] || failed=1
