@@ -25,126 +25,6 @@ static ushort dev_mode = 0660;
 module_param(dev_mode, ushort, 0444);
 MODULE_PARM_DESC(dev_mode, "Mode of /dev/umm (default 0660)");
 
-/* ---- ring ------------------------------------------------------------- */
-
-static u32 umm_ring_slot(struct umm_client *c, u32 i)
-{
-	return (c->head + i) % (c->queue_len + 1);
-}
-
-static void umm_pending_add(struct umm_client *c, const struct umm_event *ev)
-{
-	u32 i;
-
-	if (c->pending_nr == UMM_ACK_PENDING) {
-		/* forget the oldest: an ACK for it now gets -ENOENT */
-		c->pending_head = (c->pending_head + 1) % UMM_ACK_PENDING;
-		c->pending_nr--;
-	}
-	i = (c->pending_head + c->pending_nr) % UMM_ACK_PENDING;
-	c->pending[i].seq = ev->seq;
-	c->pending[i].ts_ns = ev->ts_ns;
-	c->pending_nr++;
-}
-
-/*
- * Append @ev, or account for it in an OVERFLOW record. Events may only fill
- * queue_len slots; the last slot is kept so that an OVERFLOW record always
- * fits. The OVERFLOW record carries the seq of the last record dropped, so
- * seq numbers stay contiguous across it: records seq - lost + 1 .. seq are
- * the lost ones. It is not coalesced into while a reader copies it out.
- */
-static void umm_ring_push(struct umm_client *c, struct umm_event *ev)
-{
-	struct umm_event *last, *o;
-
-	lockdep_assert_held(&c->ring_lock);
-	ev->seq = ++c->seq;
-	if (c->used < c->queue_len) {
-		c->ring[umm_ring_slot(c, c->used)] = *ev;
-		c->used++;
-		c->events++;
-		atomic64_inc(&umm.stats.events_sent);
-		if (ev->flags & UMM_EVENT_F_ACK)
-			umm_pending_add(c, ev);
-		return;
-	}
-
-	c->drops++;
-	atomic64_inc(&umm.stats.events_dropped);
-	last = &c->ring[umm_ring_slot(c, c->used - 1)];
-	if (last->type == UMM_EVENT_OVERFLOW && !(c->reading && c->used == 1)) {
-		last->lost++;
-		last->seq = ev->seq;
-		last->ts_ns = ev->ts_ns;
-		return;
-	}
-	o = &c->ring[umm_ring_slot(c, c->used)];
-	umm_event_init(o, UMM_EVENT_OVERFLOW, UMM_TIER_NONE, 0);
-	o->seq = ev->seq;
-	o->ts_ns = ev->ts_ns;
-	o->lost = 1;
-	c->used++;
-	atomic64_inc(&umm.stats.overflows);
-}
-
-/**
- * umm_client_queue() - queue one event record for a client and wake it.
- * @c:	the client.
- * @ev:	the record; its seq is filled in.
- *
- * Context: any process context, including reclaim and the OOM notifier;
- * never sleeps. Callers hold umm.lock.
- */
-void umm_client_queue(struct umm_client *c, struct umm_event *ev)
-{
-	spin_lock(&c->ring_lock);
-	umm_ring_push(c, ev);
-	spin_unlock(&c->ring_lock);
-	wake_up_interruptible_poll(&c->wq, EPOLLIN | EPOLLRDNORM);
-}
-
-/**
- * umm_client_depth() - records waiting in a client's ring.
- * @c:	the client.
- *
- * Return: the number of records queued and not read yet.
- */
-u32 umm_client_depth(struct umm_client *c)
-{
-	u32 n;
-
-	spin_lock(&c->ring_lock);
-	n = c->used;
-	spin_unlock(&c->ring_lock);
-	return n;
-}
-
-static bool umm_ring_peek(struct umm_client *c, struct umm_event *ev)
-{
-	bool found = false;
-
-	spin_lock(&c->ring_lock);
-	if (c->used) {
-		*ev = c->ring[c->head];
-		c->reading = true;
-		found = true;
-	}
-	spin_unlock(&c->ring_lock);
-	return found;
-}
-
-static void umm_ring_done(struct umm_client *c, bool consumed)
-{
-	spin_lock(&c->ring_lock);
-	if (consumed) {
-		c->head = umm_ring_slot(c, 1);
-		c->used--;
-	}
-	c->reading = false;
-	spin_unlock(&c->ring_lock);
-}
-
 /* ---- file operations ------------------------------------------------- */
 
 static int umm_open(struct inode *inode, struct file *file)
@@ -162,17 +42,11 @@ static int umm_open(struct inode *inode, struct file *file)
 		ret = -ENOMEM;
 		goto free_client;
 	}
-	c->queue_len = READ_ONCE(umm.queue_len);
-	c->ring = kvcalloc(c->queue_len + 1, sizeof(*c->ring),
-			   GFP_KERNEL_ACCOUNT);
-	if (!c->ring) {
-		ret = -ENOMEM;
+	ret = umm_ring_alloc(c, READ_ONCE(umm.queue_len));
+	if (ret)
 		goto free_nodes;
-	}
 
 	INIT_LIST_HEAD(&c->list);
-	spin_lock_init(&c->ring_lock);
-	init_waitqueue_head(&c->wq);
 	mutex_init(&c->read_mutex);
 	c->pid = get_pid(task_tgid(current));
 	get_task_comm(comm, current);
@@ -198,6 +72,18 @@ free_client:
 	return ret;
 }
 
+static void umm_source_account(struct umm_source *s, const struct umm_book *b,
+			       int sign)
+{
+	if (sign > 0) {
+		umm_sum_add(&s->resident, b->resident);
+		umm_sum_add(&s->reclaimable, b->reclaimable);
+	} else {
+		umm_sum_sub(&s->resident, b->resident);
+		umm_sum_sub(&s->reclaimable, b->reclaimable);
+	}
+}
+
 /* Add (@sign > 0) or take away a client's books from the sums. */
 static void umm_books_account(struct umm_client *c, int sign)
 {
@@ -205,26 +91,10 @@ static void umm_books_account(struct umm_client *c, int sign)
 	int nid, i;
 
 	lockdep_assert_held(&umm.lock);
-	for_each_umm_node(n, nid) {
-		if (sign > 0) {
-			n->src.resident += c->nodes[nid].resident;
-			n->src.reclaimable += c->nodes[nid].reclaimable;
-		} else {
-			n->src.resident -= c->nodes[nid].resident;
-			n->src.reclaimable -= c->nodes[nid].reclaimable;
-		}
-	}
-	for (i = 0; i < UMM_MAX_GPUS; i++) {
-		struct umm_source *s = &umm.gpus[i]->src;
-
-		if (sign > 0) {
-			s->resident += c->gpus[i].resident;
-			s->reclaimable += c->gpus[i].reclaimable;
-		} else {
-			s->resident -= c->gpus[i].resident;
-			s->reclaimable -= c->gpus[i].reclaimable;
-		}
-	}
+	for_each_umm_node(n, nid)
+		umm_source_account(&n->src, &c->nodes[nid], sign);
+	for (i = 0; i < UMM_MAX_GPUS; i++)
+		umm_source_account(&umm.gpus[i]->src, &c->gpus[i], sign);
 }
 
 static void umm_recheck_gpus(void)
@@ -252,7 +122,7 @@ static int umm_release(struct inode *inode, struct file *file)
 	mutex_unlock(&umm.mutex);
 
 	put_pid(c->pid);
-	kvfree(c->ring);
+	umm_ring_free(c);
 	kfree(c->nodes);
 	kfree(c);
 	atomic_dec(&umm.stats.clients);
@@ -349,27 +219,30 @@ static void umm_client_place(struct umm_client *c)
 	list_add_tail(&c->list, &umm.clients);
 }
 
-static long umm_ioc_api(struct umm_client *c, struct umm_api __user *uarg)
+/*
+ * Copy an ioctl's argument in by the extensible-struct rule of the header:
+ * the caller's sizeof is the size in the ioctl number, the struct's own
+ * size field (its first) must say the same, it must be at least @ksize, and
+ * bytes beyond @ksize must be zero (copy_struct_from_user() gives -E2BIG).
+ */
+static int umm_copy_arg(void *dst, size_t ksize, const void __user *uarg,
+			unsigned int cmd)
 {
-	struct umm_api a;
-	long ret = 0;
+	size_t usize = _IOC_SIZE(cmd);
+	u32 size;
+	int ret;
 
-	if (copy_from_user(&a, uarg, sizeof(a)))
-		return -EFAULT;
-	if (a.size != sizeof(a))
+	if (usize < ksize)
 		return -EINVAL;
-	if (a.api != UMM_API_VERSION)
-		return -EPROTO;
-	if ((a.features & ~UMM_API_FEATURES) || a.flags ||
-	    !umm_name_ok(a.name))
-		return -EINVAL;
+	ret = copy_struct_from_user(dst, ksize, uarg, usize);
+	if (ret)
+		return ret;
+	memcpy(&size, dst, sizeof(size));
+	return size == usize ? 0 : -EINVAL;
+}
 
-	mutex_lock(&umm.mutex);
-	if (c->ready) {
-		ret = -EBUSY;
-		goto unlock;
-	}
-	/* answer first: a handshake the caller never saw must not count */
+static int umm_api_answer(struct umm_client *c, struct umm_api __user *uarg)
+{
 	if (put_user((u64)UMM_API_FEATURES, &uarg->features) ||
 	    put_user((u64)(BIT(_IOC_NR(UMM_IOC_API)) |
 			   BIT(_IOC_NR(UMM_IOC_REPORT)) |
@@ -378,8 +251,40 @@ static long umm_ioc_api(struct umm_client *c, struct umm_api __user *uarg)
 	    put_user((u32)sizeof(struct umm_event), &uarg->event_size) ||
 	    put_user(c->queue_len, &uarg->queue_len) ||
 	    put_user((u32)UMM_MAX_GPUS, &uarg->max_gpus) ||
-	    put_user((u32)nr_node_ids, &uarg->nr_node_ids)) {
-		ret = -EFAULT;
+	    put_user((u32)nr_node_ids, &uarg->nr_node_ids))
+		return -EFAULT;
+	return 0;
+}
+
+static long umm_ioc_api(struct umm_client *c, struct umm_api __user *uarg,
+			unsigned int cmd)
+{
+	struct umm_api a;
+	long ret;
+
+	ret = umm_copy_arg(&a, sizeof(a), uarg, cmd);
+	if (ret)
+		return ret;
+	if (a.api != UMM_API_VERSION)
+		return -EPROTO;
+	if ((a.features & ~UMM_API_FEATURES) || a.flags ||
+	    !umm_name_ok(a.name))
+		return -EINVAL;
+	/* pairs with the release below */
+	if (smp_load_acquire(&c->ready))
+		return -EBUSY;
+	/*
+	 * Answer first: a handshake the caller never saw must not count. And
+	 * answer outside umm.mutex: the caller's page may take as long as it
+	 * likes to fault in (userfaultfd), and no one else may wait for it.
+	 */
+	ret = umm_api_answer(c, uarg);
+	if (ret)
+		return ret;
+
+	mutex_lock(&umm.mutex);
+	if (c->ready) {
+		ret = -EBUSY;	/* a racing handshake on the same file won */
 		goto unlock;
 	}
 	spin_lock(&umm.lock);
@@ -400,7 +305,8 @@ static int umm_report_check(const struct umm_tier_report *t, u32 count)
 	u32 i, j;
 
 	for (i = 0; i < count; i++) {
-		if (t[i].reclaimable_bytes > t[i].resident_bytes)
+		if (t[i].reclaimable_bytes > t[i].resident_bytes ||
+		    t[i].resident_bytes > UMM_TIER_BYTES_MAX)
 			return -EINVAL;
 		switch (t[i].tier_type) {
 		case UMM_TIER_HOST_NODE:
@@ -423,7 +329,8 @@ static int umm_report_check(const struct umm_tier_report *t, u32 count)
 	return 0;
 }
 
-static long umm_ioc_report(struct umm_client *c, void __user *uarg)
+static long umm_ioc_report(struct umm_client *c, void __user *uarg,
+			   unsigned int cmd)
 {
 	struct umm_tier_report *t = NULL;
 	struct umm_report r;
@@ -431,10 +338,10 @@ static long umm_ioc_report(struct umm_client *c, void __user *uarg)
 	u32 i;
 	int ret;
 
-	if (copy_from_user(&r, uarg, sizeof(r)))
-		return -EFAULT;
-	if (r.size != sizeof(r) || (r.flags & ~UMM_REPORT_F_UPDATE) ||
-	    r.reserved)
+	ret = umm_copy_arg(&r, sizeof(r), uarg, cmd);
+	if (ret)
+		return ret;
+	if ((r.flags & ~UMM_REPORT_F_UPDATE) || r.reserved)
 		return -EINVAL;
 	if (r.count > UMM_REPORT_MAX)
 		return -E2BIG;
@@ -473,57 +380,27 @@ free_tiers:
 	return ret;
 }
 
-static void umm_latency_record(u64 ns)
+static long umm_ioc_ack(struct umm_client *c, struct umm_ack __user *uarg,
+			unsigned int cmd)
 {
-	s64 old = atomic64_read(&umm.stats.ack_latency_max_ns);
-
-	atomic64_add(ns, &umm.stats.ack_latency_sum_ns);
-	atomic64_inc(&umm.stats.ack_latency_count);
-	while ((s64)ns > old) {
-		s64 prev = atomic64_cmpxchg(&umm.stats.ack_latency_max_ns,
-					    old, ns);
-		if (prev == old)
-			break;
-		old = prev;
-	}
-}
-
-static long umm_ioc_ack(struct umm_client *c, struct umm_ack __user *uarg)
-{
-	u64 now = ktime_get_ns(), lat = 0;
 	struct umm_ack a;
-	u32 n = 0;
+	u64 lat;
+	long ret;
+	u32 n;
 
-	if (copy_from_user(&a, uarg, sizeof(a)))
+	ret = umm_copy_arg(&a, sizeof(a), uarg, cmd);
+	if (ret)
+		return ret;
+	if (a.flags)
+		return -EINVAL;
+	ret = umm_pending_latency(c, a.seq, &lat);
+	if (ret)
+		return ret;
+	/* answer first, count after: an ACK the caller never saw is none */
+	if (put_user(lat, &uarg->latency_ns))
 		return -EFAULT;
-	if (a.size != sizeof(a) || a.flags)
-		return -EINVAL;
-
-	spin_lock(&c->ring_lock);
-	if (!a.seq || a.seq > c->seq) {
-		spin_unlock(&c->ring_lock);
-		return -EINVAL;
-	}
-	while (c->pending_nr && c->pending[c->pending_head].seq <= a.seq) {
-		lat = now - c->pending[c->pending_head].ts_ns;
-		umm_latency_record(lat);
-		c->ack_ns_sum += lat;
-		c->ack_ns_n++;
-		c->pending_head = (c->pending_head + 1) % UMM_ACK_PENDING;
-		c->pending_nr--;
-		n++;
-	}
-	if (n) {
-		c->acks++;
-		c->bytes_freed += a.bytes_freed;
-	}
-	spin_unlock(&c->ring_lock);
-	if (!n)
-		return -ENOENT;
-
-	atomic64_inc(&umm.stats.acks);
-	atomic64_add(a.bytes_freed, &umm.stats.bytes_freed);
-	return put_user(lat, &uarg->latency_ns) ? -EFAULT : 0;
+	n = umm_pending_retire(c, a.seq, a.bytes_freed);
+	return n ? 0 : -ENOENT;	/* a racing ACK took them meanwhile */
 }
 
 static void umm_level_fill(struct umm_level_info *li, u32 type, u32 id,
@@ -532,25 +409,27 @@ static void umm_level_fill(struct umm_level_info *li, u32 type, u32 id,
 	li->tier_type = type;
 	li->tier_id = id;
 	li->level = s->level;
-	li->used_bytes = s->resident;
-	li->reclaimable_bytes = s->reclaimable;
+	li->used_bytes = umm_sum_read(&s->resident);
+	li->reclaimable_bytes = umm_sum_read(&s->reclaimable);
 	li->eta_ms = UMM_ETA_UNKNOWN;
 	if (s->injected)
 		li->flags |= UMM_LEVEL_F_INJECTED;
 }
 
-static long umm_ioc_query(struct umm_client *c, struct umm_query __user *uarg)
+static long umm_ioc_query(struct umm_client *c, struct umm_query __user *uarg,
+			  unsigned int cmd)
 {
 	struct umm_level_info *li;
 	struct umm_query q;
 	struct umm_node *n;
 	u32 total = 0, i;
-	long ret = 0;
+	long ret;
 	int nid;
 
-	if (copy_from_user(&q, uarg, sizeof(q)))
-		return -EFAULT;
-	if (q.size != sizeof(q) || q.flags)
+	ret = umm_copy_arg(&q, sizeof(q), uarg, cmd);
+	if (ret)
+		return ret;
+	if (q.flags)
 		return -EINVAL;
 
 	li = kcalloc(nr_node_ids + UMM_MAX_GPUS, sizeof(*li), GFP_KERNEL);
@@ -568,16 +447,16 @@ static long umm_ioc_query(struct umm_client *c, struct umm_query __user *uarg)
 	}
 	for (i = 0; i < UMM_MAX_GPUS; i++) {
 		struct umm_gpu *g = umm.gpus[i];
+		u64 used = umm_sum_read(&g->src.resident);
 
-		if (!g->budget_bytes && !g->src.resident && !g->src.injected)
+		if (!g->budget_bytes && !used && !g->src.injected)
 			continue;
 		umm_level_fill(&li[total], UMM_TIER_GPU, i, &g->src);
 		li[total].total_bytes = g->budget_bytes;
 		if (g->budget_bytes) {
 			li[total].flags |= UMM_LEVEL_F_BUDGET;
-			if (g->budget_bytes > g->src.resident)
-				li[total].free_bytes = g->budget_bytes -
-						       g->src.resident;
+			if (g->budget_bytes > used)
+				li[total].free_bytes = g->budget_bytes - used;
 		}
 		total++;
 	}
@@ -603,26 +482,31 @@ free_levels:
 	return ret;
 }
 
+/* Is @cmd the ioctl @known, at any size (see umm_copy_arg())? */
+static bool umm_ioc_is(unsigned int cmd, unsigned int known)
+{
+	return _IOC_TYPE(cmd) == _IOC_TYPE(known) &&
+	       _IOC_NR(cmd) == _IOC_NR(known) &&
+	       _IOC_DIR(cmd) == _IOC_DIR(known);
+}
+
 static long umm_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
 	struct umm_client *c = file->private_data;
 	void __user *uarg = (void __user *)arg;
 
-	if (cmd == UMM_IOC_API)
-		return umm_ioc_api(c, uarg);
+	if (umm_ioc_is(cmd, UMM_IOC_API))
+		return umm_ioc_api(c, uarg, cmd);
 	/* pairs with the release in umm_ioc_api() */
 	if (!smp_load_acquire(&c->ready))
 		return -EBADFD;
-	switch (cmd) {
-	case UMM_IOC_REPORT:
-		return umm_ioc_report(c, uarg);
-	case UMM_IOC_ACK:
-		return umm_ioc_ack(c, uarg);
-	case UMM_IOC_QUERY:
-		return umm_ioc_query(c, uarg);
-	default:
-		return -ENOTTY;
-	}
+	if (umm_ioc_is(cmd, UMM_IOC_REPORT))
+		return umm_ioc_report(c, uarg, cmd);
+	if (umm_ioc_is(cmd, UMM_IOC_ACK))
+		return umm_ioc_ack(c, uarg, cmd);
+	if (umm_ioc_is(cmd, UMM_IOC_QUERY))
+		return umm_ioc_query(c, uarg, cmd);
+	return -ENOTTY;
 }
 
 static const struct file_operations umm_fops = {

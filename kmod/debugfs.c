@@ -9,10 +9,32 @@
 #include <linux/math64.h>
 #include <linux/pid.h>
 #include <linux/seq_file.h>
+#include <linux/string.h>
 
 #include "umm_internal.h"
 
 static struct dentry *umm_debugfs_dir;
+
+/*
+ * A client's name is one word of the row: before the handshake it is the
+ * opener's comm, which may hold anything (prctl(PR_SET_NAME, "x\n4242 ...")
+ * would add a row), and a handshake name may hold blanks. Every byte that
+ * is not printable, a blank or a backslash is written as \ooo, as
+ * /proc/mounts does.
+ */
+static void umm_show_name(struct seq_file *m, const char *name)
+{
+	size_t i, len = strnlen(name, UMM_NAME_LEN);
+
+	for (i = 0; i < len; i++) {
+		u8 b = name[i];
+
+		if (b > ' ' && b < 0x7f && b != '\\')
+			seq_putc(m, b);
+		else
+			seq_printf(m, "\\%03o", b);
+	}
+}
 
 static void umm_show_books(struct seq_file *m, struct umm_client *c)
 {
@@ -56,10 +78,11 @@ static int clients_show(struct seq_file *m, void *unused)
 		freed = c->bytes_freed;
 		lat = c->ack_ns_n ? div64_u64(c->ack_ns_sum, c->ack_ns_n) : 0;
 		spin_unlock(&c->ring_lock);
-		seq_printf(m, "%d %s %d %d %u %u %llu %llu %llu %llu %llu",
-			   pid_nr(c->pid), c->name, c->priority, c->ready,
-			   c->queue_len, queued, events, drops, acks, freed,
-			   lat);
+		seq_printf(m, "%d ", pid_nr(c->pid));
+		umm_show_name(m, c->name);
+		seq_printf(m, " %d %d %u %u %llu %llu %llu %llu %llu",
+			   c->priority, c->ready, c->queue_len, queued, events,
+			   drops, acks, freed, lat);
 		umm_show_books(m, c);
 		seq_putc(m, '\n');
 	}

@@ -3,7 +3,8 @@
  * Who is told what. One policy for every source: the bytes a
  * source needs back are asked of the clients holding bytes there, lowest
  * priority first, first from what they declared reclaimable, then (for
- * watermarks and budgets, not for reclaim) from the rest of what they hold.
+ * watermarks and budgets, not for reclaim) from the rest of what they hold;
+ * and which node an event names as the place with room.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -12,29 +13,6 @@
 #include <linux/string.h>
 
 #include "umm_internal.h"
-
-/**
- * umm_event_init() - fill an event record with its header and defaults.
- * @ev:		record to fill.
- * @type:	enum umm_event_type.
- * @tier_type:	enum umm_tier_type of the source.
- * @tier_id:	node or GPU id (0 for UMM_TIER_NONE).
- *
- * The timestamp is taken now; level is NORMAL, no destination, ETA unknown.
- */
-void umm_event_init(struct umm_event *ev, u32 type, u32 tier_type,
-		    u32 tier_id)
-{
-	memset(ev, 0, sizeof(*ev));
-	ev->type = type;
-	ev->size = sizeof(*ev);
-	ev->tier_type = tier_type;
-	ev->tier_id = tier_id;
-	ev->ts_ns = ktime_get_ns();
-	ev->level = UMM_LEVEL_NORMAL;
-	ev->dest_node = UMM_NODE_NONE;
-	ev->eta_ms = UMM_ETA_UNKNOWN;
-}
 
 static struct umm_book *umm_client_book(struct umm_client *c, u32 tier_type,
 					u32 id)
@@ -184,4 +162,37 @@ bool umm_rate_ok(u64 *last_ns, u64 now, bool force)
 		return false;
 	*last_ns = now;
 	return true;
+}
+
+/**
+ * umm_dest_node() - the node with most free memory above its low watermark.
+ * @exclude:	node not to name (the one under pressure), or -1.
+ *
+ * Only a node above its low watermark by the hysteresis band counts: one
+ * just above it (held there by another workload) would go LOW with the
+ * first bytes moved to it, and a client bound elsewhere that fills it is
+ * not eligible for that node's OOM kill, so others die instead.
+ *
+ * Context: any; reads the last samples without locks.
+ * Return: a node id, or UMM_NODE_NONE when no node has headroom.
+ */
+int umm_dest_node(int exclude)
+{
+	u32 band = READ_ONCE(umm.hysteresis_bp);
+	s32 best = UMM_NODE_NONE;
+	struct umm_node *n;
+	u64 most = 0;
+	int nid;
+
+	for_each_umm_node(n, nid) {
+		u64 free = READ_ONCE(n->free_bytes);
+		u64 low = umm_bp_of(READ_ONCE(n->total_bytes),
+				    READ_ONCE(n->low_bp) + band);
+
+		if (nid == exclude || free <= low || free - low <= most)
+			continue;
+		most = free - low;
+		best = nid;
+	}
+	return best;
 }

@@ -12,18 +12,6 @@
 
 #include "umm_internal.h"
 
-struct umm_state umm = {
-	.mutex		= __MUTEX_INITIALIZER(umm.mutex),
-	.lock		= __SPIN_LOCK_UNLOCKED(umm.lock),
-	.clients	= LIST_HEAD_INIT(umm.clients),
-	.enabled	= true,
-	.interval_ms	= 100,
-	.queue_len	= 256,
-	.hysteresis_bp	= 200,
-	.min_interval_ms = 100,
-	.repeat_ms	= 1000,
-};
-
 static void umm_abi_checks(void)
 {
 	BUILD_BUG_ON(sizeof(struct umm_event) != UMM_EVENT_SIZE);

@@ -2,7 +2,7 @@
 /*
  * Levels of the sources: free memory of every node against its
  * watermarks, sampled by a delayed work, and clients' GPU usage against the
- * GPU budgets; the enabled switch; the inject file.
+ * GPU budgets; the enabled switch; levels held by hand (for inject.c).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -37,11 +37,6 @@ const char *umm_level_name(u32 level)
 	if (level >= ARRAY_SIZE(umm_level_names))
 		level = UMM_LEVEL_INVALID;
 	return umm_level_names[level];
-}
-
-static u64 umm_bp_of(u64 total, u32 bp)
-{
-	return div64_u64(total * bp, UMM_BP_MAX);
 }
 
 /*
@@ -178,39 +173,6 @@ static void umm_node_sample(struct umm_node *n, u64 now)
 				 UMM_ETA_UNKNOWN - 1));
 }
 
-/**
- * umm_dest_node() - the node with most free memory above its low watermark.
- * @exclude:	node not to name (the one under pressure), or -1.
- *
- * Only a node above its low watermark by the hysteresis band counts: one
- * just above it (held there by another workload) would go LOW with the
- * first bytes moved to it, and a client bound elsewhere that fills it is
- * not eligible for that node's OOM kill, so others die instead.
- *
- * Context: any; reads the last samples without locks.
- * Return: a node id, or UMM_NODE_NONE when no node has headroom.
- */
-int umm_dest_node(int exclude)
-{
-	u32 band = READ_ONCE(umm.hysteresis_bp);
-	s32 best = UMM_NODE_NONE;
-	struct umm_node *n;
-	u64 most = 0;
-	int nid;
-
-	for_each_umm_node(n, nid) {
-		u64 free = READ_ONCE(n->free_bytes);
-		u64 low = umm_bp_of(READ_ONCE(n->total_bytes),
-				    READ_ONCE(n->low_bp) + band);
-
-		if (nid == exclude || free <= low || free - low <= most)
-			continue;
-		most = free - low;
-		best = nid;
-	}
-	return best;
-}
-
 static bool umm_repeat_due(struct umm_source *s, u64 now)
 {
 	u64 every = (u64)READ_ONCE(umm.repeat_ms) * NSEC_PER_MSEC;
@@ -308,7 +270,7 @@ void umm_gpu_check(struct umm_gpu *g, bool injected)
 
 	lockdep_assert_held(&umm.mutex);
 	spin_lock(&umm.lock);
-	used = g->src.resident;
+	used = umm_sum_read(&g->src.resident);
 	spin_unlock(&umm.lock);
 	budget = g->budget_bytes;
 	if (budget && used > budget)
@@ -345,6 +307,17 @@ static void umm_node_update(struct umm_node *n, u64 now)
 	umm_node_announce(n, now, false);
 }
 
+/*
+ * The sampling work runs on the high-priority system workqueue: its
+ * kworkers run at nice -20, so a sample (and the events it raises) does not
+ * queue behind other work of system_wq on a busy machine, which put the
+ * p99 of an event's delivery at several times a plain wakeup's.
+ */
+static void umm_sample_after(unsigned long delay)
+{
+	queue_delayed_work(system_highpri_wq, &umm.work, delay);
+}
+
 static void umm_work_fn(struct work_struct *work)
 {
 	struct umm_node *n;
@@ -358,8 +331,7 @@ static void umm_work_fn(struct work_struct *work)
 	for (i = 0; i < UMM_MAX_GPUS; i++)
 		umm_gpu_check(umm.gpus[i], false);
 	if (umm.running)
-		schedule_delayed_work(&umm.work,
-				      msecs_to_jiffies(umm.interval_ms));
+		umm_sample_after(msecs_to_jiffies(umm.interval_ms));
 	mutex_unlock(&umm.mutex);
 }
 
@@ -410,99 +382,51 @@ void umm_set_enabled(bool on)
 	umm_monitor_kick();
 }
 
-/* "node <nid> <level>|clear|shrink <bytes>" */
-static int umm_inject_node(int argc, char **argv)
+/**
+ * umm_level_parse() - the level a word names, as sysfs shows them.
+ * @word:	"normal", "low", "medium" or "critical".
+ *
+ * Return: enum umm_level, or -EINVAL.
+ */
+int umm_level_parse(const char *word)
 {
-	struct umm_node *n;
-	unsigned int nid;
-	u64 bytes;
-	int level;
+	int level = match_string(umm_level_names, ARRAY_SIZE(umm_level_names),
+				 word);
 
-	if (argc < 3 || kstrtouint(argv[1], 0, &nid) || nid >= nr_node_ids ||
-	    !umm.nodes[nid])
-		return -EINVAL;
-	n = umm.nodes[nid];
-	if (!strcmp(argv[2], "shrink")) {
-		if (argc != 4 || kstrtou64(argv[3], 0, &bytes) || !bytes)
-			return -EINVAL;
-		umm_shrink_node(nid, bytes, true);
-		return 0;
-	}
-	if (argc != 3)
-		return -EINVAL;
-	if (!strcmp(argv[2], "clear")) {
-		n->src.injected = 0;
-		n->src.level = umm_node_level(n);
-	} else {
-		level = match_string(umm_level_names,
-				     ARRAY_SIZE(umm_level_names), argv[2]);
-		if (level <= UMM_LEVEL_INVALID)
-			return -EINVAL;
-		n->src.injected = level;
-		n->src.level = level;
-	}
-	umm_node_announce(n, ktime_get_ns(), true);
-	return 0;
-}
-
-/* "gpu <id> <level>|clear" */
-static int umm_inject_gpu(int argc, char **argv)
-{
-	unsigned int id;
-	int level = 0;
-
-	if (argc != 3 || kstrtouint(argv[1], 0, &id) || id >= UMM_MAX_GPUS)
-		return -EINVAL;
-	if (strcmp(argv[2], "clear")) {
-		level = match_string(umm_level_names,
-				     ARRAY_SIZE(umm_level_names), argv[2]);
-		if (level <= UMM_LEVEL_INVALID)
-			return -EINVAL;
-	}
-	umm.gpus[id]->src.injected = level;
-	umm_gpu_check(umm.gpus[id], true);
-	return 0;
+	return level <= UMM_LEVEL_INVALID ? -EINVAL : level;
 }
 
 /**
- * umm_inject() - carry out one line written to the inject file.
- * @cmd:	the line (NUL-terminated, a trailing newline is fine).
+ * umm_node_hold() - hold a node at a level regardless of its samples, or
+ * let it follow them again, and tell clients at once.
+ * @n:		the node.
+ * @level:	enum umm_level, or 0 to follow the samples.
  *
- * Grammar (words separated by blanks; numbers decimal or 0x-hex)::
+ * The event ignores the rate limit and carries UMM_EVENT_F_INJECTED.
  *
- *	node <nid> normal|low|medium|critical	hold the node at a level
- *	node <nid> clear			back to the measured level
- *	node <nid> shrink <bytes>		as if reclaim asked for bytes
- *	gpu <id> normal|low|medium|critical	hold the GPU at a level
- *	gpu <id> clear				back to budget vs usage
- *	oom					as if the OOM killer ran
- *
- * Injected events carry UMM_EVENT_F_INJECTED and ignore the rate limit;
- * while the enabled knob is 0 they are not sent (the levels still change).
- *
- * Context: process context; takes umm.mutex.
- * Return: 0, -EINVAL for anything else, -ENOMEM.
+ * Context: umm.mutex held.
  */
-int umm_inject(const char *cmd)
+void umm_node_hold(struct umm_node *n, u32 level)
 {
-	char **argv;
-	int argc, ret = -EINVAL;
+	lockdep_assert_held(&umm.mutex);
+	n->src.injected = level;
+	n->src.level = level ? level : umm_node_level(n);
+	umm_node_announce(n, ktime_get_ns(), true);
+}
 
-	argv = argv_split(GFP_KERNEL, cmd, &argc);
-	if (!argv)
-		return -ENOMEM;
-	mutex_lock(&umm.mutex);
-	if (argc == 1 && !strcmp(argv[0], "oom")) {
-		umm_oom(true);
-		ret = 0;
-	} else if (argc >= 1 && !strcmp(argv[0], "node")) {
-		ret = umm_inject_node(argc, argv);
-	} else if (argc >= 1 && !strcmp(argv[0], "gpu")) {
-		ret = umm_inject_gpu(argc, argv);
-	}
-	mutex_unlock(&umm.mutex);
-	argv_free(argv);
-	return ret;
+/**
+ * umm_gpu_hold() - hold a GPU at a level regardless of its budget, or let
+ * it follow the budget again, and tell clients at once.
+ * @g:		the GPU.
+ * @level:	enum umm_level, or 0 to follow the budget.
+ *
+ * Context: umm.mutex held.
+ */
+void umm_gpu_hold(struct umm_gpu *g, u32 level)
+{
+	lockdep_assert_held(&umm.mutex);
+	g->src.injected = level;
+	umm_gpu_check(g, true);
 }
 
 /**
@@ -514,7 +438,7 @@ void umm_monitor_kick(void)
 {
 	lockdep_assert_held(&umm.mutex);
 	if (umm.running)
-		mod_delayed_work(system_wq, &umm.work, 0);
+		mod_delayed_work(system_highpri_wq, &umm.work, 0);
 }
 
 /**
@@ -541,8 +465,7 @@ void umm_monitor_start(void)
 		n->src.level = umm_node_level(n);
 	}
 	umm.running = true;
-	schedule_delayed_work(&umm.work,
-			      msecs_to_jiffies(READ_ONCE(umm.interval_ms)));
+	umm_sample_after(msecs_to_jiffies(READ_ONCE(umm.interval_ms)));
 	mutex_unlock(&umm.mutex);
 }
 

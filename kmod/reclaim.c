@@ -47,7 +47,7 @@ void umm_shrink_node(int nid, u64 bytes, bool injected)
 
 	spin_lock(&umm.lock);
 	ok = umm_rate_ok(&n->last_shrink_ns, ktime_get_ns(), injected);
-	bytes = max(bytes, n->src.reclaimable / 16);
+	bytes = max(bytes, umm_sum_read(&n->src.reclaimable) / 16);
 	spin_unlock(&umm.lock);
 	if (!ok)
 		return;
@@ -94,7 +94,7 @@ void umm_oom(bool injected)
 		if (!c->ready)
 			continue;
 		for_each_umm_node(n, nid)
-			bytes += c->nodes[nid].reclaimable;
+			bytes = umm_add_sat(bytes, c->nodes[nid].reclaimable);
 		if (!bytes)
 			continue;
 		ev = tmpl;
@@ -113,7 +113,7 @@ static unsigned long umm_shrink_count(struct shrinker *s,
 	if (!READ_ONCE(umm.enabled) || sc->nid < 0 || sc->nid >= nr_node_ids)
 		return 0;
 	n = umm.nodes[sc->nid];
-	return n ? READ_ONCE(n->src.reclaimable) >> PAGE_SHIFT : 0;
+	return n ? umm_sum_read(&n->src.reclaimable) >> PAGE_SHIFT : 0;
 }
 
 static unsigned long umm_shrink_scan(struct shrinker *s,

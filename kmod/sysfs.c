@@ -51,7 +51,7 @@ static int umm_store_u32(const char *buf, u32 min, u32 max, u32 *val)
 {
 	u32 v;
 
-	if (kstrtou32(buf, 0, &v) || v < min || v > max)
+	if (umm_parse_u32(buf, &v) || v < min || v > max)
 		return -EINVAL;
 	mutex_lock(&umm.mutex);
 	WRITE_ONCE(*val, v);
@@ -92,12 +92,32 @@ static ssize_t interval_ms_store(struct kobject *kobj,
 {
 	u32 v;
 
-	if (kstrtou32(buf, 0, &v) || v < 10 || v > 60000)
+	if (umm_parse_u32(buf, &v) || v < 10 || v > 60000)
 		return -EINVAL;
 	mutex_lock(&umm.mutex);
 	umm.interval_ms = v;
 	umm_monitor_kick();
 	mutex_unlock(&umm.mutex);
+	return count;
+}
+
+static ssize_t ring_bytes_max_show(struct kobject *kobj,
+				   struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%llu\n", READ_ONCE(umm.ring_bytes_max));
+}
+
+static ssize_t ring_bytes_max_store(struct kobject *kobj,
+				    struct kobj_attribute *attr,
+				    const char *buf, size_t count)
+{
+	u64 v;
+
+	if (umm_parse_u64(buf, &v) || v < UMM_RING_BYTES_MIN ||
+	    v > UMM_RING_BYTES_MAX)
+		return -EINVAL;
+	/* opens compare against it without a lock: they may see either */
+	WRITE_ONCE(umm.ring_bytes_max, v);
 	return count;
 }
 
@@ -115,8 +135,8 @@ static ssize_t inject_store(struct kobject *kobj, struct kobj_attribute *attr,
 static ssize_t _name##_show(struct kobject *kobj,			\
 			    struct kobj_attribute *attr, char *buf)	\
 {									\
-	return sysfs_emit(buf, "%lld\n",				\
-			  atomic64_read(&umm.stats._field));		\
+	return sysfs_emit(buf, "%llu\n",				\
+			  (u64)atomic64_read(&umm.stats._field));	\
 }
 
 UMM_STAT64(events_sent, events_sent)
@@ -127,6 +147,7 @@ UMM_STAT64(bytes_freed, bytes_freed)
 UMM_STAT64(ack_latency_ns_max, ack_latency_max_ns)
 UMM_STAT64(shrinker_calls, shrinker_calls)
 UMM_STAT64(oom_calls, oom_calls)
+UMM_STAT64(ring_bytes, ring_bytes)
 
 static ssize_t clients_show(struct kobject *kobj, struct kobj_attribute *attr,
 			    char *buf)
@@ -156,6 +177,7 @@ static struct kobj_attribute umm_attrs[] = {
 	UMM_KNOB(enabled),
 	UMM_KNOB(interval_ms),
 	UMM_KNOB(queue_len),
+	UMM_KNOB(ring_bytes_max),
 	UMM_KNOB(hysteresis_bp),
 	UMM_KNOB(event_min_interval_ms),
 	UMM_KNOB(repeat_interval_ms),
@@ -171,6 +193,7 @@ static struct kobj_attribute umm_attrs[] = {
 	UMM_FIGURE(ack_latency_ns_max),
 	UMM_FIGURE(shrinker_calls),
 	UMM_FIGURE(oom_calls),
+	UMM_FIGURE(ring_bytes),
 };
 
 static struct attribute *umm_attr_ptrs[ARRAY_SIZE(umm_attrs) + 1];
@@ -192,7 +215,7 @@ static ssize_t umm_wm_store(struct umm_node *n, u32 *field, const char *buf,
 	u32 v, low, medium, crit;
 	int ret;
 
-	if (kstrtou32(buf, 0, &v))
+	if (umm_parse_u32(buf, &v))
 		return -EINVAL;
 	mutex_lock(&umm.mutex);
 	low = field == &n->low_bp ? v : n->low_bp;
@@ -242,12 +265,13 @@ static struct kobj_attribute node_##_name##_attr =			\
 UMM_NODE_FIGURE(level, "%s", umm_level_name(READ_ONCE(n->src.level)));
 UMM_NODE_FIGURE(free_bytes, "%llu", READ_ONCE(n->free_bytes));
 UMM_NODE_FIGURE(total_bytes, "%llu", READ_ONCE(n->total_bytes));
-UMM_NODE_FIGURE(resident_bytes, "%llu", READ_ONCE(n->src.resident));
-UMM_NODE_FIGURE(reclaimable_bytes, "%llu", READ_ONCE(n->src.reclaimable));
+UMM_NODE_FIGURE(resident_bytes, "%llu", umm_sum_read(&n->src.resident));
+UMM_NODE_FIGURE(reclaimable_bytes, "%llu",
+		umm_sum_read(&n->src.reclaimable));
 UMM_NODE_FIGURE(eta_ms, "%u", READ_ONCE(n->eta_ms));
 UMM_NODE_FIGURE(critical_effective_bytes, "%llu",
 		umm_node_critical_bytes(n));
-UMM_NODE_FIGURE(events, "%lld", atomic64_read(&n->src.events));
+UMM_NODE_FIGURE(events, "%llu", (u64)atomic64_read(&n->src.events));
 
 static struct attribute *umm_node_attrs[] = {
 	&node_low_bp_attr.attr,
@@ -296,7 +320,7 @@ static ssize_t budget_bytes_store(struct kobject *kobj,
 	struct umm_gpu *g = to_gpu(kobj);
 	u64 v;
 
-	if (kstrtou64(buf, 0, &v))
+	if (umm_parse_u64(buf, &v))
 		return -EINVAL;
 	mutex_lock(&umm.mutex);
 	WRITE_ONCE(g->budget_bytes, v);
@@ -320,9 +344,10 @@ static struct kobj_attribute gpu_##_name##_attr =			\
 	__ATTR(_name, 0400, gpu_##_name##_show, NULL)
 
 UMM_GPU_FIGURE(level, "%s", umm_level_name(READ_ONCE(g->src.level)));
-UMM_GPU_FIGURE(used_bytes, "%llu", READ_ONCE(g->src.resident));
-UMM_GPU_FIGURE(reclaimable_bytes, "%llu", READ_ONCE(g->src.reclaimable));
-UMM_GPU_FIGURE(events, "%lld", atomic64_read(&g->src.events));
+UMM_GPU_FIGURE(used_bytes, "%llu", umm_sum_read(&g->src.resident));
+UMM_GPU_FIGURE(reclaimable_bytes, "%llu",
+	       umm_sum_read(&g->src.reclaimable));
+UMM_GPU_FIGURE(events, "%llu", (u64)atomic64_read(&g->src.events));
 
 static struct attribute *umm_gpu_attrs[] = {
 	&gpu_budget_bytes_attr.attr,
@@ -418,10 +443,27 @@ static int umm_add_gpu(u32 id)
 	return 0;
 }
 
+/*
+ * Remove every node and GPU directory first: kobject_del() waits for the
+ * reads and writes of their files in flight and no new one can start. A
+ * budget_bytes write walks umm.nodes[] (to name a destination node), so
+ * freeing a node while any GPU file was still writable let that write read
+ * freed memory. Only then are the pointers cleared, under the mutex, and
+ * the objects freed.
+ */
 static void umm_put_sources(void)
 {
 	int nid, i;
 
+	for (nid = 0; nid < nr_node_ids; nid++)
+		if (umm.nodes[nid])
+			kobject_del(&umm.nodes[nid]->kobj);
+	for (i = 0; i < UMM_MAX_GPUS; i++)
+		if (umm.gpus[i])
+			kobject_del(&umm.gpus[i]->kobj);
+
+	/* no file is left to wait for: the releases only free memory */
+	mutex_lock(&umm.mutex);
 	for (nid = 0; nid < nr_node_ids; nid++) {
 		if (umm.nodes[nid])
 			kobject_put(&umm.nodes[nid]->kobj);
@@ -432,6 +474,7 @@ static void umm_put_sources(void)
 			kobject_put(&umm.gpus[i]->kobj);
 		umm.gpus[i] = NULL;
 	}
+	mutex_unlock(&umm.mutex);
 }
 
 /**

@@ -23,10 +23,13 @@
 
 #include <linux/atomic.h>
 #include <linux/bits.h>
+#include <linux/kernel.h>
 #include <linux/kobject.h>
 #include <linux/list.h>
+#include <linux/math64.h>
 #include <linux/mutex.h>
 #include <linux/nodemask.h>
+#include <linux/overflow.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
 #include <linux/wait.h>
@@ -37,6 +40,71 @@
 #define UMM_ACK_PENDING		32	/* remembered events per client */
 #define UMM_QUEUE_LEN_MIN	4U
 #define UMM_QUEUE_LEN_MAX	65536U
+#define UMM_RING_BYTES_MIN	4096ULL
+#define UMM_RING_BYTES_MAX	(1ULL << 40)
+
+/**
+ * struct umm_sum - a sum of byte counts that clients reported. Every count
+ * is at most UMM_TIER_BYTES_MAX, but clients are many: the sum is kept
+ * exact with a carry word (so taking a client's counts away again is
+ * exact too) and read saturated, so that no sum can wrap to a small value
+ * and hide what the other clients hold.
+ * @lo:		the sum modulo 2^64.
+ * @hi:		times it went past 2^64 - 1.
+ */
+struct umm_sum {
+	u64 lo;
+	u64 hi;
+};
+
+static inline void umm_sum_add(struct umm_sum *s, u64 v)
+{
+	if (check_add_overflow(s->lo, v, &s->lo))
+		s->hi++;
+}
+
+static inline void umm_sum_sub(struct umm_sum *s, u64 v)
+{
+	if (check_sub_overflow(s->lo, v, &s->lo))
+		s->hi--;
+}
+
+/* The sum, or U64_MAX when it does not fit; lockless readers are fine. */
+static inline u64 umm_sum_read(const struct umm_sum *s)
+{
+	return READ_ONCE(s->hi) ? U64_MAX : READ_ONCE(s->lo);
+}
+
+/* @a + @b, or U64_MAX when that does not fit. */
+static inline u64 umm_add_sat(u64 a, u64 b)
+{
+	u64 sum;
+
+	return check_add_overflow(a, b, &sum) ? U64_MAX : sum;
+}
+
+/*
+ * A number written to a knob or the inject file: decimal, or hex after
+ * "0x", as the documentation says (base 0 would read "010" as octal 8).
+ */
+static inline int umm_parse_u64(const char *s, u64 *v)
+{
+	return kstrtou64(s, s[0] == '0' && (s[1] == 'x' || s[1] == 'X') ?
+			 16 : 10, v);
+}
+
+static inline int umm_parse_u32(const char *s, u32 *v)
+{
+	u64 v64;
+	int ret = umm_parse_u64(s, &v64);
+
+	if (ret)
+		return ret;
+	if (v64 > U32_MAX)
+		return -ERANGE;
+	*v = v64;
+	return 0;
+}
 
 /**
  * struct umm_source - state common to a node and a GPU.
@@ -53,8 +121,8 @@ struct umm_source {
 	u32 announced;
 	u32 injected;
 	u64 last_event_ns;
-	u64 resident;
-	u64 reclaimable;
+	struct umm_sum resident;
+	struct umm_sum reclaimable;
 	atomic64_t events;
 };
 
@@ -182,7 +250,7 @@ struct umm_client {
 	struct mutex read_mutex;	/* see the top of this file */
 };
 
-/* Module-wide figures, shown in sysfs (0400). */
+/* Module-wide figures, shown in sysfs (0400); unsigned, sums saturate. */
 struct umm_stats {
 	atomic_t clients;
 	atomic64_t events_sent;
@@ -195,6 +263,7 @@ struct umm_stats {
 	atomic64_t ack_latency_count;
 	atomic64_t shrinker_calls;
 	atomic64_t oom_calls;
+	atomic64_t ring_bytes;
 };
 
 /**
@@ -207,6 +276,8 @@ struct umm_stats {
  * @enabled:	knob; 0 stops every event (figures keep being sampled).
  * @interval_ms: sampling period.
  * @queue_len:	ring length given to clients opened from now on.
+ * @ring_bytes_max: the rings of all clients together may take this much
+ *		(an open that would pass it fails with -ENOBUFS).
  * @hysteresis_bp: how far above a watermark free memory must climb before
  *		the level drops.
  * @min_interval_ms: least time between two events of one source.
@@ -225,6 +296,7 @@ struct umm_state {
 	bool enabled;
 	u32 interval_ms;
 	u32 queue_len;
+	u64 ring_bytes_max;
 	u32 hysteresis_bp;
 	u32 min_interval_ms;
 	u32 repeat_ms;
@@ -233,6 +305,7 @@ struct umm_state {
 	struct umm_stats stats;
 };
 
+/* state.c: the one instance, with the knobs' defaults */
 extern struct umm_state umm;
 
 /* The next node with memory after *@nid (start with -1), or NULL. */
@@ -247,41 +320,23 @@ static inline struct umm_node *umm_next_node(int *nid)
 #define for_each_umm_node(n, nid)					\
 	for ((nid) = -1; ((n) = umm_next_node(&(nid))) != NULL; )
 
+/* Bytes that @bp basis points of @total are. */
+static inline u64 umm_bp_of(u64 total, u32 bp)
+{
+	return div64_u64(total * bp, UMM_BP_MAX);
+}
+
+/*
+ * The files call downward only (kmod/layers, checked by make check; drawn in
+ * Documentation/design/umm.rst):
+ *
+ *   main.c -> client.c | sysfs.c | debugfs.c -> inject.c
+ *          -> monitor.c | reclaim.c -> events.c -> ring.c -> state.c
+ */
+
 /* client.c: /dev/umm */
 int umm_dev_init(void);
 void umm_dev_exit(void);
-void umm_client_queue(struct umm_client *c, struct umm_event *ev);
-u32 umm_client_depth(struct umm_client *c);
-
-/* events.c: who is asked for what */
-void umm_event_init(struct umm_event *ev, u32 type, u32 tier_type,
-		    u32 tier_id);
-#define UMM_ASK_RESIDENT	BIT(0)	/* then ask for non-reclaimable bytes */
-#define UMM_ASK_INFO		BIT(1)	/* tell ALL_PRESSURE clients too */
-int umm_ask(struct umm_event *tmpl, u64 bytes, unsigned int how);
-int umm_broadcast(struct umm_event *ev, u64 feature);
-u64 umm_client_reclaimable(struct umm_client *c, u32 tier_type, u32 id);
-u64 umm_client_resident(struct umm_client *c, u32 tier_type, u32 id);
-bool umm_rate_ok(u64 *last_ns, u64 now, bool force);
-
-/* monitor.c: node and GPU levels */
-void umm_monitor_init(void);
-void umm_monitor_start(void);
-void umm_monitor_stop(void);
-void umm_monitor_kick(void);
-int umm_dest_node(int exclude);
-int umm_node_check_wm(u32 low, u32 medium, u32 crit);
-u64 umm_node_critical_bytes(struct umm_node *n);
-void umm_gpu_check(struct umm_gpu *g, bool injected);
-void umm_set_enabled(bool on);
-int umm_inject(const char *cmd);
-const char *umm_level_name(u32 level);
-
-/* reclaim.c: shrinker and OOM notifier */
-int umm_reclaim_init(void);
-void umm_reclaim_exit(void);
-void umm_shrink_node(int nid, u64 bytes, bool injected);
-void umm_oom(bool injected);
 
 /* sysfs.c */
 int umm_sysfs_init(void);
@@ -290,5 +345,49 @@ void umm_sysfs_exit(void);
 /* debugfs.c */
 void umm_debugfs_init(void);
 void umm_debugfs_exit(void);
+
+/* inject.c: the inject file (a test aid) */
+int umm_inject(const char *cmd);
+
+/* monitor.c: node and GPU levels */
+void umm_monitor_init(void);
+void umm_monitor_start(void);
+void umm_monitor_stop(void);
+void umm_monitor_kick(void);
+int umm_node_check_wm(u32 low, u32 medium, u32 crit);
+u64 umm_node_critical_bytes(struct umm_node *n);
+void umm_gpu_check(struct umm_gpu *g, bool injected);
+void umm_set_enabled(bool on);
+const char *umm_level_name(u32 level);
+int umm_level_parse(const char *word);
+void umm_node_hold(struct umm_node *n, u32 level);
+void umm_gpu_hold(struct umm_gpu *g, u32 level);
+
+/* reclaim.c: shrinker and OOM notifier */
+int umm_reclaim_init(void);
+void umm_reclaim_exit(void);
+void umm_shrink_node(int nid, u64 bytes, bool injected);
+void umm_oom(bool injected);
+
+/* events.c: who is asked for what, and where to */
+#define UMM_ASK_RESIDENT	BIT(0)	/* then ask for non-reclaimable bytes */
+#define UMM_ASK_INFO		BIT(1)	/* tell ALL_PRESSURE clients too */
+int umm_ask(struct umm_event *tmpl, u64 bytes, unsigned int how);
+int umm_broadcast(struct umm_event *ev, u64 feature);
+u64 umm_client_reclaimable(struct umm_client *c, u32 tier_type, u32 id);
+u64 umm_client_resident(struct umm_client *c, u32 tier_type, u32 id);
+bool umm_rate_ok(u64 *last_ns, u64 now, bool force);
+int umm_dest_node(int exclude);
+
+/* ring.c: event records and a client's ring */
+void umm_event_init(struct umm_event *ev, u32 type, u32 tier_type,
+		    u32 tier_id);
+int umm_ring_alloc(struct umm_client *c, u32 queue_len);
+void umm_ring_free(struct umm_client *c);
+void umm_client_queue(struct umm_client *c, struct umm_event *ev);
+bool umm_ring_peek(struct umm_client *c, struct umm_event *ev);
+void umm_ring_done(struct umm_client *c, bool consumed);
+int umm_pending_latency(struct umm_client *c, u64 seq, u64 *lat);
+u32 umm_pending_retire(struct umm_client *c, u64 seq, u64 bytes_freed);
 
 #endif /* UMM_INTERNAL_H */

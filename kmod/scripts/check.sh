@@ -1,7 +1,9 @@
 #!/bin/sh
 # check.sh [KDIR...] - static checks of umm.ko, as TAP:
 #   per kernel tree: a W=1 build and a sparse (C=2) build, each of which
-#   must print no warning at all;
+#   must print no warning at all, and the layer check of the W=1 build's
+#   objects against kmod/layers (scripts/check-layers.sh: no call or
+#   include goes upward);
 #   once: kernel-doc over the sources, and checkpatch (from
 #   $CHECKPATCH, or extracted once from Debian's linux-source tarball into
 #   kmod/build/tools/) over the sources and the ABI header.
@@ -18,7 +20,7 @@ if [ $# -eq 0 ]; then
 fi
 
 pass=0 fail=0 skip=0 n=0
-plan=$(( $# * 2 + 2 ))
+plan=$(( $# * 3 + 2 ))
 echo "TAP version 13"
 echo "1..$plan"
 
@@ -63,8 +65,33 @@ kbuild() {
 	fi
 }
 
+# layers KDIR: the objects of the W=1 build call and include downward only
+layers() {
+	v=$(sed -n 's/^#define UTS_RELEASE "\(.*\)"/\1/p' \
+		"$1/include/generated/utsrelease.h" 2>/dev/null)
+	d=$kmod/build/check/$v
+	objs=
+	for o in "$d"/*.o; do
+		case ${o##*/} in
+		umm.o | umm.mod.o | *.mod.o) ;;
+		*) objs="$objs $o" ;;
+		esac
+	done
+	out=$d-layers.log
+	# shellcheck disable=SC2086
+	if [ -n "$objs" ] &&
+	   "$top/scripts/check-layers.sh" -I "$kmod" "$kmod/layers" $objs \
+		>"$out" 2>&1; then
+		result ok "kmod.layers.$v"
+	else
+		diag "$out"
+		result fail "kmod.layers.$v"
+	fi
+}
+
 for k in "$@"; do
 	kbuild "$k" build_w1
+	layers "$k"
 	if command -v sparse >/dev/null; then
 		kbuild "$k" sparse C=2
 	else

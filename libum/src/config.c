@@ -56,21 +56,6 @@ void um_config_init(struct um_config *cfg)
 	cfg->size = sizeof(*cfg);
 }
 
-int um__struct_size_ok(const void *p, uint32_t size, size_t min, size_t full)
-{
-	const unsigned char *b = p;
-
-	if (size < min)
-		return -EINVAL;
-	if (size > 4096)
-		return -E2BIG;
-	/* A newer caller's struct: fields we do not know must be zero. */
-	for (size_t i = full; i < size; i++)
-		if (b[i])
-			return -E2BIG;
-	return 0;
-}
-
 int um__parse_size(const char *s, uint64_t *out)
 {
 	uint64_t v = 0, mul = 1;

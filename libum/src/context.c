@@ -1,122 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * context.c - context life, backend choice, logging, events, entry/exit.
+ * context.c - context life and backend choice: the top of libum.
  *
- * Every public call goes through um__enter() (validate the pointer, lock,
- * reap finished migrations) and um__exit() (unlock, then deliver the events
- * queued meanwhile, so callbacks run with no lock held).
- *
- * A context pointer is checked against a registry of live contexts before
- * it is dereferenced, so a destroyed or foreign pointer gives -EBADF rather
- * than undefined behaviour (destroying a context while another thread still
- * uses it remains the caller's bug).
+ * um_context_create() and um_context_destroy() are the only code that
+ * wires the parts together (settings, backend, engine, pool, spill tier,
+ * NUMA home, the pressure loop, the registry of live contexts); every other
+ * file calls only the layers below it (Documentation/design/libum.rst).
  */
 #include <errno.h>
 #include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "internal.h"
-#if UM_HAVE_PRESSURE
 #include "pressure.h"
-#endif
-#if UM_HAVE_SPILL
 #include "spill.h"
-#endif
-#if UM_HAVE_NUMA
 #include "um_numa.h"
-#endif
-
-/* ---- registry of live contexts ---------------------------------------- */
-
-static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct um_context **reg;
-static size_t reg_n, reg_cap;
-static uint16_t reg_serial;
-/* bumped on every add/del, so a thread's cached answer can be trusted */
-static _Atomic uint64_t reg_gen = 1;
-
-static bool reg_has(const struct um_context *ctx)
-{
-	bool found = false;
-
-	pthread_mutex_lock(&reg_lock);
-	for (size_t i = 0; i < reg_n; i++) {
-		if (reg[i] == ctx) {
-			found = true;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&reg_lock);
-	return found;
-}
-
-static int reg_add(struct um_context *ctx)
-{
-	int ret = 0;
-
-	pthread_mutex_lock(&reg_lock);
-	if (reg_n == reg_cap) {
-		size_t cap = reg_cap ? reg_cap * 2 : 8;
-		struct um_context **n = realloc(reg, cap * sizeof(*n));
-
-		if (!n) {
-			ret = -ENOMEM;
-			goto out;
-		}
-		reg = n;
-		reg_cap = cap;
-	}
-	reg[reg_n++] = ctx;
-	if (++reg_serial == 0)
-		reg_serial = 1;
-	ctx->serial = reg_serial;
-out:
-	atomic_fetch_add(&reg_gen, 1);
-	pthread_mutex_unlock(&reg_lock);
-	return ret;
-}
-
-static void reg_del(struct um_context *ctx)
-{
-	pthread_mutex_lock(&reg_lock);
-	for (size_t i = 0; i < reg_n; i++) {
-		if (reg[i] == ctx) {
-			reg[i] = reg[--reg_n];
-			break;
-		}
-	}
-	if (!reg_n) {
-		free(reg);
-		reg = NULL;
-		reg_cap = 0;
-	}
-	atomic_fetch_add(&reg_gen, 1);
-	pthread_mutex_unlock(&reg_lock);
-}
-
-/* ---- logging ---------------------------------------------------------- */
-
-static void vlog(struct um_context *ctx, int level, const char *fmt,
-		 va_list ap)
-{
-	char buf[512];
-
-	if (!ctx->log || level > ctx->log_level)
-		return;
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	ctx->log(ctx->log_arg, level, buf);
-}
-
-void um__log(struct um_context *ctx, int level, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vlog(ctx, level, fmt, ap);
-	va_end(ap);
-}
 
 /* The backend's (and pool's) log hook: never takes the context lock. */
 static void be_log(void *arg, int level, const char *fmt, ...)
@@ -126,103 +24,8 @@ static void be_log(void *arg, int level, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vlog(arg, level, fmt, ap);
+	um__vlog(arg, level, fmt, ap);
 	va_end(ap);
-}
-
-/* ---- entry / exit ----------------------------------------------------- */
-
-int um__enter_const(const struct um_context *ctx)
-{
-	if (!ctx)
-		return -EINVAL;
-	if (!reg_has(ctx) || ctx->magic != UM_CTX_MAGIC)
-		return -EBADF;
-	return 0;
-}
-
-/*
- * Hot calls (um_host_alloc/free) skip the registry lock when this thread
- * already checked ctx and no context was created or destroyed since.
- */
-int um__check_fast(const struct um_context *ctx)
-{
-	static _Thread_local const struct um_context *seen;
-	static _Thread_local uint64_t seen_gen;
-	uint64_t gen = atomic_load_explicit(&reg_gen, memory_order_acquire);
-	int ret;
-
-	if (ctx && ctx == seen && gen == seen_gen)
-		return 0;
-	ret = um__enter_const(ctx);
-	if (!ret) {
-		seen = ctx;
-		seen_gen = gen;
-	}
-	return ret;
-}
-
-int um__enter(struct um_context *ctx)
-{
-	int ret = um__enter_const(ctx);
-
-	if (ret)
-		return ret;
-	pthread_mutex_lock(&ctx->lock);
-	um__reap(ctx);
-	return 0;
-}
-
-void um__exit(struct um_context *ctx)
-{
-	struct um_event *q = ctx->evq;
-	uint32_t n = ctx->evq_n;
-	um_event_fn fn = ctx->ev_fn;
-	void *arg = ctx->ev_arg;
-
-	ctx->evq = NULL;
-	ctx->evq_n = 0;
-	ctx->evq_cap = 0;
-	pthread_mutex_unlock(&ctx->lock);
-	for (uint32_t i = 0; fn && i < n; i++)
-		fn(arg, &q[i]);
-	free(q);
-}
-
-void um__event(struct um_context *ctx, int type, unsigned int level,
-	       struct um_region *r, um_tier_t from, um_tier_t to,
-	       uint64_t bytes, int error, uint64_t ns)
-{
-	struct um_event *ev;
-
-	ctx->books.events[type]++;
-	if (!ctx->ev_fn)
-		return;
-	if (ctx->evq_n == ctx->evq_cap) {
-		uint32_t cap = ctx->evq_cap ? ctx->evq_cap * 2 : 16;
-		struct um_event *n;
-
-		/* a runaway queue means nobody exits: drop, but count */
-		if (cap > 65536 ||
-		    !(n = realloc(ctx->evq, cap * sizeof(*n)))) {
-			ctx->books.events_dropped++;
-			return;
-		}
-		ctx->evq = n;
-		ctx->evq_cap = cap;
-	}
-	ev = &ctx->evq[ctx->evq_n++];
-	*ev = (struct um_event){
-		.size = sizeof(*ev),
-		.type = (uint32_t)type,
-		.level = level,
-		.region = r ? r->handle : 0,
-		.from = from,
-		.to = to,
-		.bytes = bytes,
-		.error = error,
-		.ns = ns,
-	};
 }
 
 int um_set_event_callback(struct um_context *ctx, um_event_fn fn, void *arg)
@@ -361,7 +164,6 @@ static int devices_init(struct um_context *ctx)
  */
 void um__context_place_home(struct um_context *ctx)
 {
-#if UM_HAVE_NUMA
 	const struct um_backend_ops *ops = ctx->be.ops;
 	int dev_node = -1, node;
 
@@ -376,9 +178,6 @@ void um__context_place_home(struct um_context *ctx)
 	um__log(ctx, UM_LOG_DEBUG,
 		"numa: host copies on node %d (device 0 reports %d)", node,
 		dev_node);
-#else
-	ctx->home_node = UM_POOL_NODE_ANY;
-#endif
 }
 
 static int pool_init(struct um_context *ctx)
@@ -407,7 +206,6 @@ static int pool_init(struct um_context *ctx)
 
 static int spill_init(struct um_context *ctx)
 {
-#if UM_HAVE_SPILL
 	struct um_spill_config sc = {
 		.dir = ctx->set.spill_dir,
 		.log = be_log,
@@ -422,20 +220,11 @@ static int spill_init(struct um_context *ctx)
 		um__log(ctx, UM_LOG_ERR, "spill: cannot use \"%s\" (%d)",
 			ctx->set.spill_dir, ret);
 	return ret;
-#else
-	if (ctx->set.spill_dir)
-		um__log(ctx, UM_LOG_WARN,
-			"spill: this libum has no spill tier; \"%s\" ignored",
-			ctx->set.spill_dir);
-	return 0;
-#endif
 }
 
 static void ctx_free(struct um_context *ctx)
 {
-#if UM_HAVE_SPILL
 	um__spill_close(ctx->spill);
-#endif
 	ctx->spill = NULL;
 	um__engine_fini(ctx);
 	if (ctx->pool) {
@@ -524,7 +313,7 @@ int um_context_create(const struct um_config *cfg, struct um_context **out)
 	ret = spill_init(ctx);
 	if (ret)
 		goto fail;
-	ret = reg_add(ctx);
+	ret = um__registry_add(ctx);
 	if (ret)
 		goto fail;
 	ctx->magic = UM_CTX_MAGIC;
@@ -532,14 +321,12 @@ int um_context_create(const struct um_config *cfg, struct um_context **out)
 		"context: backend %s, %d device(s), budget %llu, chunk %llu",
 		ops->name, ctx->ndev, (unsigned long long)ctx->dev[0].budget,
 		(unsigned long long)ctx->set.chunk_bytes);
-#if UM_HAVE_PRESSURE
 	ret = um__pressure_start(ctx);
 	if (ret) {
 		um__log(ctx, UM_LOG_ERR, "pressure: cannot start (%d)", ret);
-		reg_del(ctx);
+		um__registry_del(ctx);
 		goto fail;
 	}
-#endif
 	*out = ctx;
 	return 0;
 fail:
@@ -554,9 +341,7 @@ int um_context_destroy(struct um_context *ctx)
 
 	if (ret)
 		return ret;
-#if UM_HAVE_PRESSURE
 	um__pressure_stop(ctx);
-#endif
 	pthread_mutex_lock(&ctx->lock);
 	um__wait_all(ctx);
 	ctx->ev_fn = NULL;	/* nobody to deliver to any more */
@@ -565,7 +350,7 @@ int um_context_destroy(struct um_context *ctx)
 	um__regions_fini(ctx);
 	ctx->magic = UM_CTX_DEAD;
 	pthread_mutex_unlock(&ctx->lock);
-	reg_del(ctx);
+	um__registry_del(ctx);
 	ctx_free(ctx);
 	return leaks;
 }

@@ -23,18 +23,18 @@
  * region re-acquired while its eviction is in flight needs no copy at all:
  * its device memory is still mapped and intact, so the eviction is simply
  * superseded (its host copy is dropped when it is reaped).
+ *
+ * Mechanism only: no public entry point and no policy. When the host has no
+ * room for a copy the caller gets -ENOMEM and decides (policy.c spills
+ * older host copies and tries again).
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
-#if UM_HAVE_NUMA
 #include "um_numa.h"
-#endif
-#if UM_HAVE_SPILL
 #include "spill.h"
-#endif
 
 /* ---- fences ----------------------------------------------------------- */
 
@@ -453,13 +453,24 @@ undo:
  * released and resident on the device. The bytes land in a pool block
  * (TIERED, MANAGED + DISCARD_EVICT) or in the managed pages (MANAGED).
  */
+static bool evict_to_block(const struct um_region *r)
+{
+	return r->backing == UM_BACKING_TIERED ||
+	       (r->flags & UM_REGION_DISCARD_EVICT);
+}
+
+bool um__evict_needs_block(const struct um_region *r)
+{
+	return !r->acquired && !r->unfenced &&
+	       um__tier_is_dev(r->residency) && evict_to_block(r);
+}
+
 int um__evict(struct um_context *ctx, struct um_region *r, um_tier_t to,
 	      bool policy)
 {
 	const struct um_backend_ops *ops = ctx->be.ops;
 	struct um_queue *q = ctx->dev[r->device].q_evict;
-	bool block = r->backing == UM_BACKING_TIERED ||
-		     (r->flags & UM_REGION_DISCARD_EVICT);
+	bool block = evict_to_block(r);
 	struct um_mig *m;
 	int ret;
 
@@ -469,12 +480,6 @@ int um__evict(struct um_context *ctx, struct um_region *r, um_tier_t to,
 		return 0;
 	if (block) {
 		ret = um__host_block(ctx, r, um__tier_node(ctx, to), false);
-		if (ret == -ENOMEM && ctx->spill && policy &&
-		    um__shed_locked(ctx, UM_TIER_HOST_ANY, r->bytes,
-				    UM_TIER_DISK) > 0)
-			/* host full: older host copies went to the spill */
-			ret = um__host_block(ctx, r, um__tier_node(ctx, to),
-					     false);
 		if (ret)
 			return ret;
 		to = um__host_tier(ctx, r->host_node);
@@ -517,7 +522,6 @@ undo:
 
 int um__from_spill(struct um_context *ctx, struct um_region *r, int node)
 {
-#if UM_HAVE_SPILL
 	int ret;
 
 	if (!ctx->spill)
@@ -537,15 +541,10 @@ int um__from_spill(struct um_context *ctx, struct um_region *r, int node)
 	um__spill_drop(ctx->spill, r->handle);
 	set_residency(ctx, r, um__host_tier(ctx, r->host_node));
 	return 0;
-#else
-	(void)ctx; (void)r; (void)node;
-	return -EOPNOTSUPP;
-#endif
 }
 
 int um__to_spill(struct um_context *ctx, struct um_region *r)
 {
-#if UM_HAVE_SPILL
 	int ret;
 
 	if (!ctx->spill)
@@ -568,13 +567,8 @@ int um__to_spill(struct um_context *ctx, struct um_region *r)
 	r->host = NULL;
 	set_residency(ctx, r, UM_TIER_DISK);
 	return 0;
-#else
-	(void)ctx; (void)r;
-	return -EOPNOTSUPP;
-#endif
 }
 
-#if UM_HAVE_NUMA
 /*
  * The pages of a pool chunk to node. All or nothing for the pool: when some
  * stay behind (pinned by a driver, as cudaHostAlloc's are) the range is
@@ -591,7 +585,6 @@ static int move_chunk_pages(void *base, size_t len, int node, int from)
 		(void)um__numa_bind(base, len, from);
 	return ret;
 }
-#endif
 
 /*
  * A host copy that fills its pool chunk moves with move_pages: no second
@@ -600,7 +593,6 @@ static int move_chunk_pages(void *base, size_t len, int node, int from)
 static int host_move_pages(struct um_context *ctx, struct um_region *r,
 			   int node)
 {
-#if UM_HAVE_NUMA
 	int ret = node < 0 ? -EOPNOTSUPP :
 		  um__pool_move(ctx->pool, r->host, node, move_chunk_pages);
 
@@ -610,10 +602,6 @@ static int host_move_pages(struct um_context *ctx, struct um_region *r,
 		set_residency(ctx, r, um__host_tier(ctx, node));
 	}
 	return ret;
-#else
-	(void)ctx; (void)r; (void)node;
-	return -EOPNOTSUPP;
-#endif
 }
 
 static int host_move(struct um_context *ctx, struct um_region *r, int node)
@@ -830,42 +818,5 @@ int um__wait_all(struct um_context *ctx)
 	}
 	ret = ctx->error;
 	ctx->error = 0;
-	return ret;
-}
-
-/* ---- public ----------------------------------------------------------- */
-
-int um_wait(struct um_context *ctx, um_region_t h)
-{
-	struct um_region *r;
-	int ret = um__enter(ctx);
-
-	if (ret)
-		return ret;
-	for (;;) {
-		ret = um__region_find(ctx, h, &r);
-		if (ret)
-			break;
-		if (!r->pending) {
-			ret = r->error;
-			r->error = 0;
-			break;
-		}
-		ret = um__wait_region(ctx, r);
-		if (ret == -EPROTO)
-			break;
-	}
-	um__exit(ctx);
-	return ret;
-}
-
-int um_wait_all(struct um_context *ctx)
-{
-	int ret = um__enter(ctx);
-
-	if (ret)
-		return ret;
-	ret = um__wait_all(ctx);
-	um__exit(ctx);
 	return ret;
 }

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * internal.h - libum's core structures, shared by the core's files and by
- * the pressure/NUMA/spill parts (issue 5). Nothing here is public ABI.
+ * internal.h - libum's core structures, shared by the files from core.c up
+ * (the layers: libum/layers, Documentation/design/libum.rst). Nothing here
+ * is public ABI; the services below (pool, spill, numa, backends) do not
+ * include it.
  *
  * Locking: one mutex per context (ctx->lock) protects everything in the
  * context except the pool (its own lock) and the spill store (its own lock).
@@ -13,6 +15,7 @@
 #define UM_INTERNAL_H
 
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -21,6 +24,7 @@
 #include "um.h"
 #include "backend.h"
 #include "pool.h"
+#include "util.h"
 
 #define UM_CTX_MAGIC		0x756d2d6374782131ull	/* "um-ctx!1" */
 #define UM_CTX_DEAD		0x756d2d6465616421ull	/* "um-dead!" */
@@ -151,6 +155,7 @@ struct um_books {
 };
 
 struct um_spill;
+struct um_pressure;
 
 struct um_context {
 	uint64_t magic;
@@ -196,18 +201,31 @@ struct um_context {
 	bool managed_logged;
 	uint64_t managed_bytes;		/* MANAGED allocations, all devices */
 
-	/* issue 5 */
 	struct um_spill *spill;		/* NULL: no spill tier */
-	void *pressure;			/* owned by pressure.c */
-	void *numa;			/* owned by numa.c, if it wants */
+	struct um_pressure *pressure;	/* owned by pressure.c */
+	/*
+	 * Called on every change of the books, under ctx->lock; installed by
+	 * pressure.c (a wakeup of its loop), so the books know no listener.
+	 */
+	void (*books_changed)(struct um_context *ctx);
 };
 
 /* context.c */
 /* Set ctx->home_node from LIBUM_HOME_NODE or the device's NUMA node. */
 void um__context_place_home(struct um_context *ctx);
+
+/* entry.c */
+int um__registry_add(struct um_context *ctx);
+void um__registry_del(struct um_context *ctx);
 int um__enter(struct um_context *ctx);
 int um__enter_const(const struct um_context *ctx);
 void um__exit(struct um_context *ctx);
+/* um__enter_const without the registry lock on a thread's repeat calls. */
+int um__check_fast(const struct um_context *ctx);
+
+/* core.c */
+void um__vlog(struct um_context *ctx, int level, const char *fmt, va_list ap)
+	__attribute__((format(printf, 3, 0)));
 void um__log(struct um_context *ctx, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* level: PRESSURE's 1 low, 2 medium, 3 critical; 0 for other types */
@@ -220,7 +238,6 @@ int um__settings_resolve(struct um_context *ctx, const struct um_config *cfg,
 			 struct um_settings *s);
 void um__settings_free(struct um_settings *s);
 int um__parse_size(const char *s, uint64_t *out);
-int um__struct_size_ok(const void *p, uint32_t size, size_t min, size_t full);
 
 /* region.c */
 struct um_region *um__region_get(struct um_context *ctx, um_region_t h);
@@ -242,6 +259,8 @@ int um__wait_all(struct um_context *ctx);
 int um__restore(struct um_context *ctx, struct um_region *r);
 int um__evict(struct um_context *ctx, struct um_region *r, um_tier_t to,
 	      bool policy);
+/* um__evict() would take r off its device now, into a pool block. */
+bool um__evict_needs_block(const struct um_region *r);
 int um__to_host(struct um_context *ctx, struct um_region *r, um_tier_t to);
 int um__to_spill(struct um_context *ctx, struct um_region *r);
 int um__host_block(struct um_context *ctx, struct um_region *r, int node,
@@ -259,17 +278,16 @@ int64_t um__shed_locked(struct um_context *ctx, um_tier_t tier,
 int um__enforce_budget(struct um_context *ctx, int dev);
 int um__kind_rank(uint32_t kind);
 
-/* stats.c */
+/* books.c */
 void um__counter_add(struct um_counter *c, uint64_t bytes);
 void um__counter_sub(struct um_counter *c, uint64_t bytes);
 void um__books_residency(struct um_context *ctx, struct um_region *r,
 			 um_tier_t from, um_tier_t to);
-int um__leak_report(struct um_context *ctx);
+/* Calls ctx->books_changed, if installed. */
 void um__books_changed(struct um_context *ctx);
 
-/* host.c */
-/* um__enter_const without the registry lock on a thread's repeat calls. */
-int um__check_fast(const struct um_context *ctx);
+/* stats.c */
+int um__leak_report(struct um_context *ctx);
 
 static inline bool um__tier_is_dev(um_tier_t t)
 {

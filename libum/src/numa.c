@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "um_numa.h"
-#include "sysfs.h"
+#include "util.h"
 
 #define NODE_BITS	1024
 #define NODE_WORDS	(NODE_BITS / (8 * sizeof(unsigned long)))

@@ -16,8 +16,8 @@
  *   4. larger first (frees the budget with fewer migrations);
  *   5. older handle first (a total order, so runs are reproducible).
  * Evictions go to the host (the context's home node); the spill tier takes
- * host copies only when asked (um_evict/um_shed to UM_TIER_DISK) or by the
- * pressure loop.
+ * host copies only when asked (um_evict/um_shed to UM_TIER_DISK), by the
+ * pressure loop, or when the host is too full for an eviction (evict()).
  *
  * A request that cannot fit even after evicting every released region is
  * refused up front (-ENOMEM, one ERR line naming region, size, budget and
@@ -153,6 +153,28 @@ static void refuse(struct um_context *ctx, struct um_region *r,
 }
 
 /*
+ * Evict r for the policy. When the host is too full for r's copy, older host
+ * copies go to the spill tier first and the eviction is tried once more:
+ * deciding what to shed is policy, so the engine only reports -ENOMEM.
+ */
+static int evict(struct um_context *ctx, struct um_region *r, um_tier_t to)
+{
+	int ret;
+
+	if (ctx->spill && um__evict_needs_block(r)) {
+		ret = um__host_block(ctx, r, um__tier_node(ctx, to), false);
+		if (ret == -ENOMEM &&
+		    um__shed_locked(ctx, UM_TIER_HOST_ANY, r->bytes,
+				    UM_TIER_DISK) > 0)
+			/* host full: older host copies went to the spill */
+			ret = 0;
+		if (ret)
+			return ret;
+	}
+	return um__evict(ctx, r, to, true);
+}
+
+/*
  * Get dev's books to fit: used - (in flight out) + need <= budget, by
  * evicting victims in policy order. Returns the bytes still over (0: fits
  * once in-flight evictions land), or -ENOMEM if the victims cannot cover it.
@@ -175,7 +197,7 @@ static int64_t evict_to_fit(struct um_context *ctx, int dev, uint64_t need,
 		return -ENOMEM;
 	}
 	for (i = 0; i < n && d->used - out + need > d->budget; i++) {
-		int ret = um__evict(ctx, v[i], UM_TIER_HOST_ANY, true);
+		int ret = evict(ctx, v[i], UM_TIER_HOST_ANY);
 
 		um__log(ctx, UM_LOG_DEBUG,
 			"policy: evict \"%s\" (%s, priority %d, %zu bytes) from device %d: %d",
@@ -288,7 +310,7 @@ static bool evict_beyond_budget(struct um_context *ctx, struct um_region *r)
 	int n = victims(ctx, UM_TIER_GPU(r->device), r, &v, &vbytes);
 
 	for (int i = 0; i < n && !issued; i++)
-		issued = !um__evict(ctx, v[i], UM_TIER_HOST_ANY, true) &&
+		issued = !evict(ctx, v[i], UM_TIER_HOST_ANY) &&
 			 um__draining(v[i]);
 	free(v);
 	return issued;
@@ -623,7 +645,7 @@ static int64_t shed_device(struct um_context *ctx, int dev, uint64_t bytes,
 	for (i = 0; i < n && done < bytes; i++) {
 		um_tier_t to = UM_TIER_TYPE(dest) == UM_TIER_HOST ? dest :
 			       UM_TIER_HOST_ANY;
-		int ret = um__evict(ctx, v[i], to, true);
+		int ret = evict(ctx, v[i], to);
 
 		if (ret) {
 			if (ret != -EBUSY)	/* busy: not a victim after all */

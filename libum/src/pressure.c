@@ -35,7 +35,7 @@
 #include "internal.h"
 #include "um_numa.h"
 #include "pressure.h"
-#include "sysfs.h"
+#include "util.h"
 
 #define EV_BATCH	16
 #define TAG_UMM		1
@@ -149,7 +149,7 @@ static void default_name(char *name)
 		name[o] = '\0';
 }
 
-static int umm_handshake(struct um_pressure *pr, int fd)
+static int module_handshake(struct um_pressure *pr, int fd)
 {
 	struct umm_api api = {
 		.size = sizeof(api),
@@ -170,7 +170,7 @@ static int umm_handshake(struct um_pressure *pr, int fd)
 	return -errno;
 }
 
-static int umm_query_enabled(int fd)
+static int module_query_enabled(int fd)
 {
 	struct umm_query q = { .size = sizeof(q) };
 
@@ -180,7 +180,7 @@ static int umm_query_enabled(int fd)
 }
 
 /* Open and greet /dev/umm; *why explains a failure for the log. */
-static int umm_open(struct um_pressure *pr, char *why, size_t len)
+static int module_open(struct um_pressure *pr, char *why, size_t len)
 {
 	const char *path = getenv("LIBUM_UMM_DEV");
 	int fd, ret;
@@ -192,14 +192,14 @@ static int umm_open(struct um_pressure *pr, char *why, size_t len)
 		snprintf(why, len, "no %s: %s", path, strerror(errno));
 		return -errno;
 	}
-	ret = umm_handshake(pr, fd);
+	ret = module_handshake(pr, fd);
 	if (ret) {
 		snprintf(why, len, "%s refused the handshake: %s", path,
 			 strerror(-ret));
 		close(fd);
 		return ret;
 	}
-	ret = umm_query_enabled(fd);
+	ret = module_query_enabled(fd);
 	pr->umm_enabled = ret != 0;	/* a failed query: assume enabled */
 	pr->umm_fd = fd;
 	pr->last_seq = 0;
@@ -207,7 +207,7 @@ static int umm_open(struct um_pressure *pr, char *why, size_t len)
 	return 0;
 }
 
-static void umm_close(struct um_pressure *pr)
+static void module_close(struct um_pressure *pr)
 {
 	if (pr->umm_fd >= 0)
 		close(pr->umm_fd);
@@ -740,7 +740,7 @@ static void handle_pressure(struct um_pressure *pr, const struct umm_event *ev)
 	atomic_store(&pr->dirty, true);
 }
 
-static const char *umm_event_name(uint32_t type)
+static const char *module_event_name(uint32_t type)
 {
 	static const char *const names[] = {
 		"invalid", "pressure", "relief", "shrink", "oom", "gpu_budget",
@@ -754,7 +754,7 @@ static void handle_event(struct um_pressure *pr, const struct umm_event *ev)
 {
 	um__log(pr->ctx, UM_LOG_DEBUG,
 		"pressure: umm %s seq %llu tier %u/%u level %u ask %llu free %llu dest %d eta %u ms",
-		umm_event_name(ev->type), (unsigned long long)ev->seq,
+		module_event_name(ev->type), (unsigned long long)ev->seq,
 		ev->tier_type, ev->tier_id, ev->level,
 		(unsigned long long)ev->bytes_to_free,
 		(unsigned long long)ev->bytes_free, ev->dest_node, ev->eta_ms);
@@ -877,7 +877,7 @@ static void on_umm(struct um_pressure *pr, int res)
 
 		snprintf(what, sizeof(what), "umm.ko went away (%s)",
 			 res ? strerror(-res) : "end of file");
-		umm_close(pr);
+		module_close(pr);
 		fall_back(pr, what);
 		return;
 	}
@@ -890,7 +890,7 @@ static void on_umm(struct um_pressure *pr, int res)
 			continue;
 		handle_event(pr, &ev);
 		if (ev.type == UMM_EVENT_SHUTDOWN) {
-			umm_close(pr);
+			module_close(pr);
 			fall_back(pr, "umm.ko is shutting down");
 			return;
 		}
@@ -1021,7 +1021,7 @@ static uint64_t env_ms(const char *name, uint64_t def)
 
 static void pr_free(struct um_pressure *pr)
 {
-	umm_close(pr);
+	module_close(pr);
 	psi_close(pr);
 	if (pr->wake_fd >= 0)
 		close(pr->wake_fd);
@@ -1067,7 +1067,7 @@ int um__pressure_start(struct um_context *ctx)
 	ret = io_uring_queue_init(8, &pr->ring, 0);
 	if (ret)
 		goto err;
-	if (umm_open(pr, why_umm, sizeof(why_umm)) || !pr->umm_enabled)
+	if (module_open(pr, why_umm, sizeof(why_umm)) || !pr->umm_enabled)
 		psi_open(pr, why_psi, sizeof(why_psi));
 	if (pr->umm_fd >= 0 && !pr->umm_enabled)
 		snprintf(why_umm, sizeof(why_umm),
@@ -1078,6 +1078,8 @@ int um__pressure_start(struct um_context *ctx)
 		why_umm[0] ? "; " : "", why_umm, why_psi[0] ? "; PSI: " : "",
 		why_psi);
 	ctx->pressure = pr;
+	/* never uninstalled: um__pressure_notify() checks ctx->pressure */
+	ctx->books_changed = um__pressure_notify;
 	ret = pthread_create(&pr->thread, NULL, loop, pr);
 	if (ret) {
 		ctx->pressure = NULL;

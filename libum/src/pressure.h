@@ -42,9 +42,10 @@ int um__pressure_start(struct um_context *ctx);
 void um__pressure_stop(struct um_context *ctx);
 
 /*
- * Optional: the core calls this when its books change (residency, alloc,
- * free) so the next REPORT is sent promptly; cheap and lock-free. Without
- * it the loop still notices changes by polling um_stats_get().
+ * um__pressure_start() installs this as ctx->books_changed, which books.c
+ * calls when the books change (residency, alloc, free), so the next REPORT
+ * is sent promptly; cheap and lock-free. Without it the loop still notices
+ * changes by polling um_stats_get().
  */
 void um__pressure_notify(struct um_context *ctx);
 

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * region.c - the handle table and a region's life: alloc, free, pointer,
- * lookup by address, info, advice.
+ * lookup by address, info, advice, and waiting for a region's migrations
+ * (um_wait, um_wait_all).
  *
  * A handle is | context serial (16) | generation (24) | slot (24) |, so a
  * stale handle (freed region, slot reused), a double free or a handle of
@@ -13,9 +14,7 @@
 #include <string.h>
 
 #include "internal.h"
-#if UM_HAVE_SPILL
 #include "spill.h"
-#endif
 
 /*
  * Default backing per kind. TIERED everywhere: on the H200 it beats MANAGED
@@ -369,10 +368,8 @@ void um__region_destroy(struct um_context *ctx, struct um_region *r)
 	if (r->host)
 		um__pool_free(ctx->pool, r->host);
 	r->host = NULL;
-#if UM_HAVE_SPILL
 	if (ctx->spill && um__spill_has(ctx->spill, r->handle) == 1)
 		um__spill_drop(ctx->spill, r->handle);
-#endif
 	if (r->released)
 		be->ops->fence_destroy(be, r->released);
 	r->released = NULL;
@@ -576,6 +573,43 @@ int um_advise(struct um_context *ctx, um_region_t h, int advice,
 	if (r->backing == UM_BACKING_MANAGED && be->ops->advise)
 		ret = be->ops->advise(be, r->ptr, r->dev_len, advice, tier);
 out:
+	um__exit(ctx);
+	return ret;
+}
+
+/* ---- waiting ---------------------------------------------------------- */
+
+int um_wait(struct um_context *ctx, um_region_t h)
+{
+	struct um_region *r;
+	int ret = um__enter(ctx);
+
+	if (ret)
+		return ret;
+	for (;;) {
+		ret = um__region_find(ctx, h, &r);
+		if (ret)
+			break;
+		if (!r->pending) {
+			ret = r->error;
+			r->error = 0;
+			break;
+		}
+		ret = um__wait_region(ctx, r);
+		if (ret == -EPROTO)
+			break;
+	}
+	um__exit(ctx);
+	return ret;
+}
+
+int um_wait_all(struct um_context *ctx)
+{
+	int ret = um__enter(ctx);
+
+	if (ret)
+		return ret;
+	ret = um__wait_all(ctx);
 	um__exit(ctx);
 	return ret;
 }

@@ -16,12 +16,7 @@
 #include <string.h>
 
 #include "internal.h"
-#if UM_HAVE_PRESSURE
-#include "pressure.h"
-#endif
-#if UM_HAVE_SPILL
 #include "spill.h"
-#endif
 
 /* X(field in struct um_stats and struct um_books, JSON name) */
 #define UM_SCALAR_STATS(X)					\
@@ -45,99 +40,6 @@ static const char *const event_names[UM_EVENT_COUNT] = {
 	[UM_EVENT_NOMEM] = "nomem",
 	[UM_EVENT_ERROR] = "error",
 };
-
-static const char *const kind_names[UM_KIND_COUNT] = {
-	[UM_KIND_GENERIC] = "generic",
-	[UM_KIND_OPTIMIZER_STATE] = "optimizer_state",
-	[UM_KIND_PARAM] = "param",
-	[UM_KIND_GRAD] = "grad",
-	[UM_KIND_ACTIVATION] = "activation",
-};
-
-const char *um_kind_name(int kind)
-{
-	return kind >= 0 && kind < UM_KIND_COUNT ? kind_names[kind] : "unknown";
-}
-
-int um_tier_name(um_tier_t t, char *buf, size_t len)
-{
-	unsigned int id = UM_TIER_ID(t);
-	int n;
-
-	if (!buf && len)
-		return -EINVAL;
-	switch (UM_TIER_TYPE(t)) {
-	case UM_TIER_NONE:
-		n = t ? -EINVAL : snprintf(buf, len, "none");
-		break;
-	case UM_TIER_DEVICE:
-		n = snprintf(buf, len, "gpu%u", id);
-		break;
-	case UM_TIER_HOST:
-		n = id == UM_TIER_ANY_NODE ? snprintf(buf, len, "host") :
-		    snprintf(buf, len, "node%u", id);
-		break;
-	case UM_TIER_SPILL:
-		n = id ? -EINVAL : snprintf(buf, len, "spill");
-		break;
-	default:
-		n = -EINVAL;
-	}
-	return n;
-}
-
-void um__counter_add(struct um_counter *c, uint64_t bytes)
-{
-	c->current += bytes;
-	if (c->current > c->peak)
-		c->peak = c->current;
-	c->total += bytes;
-}
-
-void um__counter_sub(struct um_counter *c, uint64_t bytes)
-{
-	c->current = c->current > bytes ? c->current - bytes : 0;
-}
-
-static void tier_add(struct um_context *ctx, um_tier_t t, uint64_t b, bool add)
-{
-	void (*op)(struct um_counter *, uint64_t) =
-		add ? um__counter_add : um__counter_sub;
-	struct um_books *k = &ctx->books;
-
-	switch (UM_TIER_TYPE(t)) {
-	case UM_TIER_HOST:
-		op(&k->host_total, b);
-		if (UM_TIER_ID(t) < UM_STATS_MAX_NODES)
-			op(&k->host[UM_TIER_ID(t)], b);
-		break;
-	case UM_TIER_SPILL:
-		op(&k->spill, b);
-		break;
-	default:
-		break;	/* device bytes follow the books (counted) */
-	}
-}
-
-void um__books_residency(struct um_context *ctx, struct um_region *r,
-			 um_tier_t from, um_tier_t to)
-{
-	if (from == to)
-		return;
-	tier_add(ctx, from, r->bytes, false);
-	tier_add(ctx, to, r->bytes, true);
-	um__books_changed(ctx);
-}
-
-/* The pressure loop REPORTs what we hold on change (cheap, lock-free). */
-void um__books_changed(struct um_context *ctx)
-{
-#if UM_HAVE_PRESSURE
-	um__pressure_notify(ctx);
-#else
-	(void)ctx;
-#endif
-}
 
 static void fill(struct um_context *ctx, struct um_stats *s)
 {
@@ -282,7 +184,7 @@ static void json(struct um_context *ctx, struct out *o)
 	put_counter(o, &s.spill);
 	put(o, "},\"kinds\":{");
 	for (int i = 0; i < UM_KIND_COUNT; i++) {
-		put(o, "%s\"%s\":", i ? "," : "", kind_names[i]);
+		put(o, "%s\"%s\":", i ? "," : "", um_kind_name(i));
 		put_counter(o, &s.kind[i]);
 	}
 	put(o, "},\"migrations\":{");
@@ -305,7 +207,6 @@ static void json(struct um_context *ctx, struct out *o)
 	    ",\"internal_frag_bp\":%u,\"external_frag_bp\":%u}",
 	    s.pool_chunks, s.pool_bytes, s.pool_used, s.pool_requested,
 	    s.pool_internal_frag_bp, s.pool_external_frag_bp);
-#if UM_HAVE_SPILL
 	if (ctx->spill) {
 		struct um_spill_stats ss;
 
@@ -319,7 +220,6 @@ static void json(struct um_context *ctx, struct out *o)
 		    ss.write_errors, ss.read_errors, ss.checksum_errors,
 		    ss.direct);
 	}
-#endif
 	put(o, ",\"live\":[");
 	for (struct um_region *r = ctx->regions.next, *f = r;
 	     r != &ctx->regions; r = r->next) {

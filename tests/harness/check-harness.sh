@@ -14,22 +14,7 @@ set -u
 B=${1:-build}
 unset UM_TEST_TIMEOUT
 
-n=0 pass=0 fail=0
-out="" rc=0
-
-ok() {	# ok DESCRIPTION CONDITION...
-	local d=$1
-	shift
-	n=$((n + 1))
-	if "$@"; then
-		pass=$((pass + 1))
-		echo "ok $n $d"
-	else
-		fail=$((fail + 1))
-		echo "not ok $n $d"
-		printf '%s\n' "$out" | sed 's/^/#   | /'
-	fi
-}
+. "$(dirname "$0")/tap.sh"
 
 # run PROGRAM ARGS...: output (stdout+stderr) into $out, status into $rc
 run() {
@@ -134,5 +119,4 @@ ok "selftest: first lines are TAP 13 and the plan" \
 	test "$(head -2 <<<"$out" | tr '\n' ' ')" = "TAP version 13 1..18 "
 
 echo "1..$n"
-echo "# Totals: pass:$pass fail:$fail xfail:0 xpass:0 skip:0 error:0"
-[ "$fail" -eq 0 ]
+totals

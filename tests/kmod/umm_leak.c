@@ -149,10 +149,13 @@ TEST(open_close_1000_no_leak)
 TEST(largest_rings_are_freed)
 {
 	long long before, after;
-	uint64_t old;
+	uint64_t old, old_max;
 	int fds[16];
 
 	ASSERT_EQ(0, attr_read_u64("queue_len", &old));
+	ASSERT_EQ(0, attr_read_u64("ring_bytes_max", &old_max));
+	/* 16 rings of 4 MiB pass the default cap of 64 MiB */
+	ASSERT_EQ(0, attr_write_u64("ring_bytes_max", 128ull << 20));
 	ASSERT_EQ(0, attr_write_u64("queue_len", 65536));
 	before = free_bytes_all();
 	for (int r = 0; r < 4; r++) {
@@ -166,6 +169,7 @@ TEST(largest_rings_are_freed)
 	usleep(300 * 1000);
 	after = free_bytes_all();
 	attr_write_u64("queue_len", old);
+	attr_write_u64("ring_bytes_max", old_max);
 	/* 16 rings of 4 MiB: a leak of even one round is 64 MiB */
 	EXPECT_GT(16LL << 20, before - after)
 		TH_LOG("free (with per-CPU lists) %lld -> %lld", before, after);

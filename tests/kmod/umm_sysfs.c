@@ -28,6 +28,7 @@ static const struct file_spec global_files[] = {
 	{ "enabled", 0600, NUM },
 	{ "interval_ms", 0600, NUM },
 	{ "queue_len", 0600, NUM },
+	{ "ring_bytes_max", 0600, NUM },
 	{ "hysteresis_bp", 0600, NUM },
 	{ "event_min_interval_ms", 0600, NUM },
 	{ "repeat_interval_ms", 0600, NUM },
@@ -43,6 +44,7 @@ static const struct file_spec global_files[] = {
 	{ "ack_latency_ns_max", 0400, NUM },
 	{ "shrinker_calls", 0400, NUM },
 	{ "oom_calls", 0400, NUM },
+	{ "ring_bytes", 0400, NUM },
 	{ NULL }
 };
 
@@ -77,7 +79,7 @@ static int check_value(struct __test_metadata *_metadata, const char *path,
 		       const struct file_spec *f)
 {
 	char buf[256];
-	int64_t v;
+	uint64_t v;
 
 	if (f->kind == WO) {
 		if (attr_read(path, buf, sizeof(buf)) >= 0) {
@@ -94,7 +96,8 @@ static int check_value(struct __test_metadata *_metadata, const char *path,
 		TH_LOG("%s: more than one line", path);
 		return 1;
 	}
-	if (f->kind == NUM && attr_read_s64(path, &v)) {
+	/* every figure is unsigned (sums saturate at 2^64 - 1) */
+	if (f->kind == NUM && attr_read_u64(path, &v)) {
 		TH_LOG("%s: \"%s\" is not a number", path, buf);
 		return 1;
 	}
@@ -213,6 +216,8 @@ static const struct knob_case knobs[] = {
 	  { "9", "0", "60001", "-1", "abc", "1.5", "100x", "4294967296" } },
 	{ "queue_len", { "4", "65536", "256" },
 	  { "3", "0", "65537", "-1", "abc", "1e3" } },
+	{ "ring_bytes_max", { "4096", "1099511627776", "0x4000000" },
+	  { "4095", "0", "1099511627777", "-1", "abc", "64M" } },
 	{ "hysteresis_bp", { "0", "5000", "200" },
 	  { "5001", "-1", "abc", "10000" } },
 	{ "event_min_interval_ms", { "0", "60000", "100" },

@@ -66,7 +66,7 @@ fake_umm() {
 	cat >"$1/kernel/debug/umm/clients" <<-'EOF'
 	pid name priority ready queue_len queued events drops acks bytes_freed ack_ns_avg tiers(resident/reclaimable)
 	4242 umtrain 0 1 256 0 30 1 10 201326592 1200000 node0:67108864/33554432,gpu1:1048576/0
-	4343 my trainer 2 -5 1 256 2 10 0 2 67108864 2100000 -
+	4343 my\040trainer\0402 -5 1 256 2 10 0 2 67108864 2100000 -
 	EOF
 	chmod 0400 "$1/kernel/debug/umm/clients"
 }

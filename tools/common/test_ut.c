@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "harness.h"
 #include "um.h"
@@ -167,6 +168,61 @@ TEST(json_writer_line)
 	buf[n] = '\0';
 	fclose(f);
 	ASSERT_STREQ(want, buf);
+}
+
+/* ROOT/kernel/debug/umm/clients with @rows under the header. */
+static int fake_clients(char *root, const char *rows)
+{
+	char path[256];
+	FILE *f;
+
+	if (!mkdtemp(root))
+		return -errno;
+	snprintf(path, sizeof(path), "%s/kernel", root);
+	mkdir(path, 0700);
+	snprintf(path, sizeof(path), "%s/kernel/debug", root);
+	mkdir(path, 0700);
+	snprintf(path, sizeof(path), "%s/kernel/debug/umm", root);
+	mkdir(path, 0700);
+	snprintf(path, sizeof(path), "%s%s", root, UT_UMM_CLIENTS);
+	f = fopen(path, "w");
+	if (!f)
+		return -errno;
+	fprintf(f, "pid name priority ready queue_len queued events drops acks bytes_freed ack_ns_avg tiers(resident/reclaimable)\n%s",
+		rows);
+	return fclose(f) ? -errno : 0;
+}
+
+static void fake_clients_rm(const char *root)
+{
+	char cmd[300];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+	if (system(cmd))
+		fprintf(stderr, "# could not remove %s\n", root);
+}
+
+TEST(client_names_unescaped_never_forge_rows)
+{
+	char root[] = "/tmp/ut-clients-XXXXXX";
+	struct ut_umm_client *c = NULL;
+	size_t n = 0;
+
+	/* a comm of "x\n4242 fake 0", a handshake name "my trainer \2" */
+	ASSERT_EQ(0, fake_clients(root,
+		"7 x\\0124242\\040fake\\0400 0 0 256 0 0 0 0 0 0 -\n"
+		"8 my\\040trainer\\040\\134\\0012 -5 1 256 2 10 0 2 67108864 2100000 node0:1/0\n"));
+	EXPECT_EQ(0, ut_umm_clients(root, &c, &n));
+	ASSERT_EQ(2, n);
+	EXPECT_EQ(7, c[0].pid);
+	EXPECT_STREQ("x\\0124242 fake 0", c[0].name);
+	EXPECT_EQ(0, c[0].ready);
+	EXPECT_EQ(8, c[1].pid);
+	EXPECT_STREQ("my trainer \\\\0012", c[1].name);
+	EXPECT_EQ(-5, c[1].priority);
+	EXPECT_EQ(67108864, c[1].bytes_freed);
+	free(c);
+	fake_clients_rm(root);
 }
 
 TEST_HARNESS_MAIN

@@ -281,10 +281,43 @@ static int parse_int(const char *w, long long *out)
 }
 
 /*
+ * A name as umm.ko prints it: every byte that is not printable, a blank or
+ * a backslash as \ooo (three octal digits), so that a name (a process's
+ * comm before the handshake may hold anything) is one word and cannot
+ * forge a row. Blanks and printable bytes come back; the others stay
+ * written as \ooo, so that no control byte reaches a terminal.
+ */
+static int octal_byte(const char *p)
+{
+	for (int i = 0; i < 3; i++)
+		if (p[i] < '0' || p[i] > '7')
+			return -1;
+	return (p[0] - '0') * 64 + (p[1] - '0') * 8 + (p[2] - '0');
+}
+
+static void unescape_name(const char *in, size_t len, char *out, size_t size)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < len && o + 1 < size; i++) {
+		int b = in[i] == '\\' && i + 3 < len ? octal_byte(in + i + 1)
+						      : -1;
+
+		if (b >= 0x20 && b <= 0x7e) {
+			out[o++] = (char)b;
+			i += 3;
+		} else {
+			out[o++] = in[i];
+		}
+	}
+	out[o] = '\0';
+}
+
+/*
  * "pid name priority ready queue_len queued events drops acks bytes_freed
- * ack_ns_avg books": the name is the process's comm or the name it gave,
- * printable ASCII that may hold blanks, so it is what lies between the pid
- * and the last ten words.
+ * ack_ns_avg books": the name is escaped (unescape_name()), one word; a
+ * module before escaping printed it raw, so it is taken as what lies
+ * between the pid and the last ten words.
  */
 static int parse_client(const char *line, struct ut_umm_client *c)
 {
@@ -306,8 +339,7 @@ static int parse_client(const char *line, struct ut_umm_client *c)
 			return -EPROTO;
 	from = (size_t)(w[1] - copy);
 	to = (size_t)(w[n - 11] - copy) + strlen(w[n - 11]);
-	snprintf(c->name, sizeof(c->name), "%.*s", (int)(to - from),
-		 line + from);
+	unescape_name(line + from, to - from, c->name, sizeof(c->name));
 	snprintf(c->books, sizeof(c->books), "%s", w[n - 1]);
 	c->pid = (int)pid;
 	c->priority = (int)prio;

@@ -189,7 +189,7 @@ struct ut_umm {
 
 struct ut_umm_client {
 	int pid;
-	char name[32];
+	char name[128];		/* bytes that are not printable stay \ooo */
 	int priority;
 	int ready;
 	uint64_t queue_len, queued, events, drops, acks, bytes_freed;

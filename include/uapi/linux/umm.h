@@ -21,18 +21,37 @@
  * -EBADFD.
  * poll(): EPOLLIN | EPOLLRDNORM when a record is queued; EPOLLERR before the
  * handshake.
- * An open file holds a reference on the module: rmmod fails (EBUSY, "in
- * use") while any client exists.
+ * open(): -ENOBUFS when the event rings of all clients together would pass
+ * /sys/kernel/mm/umm/ring_bytes_max; a ring is charged to the opener's
+ * memory cgroup.
+ * An open file holds a reference on the module: rmmod fails while any
+ * client exists, with EAGAIN (EWOULDBLOCK: rmmod and delete_module(2) with
+ * O_NONBLOCK, as kmod and busybox call it; "Resource temporarily
+ * unavailable"); without O_NONBLOCK delete_module(2) waits instead.
  *
  * Conventions: only fixed-width types; every enum reserves 0; every ioctl
- * argument begins with its own size (callers set it to sizeof the struct as
- * they know it; the module refuses any size it does not know with -EINVAL);
- * fields are marked (in) for caller-filled and (out) for module-filled;
- * reserved fields and flag bits not defined here must be 0 (else -EINVAL).
- * Units are in the field names (_bytes, _ns, _ms).
+ * argument begins with its own size, callers set it to sizeof the struct as
+ * they know it; fields are marked (in) for caller-filled and (out) for
+ * module-filled; reserved fields and flag bits not defined here must be 0
+ * (else -EINVAL). Units are in the field names (_bytes, _ns, _ms).
  *
- * Compatibility: this header only grows. New fields go into new structs or
- * new ioctls; UMM_API_VERSION changes only if an existing meaning changes.
+ * Extensible structs: an ioctl is matched by its type, number and
+ * direction, not by the size encoded in it, so a struct may grow at its end
+ * in a later version of this header. The size encoded in the ioctl and the
+ * struct's @size must be equal (else -EINVAL), and at least the size this
+ * module knows (else -EINVAL). Bytes beyond what the module knows must be
+ * zero: then the call acts as with the struct the module knows, and (out)
+ * fields are written only there; a non-zero byte beyond is -E2BIG (the
+ * caller asked for something this module cannot do). This is the rule of
+ * openat2(2) and clone3(2) (copy_struct_from_user()).
+ *
+ * Byte counts that clients report are at most UMM_TIER_BYTES_MAX each
+ * (else -EINVAL); the sums the module shows saturate at 2^64 - 1 instead
+ * of wrapping, so no client can make another's usage disappear.
+ *
+ * Compatibility: this header only grows. New fields go at the end of a
+ * struct (see above) or into new ioctls; UMM_API_VERSION changes only if an
+ * existing meaning changes.
  */
 #ifndef _UAPI_LINUX_UMM_H
 #define _UAPI_LINUX_UMM_H
@@ -47,6 +66,7 @@
 #define UMM_MAX_GPUS		16	/* GPU ids 0 .. UMM_MAX_GPUS - 1 */
 #define UMM_REPORT_MAX		256	/* entries in one UMM_IOC_REPORT */
 #define UMM_EVENT_SIZE		64	/* sizeof(struct umm_event), fixed */
+#define UMM_TIER_BYTES_MAX	(1ULL << 50)	/* a reported count, 1 PiB */
 
 #define UMM_NODE_NONE		(-1)		/* no destination node */
 #define UMM_ETA_UNKNOWN		0xffffffffU	/* not declining */
@@ -226,8 +246,13 @@ struct umm_event {
  * @max_gpus:	(out) UMM_MAX_GPUS.
  * @nr_node_ids: (out) node ids are < nr_node_ids.
  *
- * Errors: -EINVAL: size is not sizeof(struct umm_api), a features bit is
- * unknown (none is granted then), flags not 0, bad name. -EPROTO: api is not
+ * The answer is written before the handshake counts, and outside every
+ * lock the module shares between clients: a caller whose answer cannot be
+ * written gets -EFAULT and may try again, and one whose page is slow to
+ * fault in delays no one else.
+ * Errors: -EINVAL: bad size (see Extensible structs), a features bit is
+ * unknown (none is granted then), flags not 0, bad name. -E2BIG: a non-zero
+ * byte beyond the struct this module knows. -EPROTO: api is not
  * UMM_API_VERSION. -EBUSY: the handshake was done already on this file.
  * -EFAULT: bad pointer.
  */
@@ -250,7 +275,8 @@ struct umm_api {
  * @tier_type:	(in) UMM_TIER_HOST_NODE or UMM_TIER_GPU.
  * @tier_id:	(in) node id (< nr_node_ids, a node that has memory) or GPU id
  *		(< UMM_MAX_GPUS).
- * @resident_bytes:    (in) bytes the client holds there.
+ * @resident_bytes:    (in) bytes the client holds there, at most
+ *		UMM_TIER_BYTES_MAX.
  * @reclaimable_bytes: (in) bytes of those it could give back when asked;
  *		must be <= resident_bytes.
  */
@@ -278,7 +304,8 @@ struct umm_tier_report {
  * A report is taken whole or not at all. It updates the books at once (the
  * GPU budgets are checked again before the ioctl returns).
  * Errors: -EINVAL: bad size, flags, reserved, tier type or id, duplicate
- * tier, reclaimable > resident. -E2BIG: count > UMM_REPORT_MAX.
+ * tier, reclaimable > resident, resident > UMM_TIER_BYTES_MAX. -E2BIG:
+ * count > UMM_REPORT_MAX, or a non-zero byte beyond the struct.
  * -EFAULT: bad pointer. -EBADFD: no handshake yet.
  */
 struct umm_report {
@@ -296,11 +323,17 @@ struct umm_report {
  * @seq:	(in) seq of the event acknowledged. It also acknowledges
  *		every earlier event of this client still waiting for an ACK.
  * @bytes_freed: (in) bytes given back in answer (may be 0).
- * @latency_ns:	(out) time from the event with @seq to this ACK.
+ * @latency_ns:	(out) time from the newest event acknowledged to this ACK
+ *		(never negative: 0 at the least).
  *
  * The module remembers the last 32 events per client that asked to free
- * (UMM_EVENT_F_ACK); event-to-ACK latencies feed the ack_latency_* figures.
+ * (UMM_EVENT_F_ACK); event-to-ACK latencies feed the ack_latency_* figures
+ * and @bytes_freed the bytes_freed figure, both sums saturating at
+ * 2^64 - 1. The answer (@latency_ns) is written first: an ACK whose answer
+ * cannot be written fails with -EFAULT, counts nothing and leaves the
+ * events waiting, so it can be sent again.
  * Errors: -EINVAL: bad size or flags, seq 0 or a seq not issued yet.
+ * -E2BIG: a non-zero byte beyond the struct. -EFAULT: bad pointer.
  * -ENOENT: no event with that seq (or older) is waiting for an ACK (already
  * acknowledged or forgotten); nothing is counted. -EBADFD: no handshake yet.
  */
@@ -324,8 +357,10 @@ struct umm_ack {
  * @flags:	UMM_LEVEL_F_*.
  * @free_bytes:	node: free memory; GPU: budget left (0 if over or none).
  * @total_bytes: node: its memory; GPU: budget_bytes (0: no budget).
- * @used_bytes:	sum of resident_bytes all clients reported there.
- * @reclaimable_bytes: sum of reclaimable_bytes all clients reported there.
+ * @used_bytes:	sum of resident_bytes all clients reported there
+ *		(saturating at 2^64 - 1).
+ * @reclaimable_bytes: sum of reclaimable_bytes all clients reported there
+ *		(saturating).
  * @eta_ms:	as struct umm_event.eta_ms.
  * @reserved:	0.
  */
@@ -355,7 +390,8 @@ struct umm_level_info {
  * @last_seq:	(out) seq of the last record this client was given (queued
  *		or dropped).
  *
- * Errors: -EINVAL: bad size or flags. -EFAULT. -EBADFD: no handshake yet.
+ * Errors: -EINVAL: bad size or flags. -E2BIG: a non-zero byte beyond the
+ * struct. -EFAULT. -EBADFD: no handshake yet.
  */
 struct umm_query {
 	__u32 size;

@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * entry.c - the way into and out of every public call.
+ *
+ * Every public call goes through um__enter() (validate the pointer, lock,
+ * reap finished migrations) and um__exit() (unlock, then deliver the events
+ * queued meanwhile, so callbacks run with no lock held).
+ *
+ * A context pointer is checked against a registry of live contexts before
+ * it is dereferenced, so a destroyed or foreign pointer gives -EBADF rather
+ * than undefined behaviour (destroying a context while another thread still
+ * uses it remains the caller's bug). context.c adds and removes contexts.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "internal.h"
+
+/* ---- registry of live contexts ---------------------------------------- */
+
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct um_context **reg;
+static size_t reg_n, reg_cap;
+static uint16_t reg_serial;
+/* bumped on every add/del, so a thread's cached answer can be trusted */
+static _Atomic uint64_t reg_gen = 1;
+
+static bool reg_has(const struct um_context *ctx)
+{
+	bool found = false;
+
+	pthread_mutex_lock(&reg_lock);
+	for (size_t i = 0; i < reg_n; i++) {
+		if (reg[i] == ctx) {
+			found = true;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&reg_lock);
+	return found;
+}
+
+int um__registry_add(struct um_context *ctx)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&reg_lock);
+	if (reg_n == reg_cap) {
+		size_t cap = reg_cap ? reg_cap * 2 : 8;
+		struct um_context **n = realloc(reg, cap * sizeof(*n));
+
+		if (!n) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		reg = n;
+		reg_cap = cap;
+	}
+	reg[reg_n++] = ctx;
+	if (++reg_serial == 0)
+		reg_serial = 1;
+	ctx->serial = reg_serial;
+out:
+	atomic_fetch_add(&reg_gen, 1);
+	pthread_mutex_unlock(&reg_lock);
+	return ret;
+}
+
+void um__registry_del(struct um_context *ctx)
+{
+	pthread_mutex_lock(&reg_lock);
+	for (size_t i = 0; i < reg_n; i++) {
+		if (reg[i] == ctx) {
+			reg[i] = reg[--reg_n];
+			break;
+		}
+	}
+	if (!reg_n) {
+		free(reg);
+		reg = NULL;
+		reg_cap = 0;
+	}
+	atomic_fetch_add(&reg_gen, 1);
+	pthread_mutex_unlock(&reg_lock);
+}
+
+/* ---- entry / exit ----------------------------------------------------- */
+
+int um__enter_const(const struct um_context *ctx)
+{
+	if (!ctx)
+		return -EINVAL;
+	if (!reg_has(ctx) || ctx->magic != UM_CTX_MAGIC)
+		return -EBADF;
+	return 0;
+}
+
+/*
+ * Hot calls (um_host_alloc/free) skip the registry lock when this thread
+ * already checked ctx and no context was created or destroyed since.
+ */
+int um__check_fast(const struct um_context *ctx)
+{
+	static _Thread_local const struct um_context *seen;
+	static _Thread_local uint64_t seen_gen;
+	uint64_t gen = atomic_load_explicit(&reg_gen, memory_order_acquire);
+	int ret;
+
+	if (ctx && ctx == seen && gen == seen_gen)
+		return 0;
+	ret = um__enter_const(ctx);
+	if (!ret) {
+		seen = ctx;
+		seen_gen = gen;
+	}
+	return ret;
+}
+
+int um__enter(struct um_context *ctx)
+{
+	int ret = um__enter_const(ctx);
+
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&ctx->lock);
+	um__reap(ctx);
+	return 0;
+}
+
+void um__exit(struct um_context *ctx)
+{
+	struct um_event *q = ctx->evq;
+	uint32_t n = ctx->evq_n;
+	um_event_fn fn = ctx->ev_fn;
+	void *arg = ctx->ev_arg;
+
+	ctx->evq = NULL;
+	ctx->evq_n = 0;
+	ctx->evq_cap = 0;
+	pthread_mutex_unlock(&ctx->lock);
+	for (uint32_t i = 0; fn && i < n; i++)
+		fn(arg, &q[i]);
+	free(q);
+}

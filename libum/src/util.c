@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: MIT
+/*
+ * util.c - small helpers with no context: one number from a sysfs file (a
+ * node's PCI NUMA node, umm.ko's knobs), the size check of versioned
+ * structs, and the names of kinds and tiers. Every layer may use them.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "um.h"
+#include "util.h"
+
+int um__read_num(const char *path, long long *out)
+{
+	char buf[32], *end;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = '\0';
+	errno = 0;
+	*out = strtoll(buf, &end, 10);
+	return errno || end == buf ? -EIO : 0;
+}
+
+int um__struct_size_ok(const void *p, uint32_t size, size_t min, size_t full)
+{
+	const unsigned char *b = p;
+
+	if (size < min)
+		return -EINVAL;
+	if (size > 4096)
+		return -E2BIG;
+	/* A newer caller's struct: fields we do not know must be zero. */
+	for (size_t i = full; i < size; i++)
+		if (b[i])
+			return -E2BIG;
+	return 0;
+}
+
+static const char *const kind_names[UM_KIND_COUNT] = {
+	[UM_KIND_GENERIC] = "generic",
+	[UM_KIND_OPTIMIZER_STATE] = "optimizer_state",
+	[UM_KIND_PARAM] = "param",
+	[UM_KIND_GRAD] = "grad",
+	[UM_KIND_ACTIVATION] = "activation",
+};
+
+const char *um_kind_name(int kind)
+{
+	return kind >= 0 && kind < UM_KIND_COUNT ? kind_names[kind] : "unknown";
+}
+
+int um_tier_name(um_tier_t t, char *buf, size_t len)
+{
+	unsigned int id = UM_TIER_ID(t);
+	int n;
+
+	if (!buf && len)
+		return -EINVAL;
+	switch (UM_TIER_TYPE(t)) {
+	case UM_TIER_NONE:
+		n = t ? -EINVAL : snprintf(buf, len, "none");
+		break;
+	case UM_TIER_DEVICE:
+		n = snprintf(buf, len, "gpu%u", id);
+		break;
+	case UM_TIER_HOST:
+		n = id == UM_TIER_ANY_NODE ? snprintf(buf, len, "host") :
+		    snprintf(buf, len, "node%u", id);
+		break;
+	case UM_TIER_SPILL:
+		n = id ? -EINVAL : snprintf(buf, len, "spill");
+		break;
+	default:
+		n = -EINVAL;
+	}
+	return n;
+}
