@@ -11,7 +11,7 @@
 # rate at which, and at every slower rate, every run survived.
 #
 # Usage: fill-sweep.sh [--kernel SERIES] [--runs N] [--rates "16 32 ..."]
-#                      [--out DIR] [--json FILE] [--bin PROGRAM]
+#                      [--out DIR] [--json FILE] [--bin PROGRAM] [--tag NAME]
 #   --kernel   6.1 (default) or 6.12
 #   --runs     boots per rate (default 2; SOAK_SWEEP_RUNS)
 #   --rates    MiB/s, ascending (default "16 32 64 128 256 512";
@@ -20,6 +20,8 @@
 #   --json     also write the figures there
 #   --bin      the scenario program (default tests/e2e/build/e2e_node_fill;
 #              another build of it, to compare two libums under one load)
+#   --tag      the rig's work directory name (default sweep): give two
+#              sweeps at once different tags
 # Exit status: 0 when it ran (whatever the rates survived), 2 on bad usage
 # or when a boot could not run at all.
 # Expects tests/e2e and umpressure built (make -C tests/soak does it).
@@ -30,7 +32,7 @@ top=$(cd "$here/../.." && pwd)
 . "$here/lib.sh"
 
 series=6.1 runs=${SOAK_SWEEP_RUNS:-2} rates=${SOAK_SWEEP_RATES:-16 32 64 128 256 512}
-out=$here/build/sweep json= bin=$top/tests/e2e/build/e2e_node_fill
+out=$here/build/sweep json= bin=$top/tests/e2e/build/e2e_node_fill tag=sweep
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--kernel) series=$2; shift 2 ;;
@@ -39,6 +41,7 @@ while [ $# -gt 0 ]; do
 	--out) out=$2; shift 2 ;;
 	--json) json=$2; shift 2 ;;
 	--bin) bin=$2; shift 2 ;;
+	--tag) tag=$2; shift 2 ;;
 	-h|--help) usage "$0"; exit 0 ;;
 	*) die "unknown argument $1 (see --help)" ;;
 	esac
@@ -64,7 +67,7 @@ for r in $rates; do
 	for i in $(seq 1 "$runs"); do
 		d=$out/$ver/rate-$r/run-$i
 		mkdir -p "$d"
-		nice "$top/tests/vm/run-vm.sh" --kernel "$ver" --tag sweep \
+		nice "$top/tests/vm/run-vm.sh" --kernel "$ver" --tag "$tag" \
 			--mem 512 --out "$d" --env "E2E_FILL_RATE=$r" \
 			--file "$UMP:/t/umpressure" \
 			-- "$bin" >"$d/judge.log" 2>&1
