@@ -10,12 +10,12 @@ include mk/install.mk
 export PREFIX DESTDIR LIBDIR INCDIR BINDIR SBINDIR MANDIR
 
 # Build order: the library first, then what links it, then the tests.
-COMPONENTS := libum tools examples bindings/python tests/harness tests/unit tests/gpu \
-	      kmod tests/kmod tests/vm tests/e2e
+COMPONENTS := libum tools examples bindings/python tests/harness tests/unit tests/soak \
+	      tests/gpu kmod tests/kmod tests/vm tests/e2e
 DIRS := $(patsubst %/Makefile,%,$(wildcard $(addsuffix /Makefile,$(COMPONENTS))))
 
-.PHONY: all check check-fast demo install uninstall install-dkms uninstall-dkms \
-	deb clean deps help
+.PHONY: all check check-fast soak demo install uninstall install-dkms \
+	uninstall-dkms deb clean deps help
 
 all:
 	+@set -e; for d in $(DIRS); do $(MAKE) -C $$d all; done
@@ -35,14 +35,22 @@ check-fast:
 	+@$(MAKE) --no-print-directory deps
 	+@MAKE="$(MAKE)" UM_BUILD_DIRS="$(DIRS)" UM_SKIP_VM=1 scripts/check.sh
 
+# The long runs, not part of check (tests/soak/soak.sh; SOAK_* variables):
+# the e2e scenarios SOAK_RUNS times per kernel, libum's stress program under
+# ASan and TSan, the fill-rate sweep.
+soak:
+	+@$(MAKE) --no-print-directory deps
+	+@$(MAKE) --no-print-directory -C tests/soak soak
+
 # The kernel-assisted scene (scripts/demo.sh): on this machine where
 # /dev/umm works, in the VM rig otherwise. It builds only what it runs; the
-# quick sim-only trainer demo is `make -C examples demo`.
+# quick sim-only trainer demo is `make -C examples demo`. DEMO_RATE=MiB/s:
+# how fast node 0 fills (default 16).
 demo:
 	+@$(MAKE) --no-print-directory deps
 	+@$(MAKE) --no-print-directory -C tools/umpressure build/umpressure-static
 	+@$(MAKE) --no-print-directory -C examples/demo
-	@scripts/demo.sh
+	@scripts/demo.sh $(if $(DEMO_RATE),--rate $(DEMO_RATE))
 
 # Userspace only: libum (and its headers, libum.pc), the tools, umtrain,
 # the umtorch package, the man pages. The module is `make install-dkms`.
@@ -112,6 +120,9 @@ help:
 	@echo '              suite incl. the VM ones; ends "N passed, N failed, N skipped",'
 	@echo '              logs in build/check/'
 	@echo '  check-fast  the same without the VM suites (UM_SKIP_VM=1)'
+	@echo '  soak        long runs, not in check: e2e x SOAK_RUNS (20) per kernel,'
+	@echo '              libum stress under ASan and TSan (SOAK_SECONDS, 60), the'
+	@echo '              fill-rate sweep; tests/soak/soak.sh --help'
 	@echo '  demo        deps + all, then run the umtrain demo (examples/)'
 	@echo '  install     install libum, tools, umtrain, umtorch, man pages under'
 	@echo '              $$(DESTDIR)$$(PREFIX) (PREFIX=$(PREFIX), LIBDIR=$(LIBDIR))'

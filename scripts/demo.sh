@@ -12,12 +12,14 @@
 # scene runs here; otherwise in the VM rig (tests/vm/run-vm.sh: Debian's 6.1
 # kernel, or 6.12, two NUMA nodes of 512 MiB, software emulation).
 #
-# Usage: scripts/demo.sh [--vm] [--kernel SERIES] [--steps N] [--no-reaction]
+# Usage: scripts/demo.sh [--vm] [--kernel SERIES] [--steps N] [--rate MIB_S]
+#                        [--no-reaction]
 #   --vm            use the VM even where /dev/umm works here
 #   --no-reaction   the control run: libum ignores the events
 #                   (LIBUM_PRESSURE=0); expect the OOM killer and a FAIL
 #   --kernel S      kernel series for the VM (default: 6.1, else 6.12)
 #   --steps N       trainer steps (default 30; both runs do exactly N)
+#   --rate MIB_S    how fast umpressure fills node 0 (default 16; 1..4096)
 # Exit status: 0 PASS, 1 FAIL, 2 could not run.
 # Expects the programs built (the top-level `make demo` does that).
 set -uo pipefail
@@ -26,7 +28,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 demo=$top/examples/demo/build/demo
 ump=$top/tools/umpressure/build/umpressure-static
 work=$top/examples/demo/build
-force_vm=0 series= steps=30 extra=
+force_vm=0 series= steps=30 extra= rate=16
 die() { echo "demo.sh: $*" >&2; exit 2; }
 
 while [ $# -gt 0 ]; do
@@ -34,12 +36,15 @@ while [ $# -gt 0 ]; do
 	--vm) force_vm=1; shift ;;
 	--kernel) series=$2; shift 2 ;;
 	--steps) steps=$2; shift 2 ;;
+	--rate) rate=$2; shift 2 ;;
 	--no-reaction) extra=--no-reaction; shift ;;
 	-h|--help) sed -n '2,/^set -u/p' "$0" | sed 's/^# \{0,1\}//;$d'; exit 0 ;;
 	*) die "unknown argument $1 (see --help)" ;;
 	esac
 done
 case "$steps" in ''|*[!0-9]*) die "--steps wants a number" ;; esac
+case "$rate" in ''|*[!0-9]*|0*) die "--rate wants MiB/s, 1..4096" ;; esac
+[ "$rate" -le 4096 ] || die "--rate wants MiB/s, 1..4096"
 [ -x "$demo" ] || die "$demo is missing (make -C examples/demo)"
 [ -x "$ump" ] || die "$ump is missing (make -C tools/umpressure)"
 
@@ -117,7 +122,7 @@ if [ "$host_umm" = 1 ]; then
 	oom0=$(dmesg 2>/dev/null | grep -c 'Killed process')
 	mkdir -p "$work/bin"
 	ln -sf "$ump" "$work/bin/umpressure"
-	PATH=$work/bin:$PATH "$demo" --steps "$steps" $extra 2>&1 | tee "$res" | pretty
+	PATH=$work/bin:$PATH "$demo" --steps "$steps" --rate "$rate" $extra 2>&1 | tee "$res" | pretty
 	oom_dmesg=$(( $(dmesg 2>/dev/null | grep -c 'Killed process') - oom0 ))
 	judge=0
 else
@@ -160,7 +165,7 @@ else
 	UM_VM_NAME=demo "$top/tests/vm/run-vm.sh" --kernel "$ver" --ko "$ko" \
 		--tag demo --mem 512 --timeout 600 \
 		--file "$ump:/t/umpressure" \
-		-- "$demo --steps $steps $extra" >"$work/judge.log" 2>&1
+		-- "$demo --steps $steps --rate $rate $extra" >"$work/judge.log" 2>&1
 	judge=$?
 	sleep 0.5	# let tail see the end of the file
 	kill "$tailpid" 2>/dev/null

@@ -81,6 +81,25 @@ bool e2e_have_umm(void)
 	return access("/dev/umm", R_OK | W_OK) == 0;
 }
 
+int e2e_fill_rate(unsigned int *mib_s)
+{
+	const char *v = getenv("E2E_FILL_RATE");
+	unsigned long long r;
+	char *end;
+
+	*mib_s = 16;
+	if (!v)
+		return 0;
+	errno = 0;
+	r = strtoull(v, &end, 10);
+	if (errno || v[0] < '0' || v[0] > '9' || *end || r < 1 || r > 4096) {
+		printf("# E2E_FILL_RATE=%s: want MiB/s in decimal, 1..4096\n", v);
+		return -EINVAL;
+	}
+	*mib_s = (unsigned int)r;
+	return 0;
+}
+
 void e2e_set_watermarks(bool report)
 {
 	static const char *const knobs[][2] = {

@@ -35,6 +35,11 @@ int e2e_read_str(const char *path, char *buf, size_t len);
 int e2e_read_u64(const char *path, uint64_t *v);
 int e2e_write_str(const char *path, const char *val);
 bool e2e_have_umm(void);
+/*
+ * The fill rate of the node scenarios in MiB/s: E2E_FILL_RATE (decimal,
+ * 1..4096) where set, else 16. -EINVAL (and a TAP comment) for a bad value.
+ */
+int e2e_fill_rate(unsigned int *mib_s);
 /* Node memory from /sys/devices/system/node/node<N>/meminfo. */
 int e2e_node_free(int node, uint64_t *free_b, uint64_t *total_b);
 /* This process's resident bytes per node (bytes[0..nnodes-1]), numa_maps. */

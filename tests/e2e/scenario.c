@@ -157,6 +157,15 @@ int scenario_run(const struct scenario *sc, struct scenario_result *res)
 	struct msg m;
 
 	memset(res, 0, sizeof(*res));
+	res->rate_mib = sc->rate_mib;
+	if (res->rate_mib <= 0) {
+		unsigned int r;
+
+		ret = e2e_fill_rate(&r);
+		if (ret)
+			return ret;
+		res->rate_mib = r;
+	}
 	signal(SIGPIPE, SIG_IGN);
 	margin = sc->margin ? sc->margin : 64 * MiB;
 	e2e_set_watermarks(true);
@@ -218,7 +227,7 @@ int scenario_run(const struct scenario *sc, struct scenario_result *res)
 		free0 = free1;
 	}
 	snprintf(tgt, sizeof(tgt), "%llu", (unsigned long long)target);
-	snprintf(rate, sizeof(rate), "%g", sc->rate_mib > 0 ? sc->rate_mib : 16);
+	snprintf(rate, sizeof(rate), "%g", res->rate_mib);
 	{
 		const char *const a0[] = {
 			"--node", "0", "--force", "--oom-score-adj", "-1000",
@@ -267,6 +276,7 @@ int scenario_run(const struct scenario *sc, struct scenario_result *res)
 		res->umpressure_status = keep.umpressure_status;
 		res->trainer_killed = keep.trainer_killed;
 		res->trainer_status = keep.trainer_status;
+		res->rate_mib = keep.rate_mib;
 		memcpy(res->host_start, keep.host_start,
 		       sizeof(res->host_start));
 		res->t_start_ns = keep.t_start_ns;
@@ -293,6 +303,40 @@ int scenario_run(const struct scenario *sc, struct scenario_result *res)
 static double rel_ms(uint64_t t, uint64_t t0)
 {
 	return t ? e2e_ms(t - t0) : -1;
+}
+
+static double span_ms(uint64_t from, uint64_t to)
+{
+	return from && to ? (double)((int64_t)to - (int64_t)from) / 1e6 : -1;
+}
+
+/*
+ * One line of key=value pairs for tests/soak to add up: a killed trainer
+ * loses all its bytes, a surviving one those of every region whose
+ * checksum differs. Times in ms, -1 where the moment never came.
+ */
+static void scenario_result_line(const struct scenario *sc,
+				 const struct scenario_result *r)
+{
+	uint64_t lost = (uint64_t)(r->trainer_killed ? sc->nregions :
+					 r->bad_regions) * sc->region_bytes;
+	uint64_t mod_max = 0;
+
+	if (e2e_read_u64(UMM_SYSFS "/ack_latency_ns_max", &mod_max))
+		mod_max = 0;
+	printf("# E2E-RESULT scenario=%s rate_mib=%g killed=%d error=%d lost_bytes=%llu steps=%llu umpressure_exit=%d events=%llu acks=%llu ack_avg_ms=%.1f ack_max_ms=%.1f module_ack_max_ms=%.1f max_level=%d first_event_ms=%.0f eta_ms=%u low_ms=%.0f critical_ms=%.0f lead_ms=%.0f low_to_critical_ms=%.0f killed_after_low_ms=%.0f\n",
+	       sc->name, r->rate_mib, r->trainer_killed, r->trainer_error,
+	       (unsigned long long)lost, (unsigned long long)r->steps,
+	       r->umpressure_status, (unsigned long long)r->umm_events,
+	       (unsigned long long)r->acks,
+	       r->acks ? e2e_ms(r->sum_ack_ns / r->acks) : 0,
+	       e2e_ms(r->max_ack_ns), e2e_ms(mod_max), r->max_node_level,
+	       span_ms(r->t_start_ns, r->first_pressure_ns), r->first_eta_ms,
+	       span_ms(r->t_start_ns, r->low_ns),
+	       span_ms(r->t_start_ns, r->critical_ns),
+	       span_ms(r->first_pressure_ns, r->critical_ns),
+	       span_ms(r->low_ns, r->critical_ns),
+	       r->trainer_killed ? span_ms(r->low_ns, r->trainer_end_ns) : -1);
 }
 
 void scenario_report(const struct scenario *sc,
@@ -354,6 +398,7 @@ void scenario_report(const struct scenario *sc,
 			       sc->name, (unsigned long long)acks, e2e_ms(avg),
 			       e2e_ms(max));
 	}
+	scenario_result_line(sc, r);
 	if (r->spill_writes || r->spill_reads)
 		printf("# %s: spill %s: %llu writes %.1f MiB/s, %llu reads %.1f MiB/s\n",
 		       sc->name, r->spill_direct ? "O_DIRECT" : "buffered",

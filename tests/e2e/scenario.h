@@ -21,10 +21,11 @@ struct scenario {
 	const char *spill_dir;		/* NULL: no spill tier */
 	bool fill_node1;		/* fill node 1 too (spill scenario) */
 	uint64_t margin;		/* slack left on node 0 with the reaction; 0: 64M */
-	double rate_mib;		/* 0: 16 */
+	double rate_mib;		/* 0: e2e_fill_rate() */
 };
 
 struct scenario_result {
+	double rate_mib;		/* node 0's fill rate used */
 	/* processes */
 	bool umpressure_exited;
 	int umpressure_status;		/* exit status, or 128 + signal */
