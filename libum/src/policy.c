@@ -224,7 +224,20 @@ int um__make_room(struct um_context *ctx, struct um_region *r)
 	struct um_mig *m;
 	int64_t over;
 
-	if (r->counted || d->used + need <= d->budget)
+	if (r->counted) {
+		/*
+		 * Still on the books: resident, or its eviction is in flight
+		 * and the restore would supersede it, keeping the bytes on
+		 * the device. Over budget (lowered under it), that would
+		 * hold the books above the budget: let the eviction land
+		 * first, then r needs room like any other region.
+		 */
+		if (!um__draining(r) || !r->mig || d->used <= d->budget)
+			return 0;
+		um__wait_mig(ctx, r->mig);
+		return -EAGAIN;
+	}
+	if (d->used + need <= d->budget)
 		return 0;
 	if (need > d->budget) {
 		refuse(ctx, r, "; the region alone is larger than the budget");
