@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "um_numa.h"
 
 static const int kind_rank[UM_KIND_COUNT] = {
 	[UM_KIND_OPTIMIZER_STATE] = 0,
@@ -291,13 +292,26 @@ int um__enforce_budget(struct um_context *ctx, int dev)
 
 /* ---- tiers ------------------------------------------------------------ */
 
-static int check_host_tier(um_tier_t t)
+/*
+ * A host tier names any node or one that exists with memory. Anything else
+ * is -EINVAL with an ERR line that says which node and what the machine
+ * has, before the pool is asked (it could only say it has no copy).
+ */
+static int check_host_tier(struct um_context *ctx, um_tier_t t,
+			   const char *what)
 {
 	unsigned int id = UM_TIER_ID(t);
 
 	if (UM_TIER_TYPE(t) != UM_TIER_HOST)
 		return -EINVAL;
-	return id == UM_TIER_ANY_NODE || id < UM_POOL_MAX_NODES ? 0 : -EINVAL;
+	if (id == UM_TIER_ANY_NODE)
+		return 0;
+	if (id < UM_POOL_MAX_NODES && um__numa_node_valid((int)id))
+		return 0;
+	um__log(ctx, UM_LOG_ERR,
+		"%s: host node %u does not exist or has no memory: this machine has %d node(s) with memory, numbered 0..%d",
+		what, id, um__numa_node_count(), um__numa_max_node());
+	return -EINVAL;
 }
 
 static int check_acquire_tier(struct um_context *ctx, struct um_region *r,
@@ -305,7 +319,7 @@ static int check_acquire_tier(struct um_context *ctx, struct um_region *r,
 {
 	if (UM_TIER_TYPE(t) == UM_TIER_DEVICE)
 		return UM_TIER_ID(t) == r->device ? 0 : -EINVAL;
-	return check_host_tier(t);
+	return check_host_tier(ctx, t, "acquire");
 }
 
 /* ---- acquire / release ------------------------------------------------ */
@@ -577,7 +591,8 @@ int um_evict(struct um_context *ctx, um_region_t h, um_tier_t tier)
 		ret = -EINVAL;
 		goto out;
 	}
-	if (UM_TIER_TYPE(tier) != UM_TIER_SPILL && check_host_tier(tier)) {
+	if (UM_TIER_TYPE(tier) != UM_TIER_SPILL &&
+	    check_host_tier(ctx, tier, "evict")) {
 		ret = -EINVAL;
 		goto out;
 	}
@@ -690,7 +705,7 @@ int64_t um__shed_locked(struct um_context *ctx, um_tier_t tier,
 			uint64_t bytes, um_tier_t dest)
 {
 	if (dest != UM_TIER_NONE && dest != UM_TIER_DISK &&
-	    check_host_tier(dest))
+	    check_host_tier(ctx, dest, "shed"))
 		return -EINVAL;
 	switch (UM_TIER_TYPE(tier)) {
 	case UM_TIER_DEVICE:
@@ -700,7 +715,8 @@ int64_t um__shed_locked(struct um_context *ctx, um_tier_t tier,
 			return 0;
 		return shed_device(ctx, (int)UM_TIER_ID(tier), bytes, dest);
 	case UM_TIER_HOST:
-		if (check_host_tier(tier) || dest == UM_TIER_HOST_ANY)
+		if (check_host_tier(ctx, tier, "shed") ||
+		    dest == UM_TIER_HOST_ANY)
 			return -EINVAL;
 		if (!bytes)
 			return 0;
