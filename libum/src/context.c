@@ -245,6 +245,7 @@ static void ctx_free(struct um_context *ctx)
 	free(ctx->slots);
 	free(ctx->by_addr);
 	free(ctx->evq);
+	um__room_fini(ctx);
 	pthread_mutex_destroy(&ctx->lock);
 	ctx->magic = UM_CTX_DEAD;
 	free(ctx);
@@ -271,6 +272,12 @@ int um_context_create(const struct um_config *cfg, struct um_context **out)
 	if (!ctx)
 		return -ENOMEM;
 	pthread_mutex_init(&ctx->lock, NULL);
+	ret = um__room_init(ctx);
+	if (ret) {
+		pthread_mutex_destroy(&ctx->lock);
+		free(ctx);
+		return ret;
+	}
 	ctx->regions.next = ctx->regions.prev = &ctx->regions;
 	ctx->home_node = UM_POOL_NODE_ANY;
 	ctx->log_level = UM_LOG_INFO;

@@ -137,6 +137,9 @@ void um__exit(struct um_context *ctx)
 	ctx->evq = NULL;
 	ctx->evq_n = 0;
 	ctx->evq_cap = 0;
+	/* any call may have made room (room.c): waiters look again */
+	if (ctx->room_waiters)
+		pthread_cond_broadcast(&ctx->room);
 	pthread_mutex_unlock(&ctx->lock);
 	for (uint32_t i = 0; fn && i < n; i++)
 		fn(arg, &q[i]);

@@ -217,8 +217,11 @@ static int64_t evict_to_fit(struct um_context *ctx, int dev, uint64_t need,
  * Make room for r (not yet on its device's books). Returns 0 when it fits
  * now, -EAGAIN after waiting for an eviction with the lock dropped (the
  * caller starts over: regions may have changed), -ENOMEM when it cannot.
+ * With may_wait, a refusal that releases could lift (what acquired regions
+ * hold leaves too little) is -ENOBUFS instead, with nothing logged: the
+ * caller waits for room (room.c).
  */
-int um__make_room(struct um_context *ctx, struct um_region *r)
+int um__make_room(struct um_context *ctx, struct um_region *r, bool may_wait)
 {
 	struct um_dev *d = &ctx->dev[r->device];
 	uint64_t need = r->dev_len;
@@ -246,6 +249,8 @@ int um__make_room(struct um_context *ctx, struct um_region *r)
 	}
 	over = evict_to_fit(ctx, (int)r->device, need, r, true);
 	if (over == -ENOMEM) {
+		if (may_wait)
+			return -ENOBUFS;
 		refuse(ctx, r, ", and evicting every released region would not free enough");
 		return -ENOMEM;
 	}
@@ -343,9 +348,10 @@ static bool evict_beyond_budget(struct um_context *ctx, struct um_region *r)
 	return issued;
 }
 
-static int acquire_device(struct um_context *ctx, struct um_region *r)
+static int acquire_device(struct um_context *ctx, struct um_region *r,
+			  bool may_wait)
 {
-	int ret = um__make_room(ctx, r);
+	int ret = um__make_room(ctx, r, may_wait);
 	struct um_mig *m;
 
 	if (ret)
@@ -434,14 +440,32 @@ static int acquire_host(struct um_context *ctx, struct um_region *r,
 	return ret == -EPROTO ? ret : -EAGAIN;
 }
 
-int um_acquire(struct um_context *ctx, um_region_t h, um_tier_t tier,
-	       void *stream)
+/*
+ * The caller waited for room (room.c) and will not wait any more: the
+ * refusal um_acquire() gives, with the reason in the ERR line.
+ */
+static int refuse_wait(struct um_context *ctx, struct um_region *r, int err)
 {
+	refuse(ctx, r, err == -EDEADLK ?
+		       "; waiting would never end: every holder is this thread or waiting for room too" :
+		       "; no room within the timeout");
+	return err;
+}
+
+/* timeout_ns 0: no waiting; deadline NULL (with timeout_ns): no limit. */
+static int acquire(struct um_context *ctx, um_region_t h, um_tier_t tier,
+		   void *stream, uint64_t timeout_ns)
+{
+	struct timespec deadline, *until = NULL;
 	struct um_region *r;
 	int ret = um__enter(ctx);
 
 	if (ret)
 		return ret;
+	if (timeout_ns && timeout_ns != UM_WAIT_FOREVER) {
+		um__room_deadline(timeout_ns, &deadline);
+		until = &deadline;
+	}
 	for (;;) {
 		ret = um__region_find(ctx, h, &r);
 		if (ret)
@@ -459,19 +483,27 @@ int um_acquire(struct um_context *ctx, um_region_t h, um_tier_t tier,
 				break;
 			}
 			/* every holder's stream waits for the bytes */
+			um__room_hold(r);
 			r->acquired++;
 			if (r->mig)
 				ret = order_stream(ctx, h, stream);
 			break;
 		}
 		if (um__tier_is_dev(tier))
-			ret = acquire_device(ctx, r);
+			ret = acquire_device(ctx, r, timeout_ns != 0);
 		else
 			ret = acquire_host(ctx, r, tier);
+		if (ret == -ENOBUFS) {
+			ret = um__room_wait(ctx, r, until);
+			if (!ret)
+				continue;
+			ret = refuse_wait(ctx, r, ret);
+		}
 		if (ret == -EAGAIN)
 			continue;
 		if (ret)
 			break;
+		um__room_hold(r);
 		r->acquired = 1;
 		r->acq_tier = tier;
 		r->acq_stream = stream;
@@ -482,6 +514,18 @@ int um_acquire(struct um_context *ctx, um_region_t h, um_tier_t tier,
 	}
 	um__exit(ctx);
 	return ret;
+}
+
+int um_acquire(struct um_context *ctx, um_region_t h, um_tier_t tier,
+	       void *stream)
+{
+	return acquire(ctx, h, tier, stream, 0);
+}
+
+int um_acquire_timeout(struct um_context *ctx, um_region_t h, um_tier_t tier,
+		       void *stream, uint64_t timeout_ns)
+{
+	return acquire(ctx, h, tier, stream, timeout_ns);
 }
 
 /*
