@@ -341,11 +341,35 @@ fail:
 	return ret;
 }
 
+/*
+ * Contexts a child of fork() destroyed: kept reachable, never touched
+ * again. Their memory is the child's copy of the parent's, interwoven with
+ * the backend's, the pool's and the spill store's, whose release needs the
+ * parent's threads, locks and device; it goes with the process (exec or
+ * exit).
+ */
+static _Atomic(struct um_context *) forgotten;
+
+static int forget_inherited(struct um_context *ctx)
+{
+	struct um_context *head = atomic_load(&forgotten);
+
+	um__registry_del(ctx);
+	um__pressure_forget(ctx);
+	ctx->magic = UM_CTX_DEAD;
+	do {
+		ctx->forgotten_next = head;
+	} while (!atomic_compare_exchange_weak(&forgotten, &head, ctx));
+	return 0;
+}
+
 int um_context_destroy(struct um_context *ctx)
 {
 	int ret = um__enter_const(ctx);
 	int leaks;
 
+	if (ret == -ECHILD)
+		return forget_inherited(ctx);
 	if (ret)
 		return ret;
 	um__pressure_stop(ctx);

@@ -222,6 +222,9 @@ struct um_context {
 	pthread_cond_t room;		/* on ctx->lock, CLOCK_MONOTONIC */
 	bool room_ready;		/* room initialised */
 	struct um_room_waiter *room_waiters;
+
+	uint32_t fork_gen;		/* entry.c: fork() count at creation */
+	struct um_context *forgotten_next; /* context.c, in a fork() child */
 };
 
 /* context.c */
@@ -232,7 +235,10 @@ void um__context_place_home(struct um_context *ctx);
 int um__registry_add(struct um_context *ctx);
 void um__registry_del(struct um_context *ctx);
 int um__enter(struct um_context *ctx);
+/* -ECHILD for a context this process inherited through fork(). */
 int um__enter_const(const struct um_context *ctx);
+/* ctx was created before this process was forked from its creator. */
+bool um__inherited(const struct um_context *ctx);
 void um__exit(struct um_context *ctx);
 /* um__enter_const without the registry lock on a thread's repeat calls. */
 int um__check_fast(const struct um_context *ctx);
