@@ -180,6 +180,15 @@ void um__context_place_home(struct um_context *ctx)
 		dev_node);
 }
 
+static void host_nodes_init(struct um_context *ctx)
+{
+	_Static_assert(UM_POOL_MAX_NODES <= 32, "host_nodes is 32 bits");
+
+	for (int n = 0; n < UM_POOL_MAX_NODES && n <= um__numa_max_node(); n++)
+		if (um__numa_node_valid(n))
+			ctx->host_nodes |= 1u << n;
+}
+
 static int pool_init(struct um_context *ctx)
 {
 	struct um_pool_config pc = {
@@ -311,6 +320,7 @@ int um_context_create(const struct um_config *cfg, struct um_context **out)
 	if (ret)
 		goto fail;
 	um__context_place_home(ctx);
+	host_nodes_init(ctx);
 	ret = pool_init(ctx);
 	if (ret)
 		goto fail;

@@ -181,6 +181,12 @@ struct um_context {
 	struct um_dev dev[UM_MAX_DEVICES];
 	struct um_pool *pool;
 	int home_node;			/* pool node for host copies */
+	/*
+	 * Bit per host node with memory, read once at creation: asking the
+	 * kernel costs ~37 us, too much for every acquire or evict naming a
+	 * node (a node added later is refused until a new context).
+	 */
+	uint32_t host_nodes;
 
 	/* regions */
 	struct um_slot *slots;

@@ -311,7 +311,7 @@ static int check_host_tier(struct um_context *ctx, um_tier_t t,
 		return -EINVAL;
 	if (id == UM_TIER_ANY_NODE)
 		return 0;
-	if (id < UM_POOL_MAX_NODES && um__numa_node_valid((int)id))
+	if (id < UM_POOL_MAX_NODES && (ctx->host_nodes & (1u << id)))
 		return 0;
 	um__log(ctx, UM_LOG_ERR,
 		"%s: host node %u does not exist or has no memory: this machine has %d node(s) with memory, numbered 0..%d",
