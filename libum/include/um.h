@@ -183,6 +183,18 @@ struct um_region_info {
 int um_region_info(struct um_context *ctx, um_region_t r,
 		   struct um_region_info *info);
 
+/*
+ * um_acquire, but when the device budget is taken by regions that other
+ * threads hold, wait (the calling thread only) until their releases make
+ * room, up to timeout_ns (UM_WAIT_FOREVER: no limit; 0: um_acquire).
+ * Returns at once what can never be met: -ENOMEM for a region larger than
+ * the budget, -EDEADLK when every holder is the calling thread or waits
+ * here too; -ETIMEDOUT when the time ran out.
+ */
+#define UM_WAIT_FOREVER UINT64_MAX
+int um_acquire_timeout(struct um_context *ctx, um_region_t r, um_tier_t tier,
+		       void *stream, uint64_t timeout_ns);
+
 /* ---- Budget and policy ------------------------------------------------ */
 
 int um_budget_set(struct um_context *ctx, unsigned int device,

@@ -176,6 +176,15 @@ void um__context_place_home(struct um_context *ctx)
 		dev_node);
 }
 
+static void host_nodes_init(struct um_context *ctx)
+{
+	_Static_assert(UM_POOL_MAX_NODES <= 32, "host_nodes is 32 bits");
+
+	for (int n = 0; n < UM_POOL_MAX_NODES && n <= um__numa_max_node(); n++)
+		if (um__numa_node_valid(n))
+			ctx->host_nodes |= 1u << n;
+}
+
 static int pool_init(struct um_context *ctx)
 {
 	struct um_pool_config pc = {
@@ -241,6 +250,7 @@ static void ctx_free(struct um_context *ctx)
 	free(ctx->slots);
 	free(ctx->by_addr);
 	free(ctx->evq);
+	um__room_fini(ctx);
 	pthread_mutex_destroy(&ctx->lock);
 	ctx->magic = UM_CTX_DEAD;
 	free(ctx);
@@ -268,6 +278,12 @@ int um_context_create(const struct um_config *cfg, struct um_context **out)
 		return -ENOMEM;
 	ctx->reap_fd = -1;
 	pthread_mutex_init(&ctx->lock, NULL);
+	ret = um__room_init(ctx);
+	if (ret) {
+		pthread_mutex_destroy(&ctx->lock);
+		free(ctx);
+		return ret;
+	}
 	ctx->regions.next = ctx->regions.prev = &ctx->regions;
 	ctx->home_node = UM_POOL_NODE_ANY;
 	ctx->log_level = UM_LOG_INFO;
@@ -301,6 +317,7 @@ int um_context_create(const struct um_config *cfg, struct um_context **out)
 	if (ret)
 		goto fail;
 	um__context_place_home(ctx);
+	host_nodes_init(ctx);
 	ret = pool_init(ctx);
 	if (ret)
 		goto fail;
@@ -332,11 +349,35 @@ fail:
 	return ret;
 }
 
+/*
+ * Contexts a child of fork() destroyed: kept reachable, never touched
+ * again. Their memory is the child's copy of the parent's, interwoven with
+ * the backend's, the pool's and the spill store's, whose release needs the
+ * parent's threads, locks and device; it goes with the process (exec or
+ * exit).
+ */
+static _Atomic(struct um_context *) forgotten;
+
+static int forget_inherited(struct um_context *ctx)
+{
+	struct um_context *head = atomic_load(&forgotten);
+
+	um__registry_del(ctx);
+	um__pressure_forget(ctx);
+	ctx->magic = UM_CTX_DEAD;
+	do {
+		ctx->forgotten_next = head;
+	} while (!atomic_compare_exchange_weak(&forgotten, &head, ctx));
+	return 0;
+}
+
 int um_context_destroy(struct um_context *ctx)
 {
 	int ret = um__enter_const(ctx);
 	int leaks;
 
+	if (ret == -ECHILD)
+		return forget_inherited(ctx);
 	if (ret)
 		return ret;
 	um__pressure_stop(ctx);

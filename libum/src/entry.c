@@ -10,6 +10,13 @@
  * it is dereferenced, so a destroyed or foreign pointer gives -EBADF rather
  * than undefined behaviour (destroying a context while another thread still
  * uses it remains the caller's bug). context.c adds and removes contexts.
+ *
+ * fork(): a child gets a copy of every context but none of the threads
+ * that drive them (pressure loop, backend queues) and maybe a copy of a
+ * lock some parent thread held. Its contexts are inert: every call is
+ * -ECHILD before any lock of the context is touched, and destroy only
+ * forgets them (context.c). The registry lock is held across fork() by an
+ * atfork handler, so the child's copy of it is consistent and free.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -24,6 +31,36 @@ static size_t reg_n, reg_cap;
 static uint16_t reg_serial;
 /* bumped on every add/del, so a thread's cached answer can be trusted */
 static _Atomic uint64_t reg_gen = 1;
+/* bumped in the child at every fork(): contexts of an older one are copies */
+static _Atomic uint32_t fork_gen;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&reg_lock);
+}
+
+static void fork_parent(void)
+{
+	pthread_mutex_unlock(&reg_lock);
+}
+
+static void fork_child(void)
+{
+	atomic_fetch_add(&fork_gen, 1);
+	atomic_fetch_add(&reg_gen, 1);	/* no cached check survives */
+	pthread_mutex_unlock(&reg_lock);
+}
+
+static void atfork_install(void)
+{
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
+bool um__inherited(const struct um_context *ctx)
+{
+	return ctx->fork_gen != atomic_load(&fork_gen);
+}
 
 static bool reg_has(const struct um_context *ctx)
 {
@@ -44,6 +81,7 @@ int um__registry_add(struct um_context *ctx)
 {
 	int ret = 0;
 
+	pthread_once(&atfork_once, atfork_install);
 	pthread_mutex_lock(&reg_lock);
 	if (reg_n == reg_cap) {
 		size_t cap = reg_cap ? reg_cap * 2 : 8;
@@ -57,6 +95,7 @@ int um__registry_add(struct um_context *ctx)
 		reg_cap = cap;
 	}
 	reg[reg_n++] = ctx;
+	ctx->fork_gen = atomic_load(&fork_gen);
 	if (++reg_serial == 0)
 		reg_serial = 1;
 	ctx->serial = reg_serial;
@@ -92,7 +131,7 @@ int um__enter_const(const struct um_context *ctx)
 		return -EINVAL;
 	if (!reg_has(ctx) || ctx->magic != UM_CTX_MAGIC)
 		return -EBADF;
-	return 0;
+	return um__inherited(ctx) ? -ECHILD : 0;
 }
 
 /*
@@ -137,6 +176,9 @@ void um__exit(struct um_context *ctx)
 	ctx->evq = NULL;
 	ctx->evq_n = 0;
 	ctx->evq_cap = 0;
+	/* any call may have made room (room.c): waiters look again */
+	if (ctx->room_waiters)
+		pthread_cond_broadcast(&ctx->room);
 	pthread_mutex_unlock(&ctx->lock);
 	for (uint32_t i = 0; fn && i < n; i++)
 		fn(arg, &q[i]);

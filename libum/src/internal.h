@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "um.h"
 #include "backend.h"
@@ -128,6 +129,8 @@ struct um_region {
 	bool unfenced;			/* release could not fence: keep */
 	bool freeing;			/* um_free is waiting: handle dead */
 	int error;			/* last migration error, for um_wait */
+	pthread_t holder;		/* thread of the first acquire */
+	bool held_by_many;		/* nested acquires by other threads */
 };
 
 struct um_dev {
@@ -164,6 +167,12 @@ struct um_books {
 struct um_spill;
 struct um_pressure;
 
+/* A thread in um_acquire_timeout() waiting for room (on its stack). */
+struct um_room_waiter {
+	pthread_t thread;
+	struct um_room_waiter *next;
+};
+
 struct um_context {
 	uint64_t magic;
 	pthread_mutex_t lock;
@@ -184,6 +193,12 @@ struct um_context {
 	struct um_dev dev[UM_MAX_DEVICES];
 	struct um_pool *pool;
 	int home_node;			/* pool node for host copies */
+	/*
+	 * Bit per host node with memory, read once at creation: asking the
+	 * kernel costs ~37 us, too much for every acquire or evict naming a
+	 * node (a node added later is refused until a new context).
+	 */
+	uint32_t host_nodes;
 
 	/* regions */
 	struct um_slot *slots;
@@ -221,6 +236,14 @@ struct um_context {
 	 * pressure.c (a wakeup of its loop), so the books know no listener.
 	 */
 	void (*books_changed)(struct um_context *ctx);
+
+	/* room.c: threads waiting for room, woken by um__exit() */
+	pthread_cond_t room;		/* on ctx->lock, CLOCK_MONOTONIC */
+	bool room_ready;		/* room initialised */
+	struct um_room_waiter *room_waiters;
+
+	uint32_t fork_gen;		/* entry.c: fork() count at creation */
+	struct um_context *forgotten_next; /* context.c, in a fork() child */
 };
 
 /* context.c */
@@ -231,7 +254,10 @@ void um__context_place_home(struct um_context *ctx);
 int um__registry_add(struct um_context *ctx);
 void um__registry_del(struct um_context *ctx);
 int um__enter(struct um_context *ctx);
+/* -ECHILD for a context this process inherited through fork(). */
 int um__enter_const(const struct um_context *ctx);
+/* ctx was created before this process was forked from its creator. */
+bool um__inherited(const struct um_context *ctx);
 void um__exit(struct um_context *ctx);
 /* um__enter_const without the registry lock on a thread's repeat calls. */
 int um__check_fast(const struct um_context *ctx);
@@ -292,11 +318,25 @@ bool um__draining(const struct um_region *r);
 um_tier_t um__host_tier(const struct um_context *ctx, int node);
 
 /* policy.c */
-int um__make_room(struct um_context *ctx, struct um_region *r);
+int um__make_room(struct um_context *ctx, struct um_region *r, bool may_wait);
 int64_t um__shed_locked(struct um_context *ctx, um_tier_t tier,
 			uint64_t bytes, um_tier_t dest);
 int um__enforce_budget(struct um_context *ctx, int dev);
 int um__kind_rank(uint32_t kind);
+
+/* room.c */
+int um__room_init(struct um_context *ctx);
+void um__room_fini(struct um_context *ctx);
+/* Record the calling thread as a holder of r (before r->acquired grows). */
+void um__room_hold(struct um_region *r);
+void um__room_deadline(uint64_t timeout_ns, struct timespec *deadline);
+/*
+ * With ctx->lock held: sleep until woken or deadline (NULL: none), then
+ * reap; 0 (start over, r may be gone), -ETIMEDOUT when the deadline had
+ * passed, -EDEADLK when no holder of r's device could release meanwhile.
+ */
+int um__room_wait(struct um_context *ctx, const struct um_region *r,
+		  const struct timespec *deadline);
 
 /* books.c */
 void um__counter_add(struct um_counter *c, uint64_t bytes);

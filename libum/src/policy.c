@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "um_numa.h"
 
 static const int kind_rank[UM_KIND_COUNT] = {
 	[UM_KIND_OPTIMIZER_STATE] = 0,
@@ -216,15 +217,31 @@ static int64_t evict_to_fit(struct um_context *ctx, int dev, uint64_t need,
  * Make room for r (not yet on its device's books). Returns 0 when it fits
  * now, -EAGAIN after waiting for an eviction with the lock dropped (the
  * caller starts over: regions may have changed), -ENOMEM when it cannot.
+ * With may_wait, a refusal that releases could lift (what acquired regions
+ * hold leaves too little) is -ENOBUFS instead, with nothing logged: the
+ * caller waits for room (room.c).
  */
-int um__make_room(struct um_context *ctx, struct um_region *r)
+int um__make_room(struct um_context *ctx, struct um_region *r, bool may_wait)
 {
 	struct um_dev *d = &ctx->dev[r->device];
 	uint64_t need = r->dev_len;
 	struct um_mig *m;
 	int64_t over;
 
-	if (r->counted || d->used + need <= d->budget)
+	if (r->counted) {
+		/*
+		 * Still on the books: resident, or its eviction is in flight
+		 * and the restore would supersede it, keeping the bytes on
+		 * the device. Over budget (lowered under it), that would
+		 * hold the books above the budget: let the eviction land
+		 * first, then r needs room like any other region.
+		 */
+		if (!um__draining(r) || !r->mig || d->used <= d->budget)
+			return 0;
+		um__wait_mig(ctx, r->mig);
+		return -EAGAIN;
+	}
+	if (d->used + need <= d->budget)
 		return 0;
 	if (need > d->budget) {
 		refuse(ctx, r, "; the region alone is larger than the budget");
@@ -232,6 +249,8 @@ int um__make_room(struct um_context *ctx, struct um_region *r)
 	}
 	over = evict_to_fit(ctx, (int)r->device, need, r, true);
 	if (over == -ENOMEM) {
+		if (may_wait)
+			return -ENOBUFS;
 		refuse(ctx, r, ", and evicting every released region would not free enough");
 		return -ENOMEM;
 	}
@@ -278,13 +297,26 @@ int um__enforce_budget(struct um_context *ctx, int dev)
 
 /* ---- tiers ------------------------------------------------------------ */
 
-static int check_host_tier(um_tier_t t)
+/*
+ * A host tier names any node or one that exists with memory. Anything else
+ * is -EINVAL with an ERR line that says which node and what the machine
+ * has, before the pool is asked (it could only say it has no copy).
+ */
+static int check_host_tier(struct um_context *ctx, um_tier_t t,
+			   const char *what)
 {
 	unsigned int id = UM_TIER_ID(t);
 
 	if (UM_TIER_TYPE(t) != UM_TIER_HOST)
 		return -EINVAL;
-	return id == UM_TIER_ANY_NODE || id < UM_POOL_MAX_NODES ? 0 : -EINVAL;
+	if (id == UM_TIER_ANY_NODE)
+		return 0;
+	if (id < UM_POOL_MAX_NODES && (ctx->host_nodes & (1u << id)))
+		return 0;
+	um__log(ctx, UM_LOG_ERR,
+		"%s: host node %u does not exist or has no memory: this machine has %d node(s) with memory, numbered 0..%d",
+		what, id, um__numa_node_count(), um__numa_max_node());
+	return -EINVAL;
 }
 
 static int check_acquire_tier(struct um_context *ctx, struct um_region *r,
@@ -292,7 +324,7 @@ static int check_acquire_tier(struct um_context *ctx, struct um_region *r,
 {
 	if (UM_TIER_TYPE(t) == UM_TIER_DEVICE)
 		return UM_TIER_ID(t) == r->device ? 0 : -EINVAL;
-	return check_host_tier(t);
+	return check_host_tier(ctx, t, "acquire");
 }
 
 /* ---- acquire / release ------------------------------------------------ */
@@ -316,9 +348,10 @@ static bool evict_beyond_budget(struct um_context *ctx, struct um_region *r)
 	return issued;
 }
 
-static int acquire_device(struct um_context *ctx, struct um_region *r)
+static int acquire_device(struct um_context *ctx, struct um_region *r,
+			  bool may_wait)
 {
-	int ret = um__make_room(ctx, r);
+	int ret = um__make_room(ctx, r, may_wait);
 	struct um_mig *m;
 
 	if (ret)
@@ -429,14 +462,32 @@ static int hold_stream(struct um_context *ctx, struct um_region *r,
 	return 0;
 }
 
-int um_acquire(struct um_context *ctx, um_region_t h, um_tier_t tier,
-	       void *stream)
+/*
+ * The caller waited for room (room.c) and will not wait any more: the
+ * refusal um_acquire() gives, with the reason in the ERR line.
+ */
+static int refuse_wait(struct um_context *ctx, struct um_region *r, int err)
 {
+	refuse(ctx, r, err == -EDEADLK ?
+		       "; waiting would never end: every holder is this thread or waiting for room too" :
+		       "; no room within the timeout");
+	return err;
+}
+
+/* timeout_ns 0: no waiting; deadline NULL (with timeout_ns): no limit. */
+static int acquire(struct um_context *ctx, um_region_t h, um_tier_t tier,
+		   void *stream, uint64_t timeout_ns)
+{
+	struct timespec deadline, *until = NULL;
 	struct um_region *r;
 	int ret = um__enter(ctx);
 
 	if (ret)
 		return ret;
+	if (timeout_ns && timeout_ns != UM_WAIT_FOREVER) {
+		um__room_deadline(timeout_ns, &deadline);
+		until = &deadline;
+	}
 	for (;;) {
 		ret = um__region_find(ctx, h, &r);
 		if (ret)
@@ -457,19 +508,27 @@ int um_acquire(struct um_context *ctx, um_region_t h, um_tier_t tier,
 			if (ret)
 				break;
 			/* every holder's stream waits for the bytes */
+			um__room_hold(r);
 			r->acquired++;
 			if (r->mig)
 				ret = order_stream(ctx, h, stream);
 			break;
 		}
 		if (um__tier_is_dev(tier))
-			ret = acquire_device(ctx, r);
+			ret = acquire_device(ctx, r, timeout_ns != 0);
 		else
 			ret = acquire_host(ctx, r, tier);
+		if (ret == -ENOBUFS) {
+			ret = um__room_wait(ctx, r, until);
+			if (!ret)
+				continue;
+			ret = refuse_wait(ctx, r, ret);
+		}
 		if (ret == -EAGAIN)
 			continue;
 		if (ret)
 			break;
+		um__room_hold(r);
 		r->acquired = 1;
 		r->acq_tier = tier;
 		r->nacq_streams = 0;
@@ -481,6 +540,18 @@ int um_acquire(struct um_context *ctx, um_region_t h, um_tier_t tier,
 	}
 	um__exit(ctx);
 	return ret;
+}
+
+int um_acquire(struct um_context *ctx, um_region_t h, um_tier_t tier,
+	       void *stream)
+{
+	return acquire(ctx, h, tier, stream, 0);
+}
+
+int um_acquire_timeout(struct um_context *ctx, um_region_t h, um_tier_t tier,
+		       void *stream, uint64_t timeout_ns)
+{
+	return acquire(ctx, h, tier, stream, timeout_ns);
 }
 
 /*
@@ -612,7 +683,8 @@ int um_evict(struct um_context *ctx, um_region_t h, um_tier_t tier)
 		ret = -EINVAL;
 		goto out;
 	}
-	if (UM_TIER_TYPE(tier) != UM_TIER_SPILL && check_host_tier(tier)) {
+	if (UM_TIER_TYPE(tier) != UM_TIER_SPILL &&
+	    check_host_tier(ctx, tier, "evict")) {
 		ret = -EINVAL;
 		goto out;
 	}
@@ -725,7 +797,7 @@ int64_t um__shed_locked(struct um_context *ctx, um_tier_t tier,
 			uint64_t bytes, um_tier_t dest)
 {
 	if (dest != UM_TIER_NONE && dest != UM_TIER_DISK &&
-	    check_host_tier(dest))
+	    check_host_tier(ctx, dest, "shed"))
 		return -EINVAL;
 	switch (UM_TIER_TYPE(tier)) {
 	case UM_TIER_DEVICE:
@@ -735,7 +807,8 @@ int64_t um__shed_locked(struct um_context *ctx, um_tier_t tier,
 			return 0;
 		return shed_device(ctx, (int)UM_TIER_ID(tier), bytes, dest);
 	case UM_TIER_HOST:
-		if (check_host_tier(tier) || dest == UM_TIER_HOST_ANY)
+		if (check_host_tier(ctx, tier, "shed") ||
+		    dest == UM_TIER_HOST_ANY)
 			return -EINVAL;
 		if (!bytes)
 			return 0;

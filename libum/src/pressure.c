@@ -1237,6 +1237,22 @@ void um__pressure_stop(struct um_context *ctx)
 	pr_free(pr);
 }
 
+void um__pressure_forget(struct um_context *ctx)
+{
+	struct um_pressure *pr = pr_of(ctx);
+
+	if (!pr)
+		return;
+	io_uring_queue_exit(&pr->ring);
+	module_close(pr);
+	psi_close(pr);
+	if (pr->wake_fd >= 0)
+		close(pr->wake_fd);
+	/* st_lock may be a copy of a lock a parent thread held: not touched */
+	ctx->pressure = NULL;
+	free(pr);
+}
+
 void um__pressure_notify(struct um_context *ctx)
 {
 	struct um_pressure *pr = pr_of(ctx);

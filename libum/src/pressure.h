@@ -40,6 +40,13 @@ enum um_pressure_source {
 int um__pressure_start(struct um_context *ctx);
 /* Called by um_context_destroy() before regions are torn down. Idempotent. */
 void um__pressure_stop(struct um_context *ctx);
+/*
+ * In a child of fork(), where the loop's thread does not exist: close this
+ * process's copies of the loop's descriptors and free its memory, without
+ * joining, locking or telling the module anything (the parent's client
+ * stays open). Idempotent.
+ */
+void um__pressure_forget(struct um_context *ctx);
 
 /*
  * um__pressure_start() installs this as ctx->books_changed, which books.c

@@ -406,4 +406,44 @@ TEST(home_of_sim_context)
 	unsetenv("LIBUM_HOME_NODE");
 }
 
+/*
+ * Issue 10 item 13: a host node that does not exist is -EINVAL with an ERR
+ * line naming the node and what the machine has, for acquire, evict and
+ * shed alike, and the pool is not asked (it used to WARN of a missing host
+ * copy, which says nothing of the cause).
+ */
+TEST(missing_host_node_named)
+{
+	struct um_context *ctx = ctx_sim(0, 64 * MiB);
+	int missing = um__numa_max_node() + 1;
+	um_tier_t node = UM_TIER_HOST_NODE((unsigned int)missing);
+	char name[32], count[64];
+	um_region_t r;
+
+	ASSERT_NONNULL(ctx);
+	snprintf(name, sizeof(name), "host node %d ", missing);
+	snprintf(count, sizeof(count), "this machine has %d node(s) with memory",
+		 um__numa_node_count());
+	r = region(ctx, UM_KIND_GENERIC, 0, MiB, "r");
+	ASSERT_NE(0, r);
+	logcap_reset();
+	EXPECT_EQ(-EINVAL, um_acquire(ctx, r, node, NULL));
+	EXPECT_TRUE(logcap_has(UM_LOG_ERR, "acquire: ", name, count, NULL));
+	ASSERT_EQ(0, um_acquire(ctx, r, UM_TIER_GPU(0), NULL));
+	ASSERT_EQ(0, um_release(ctx, r));
+	EXPECT_EQ(-EINVAL, um_evict(ctx, r, node));
+	EXPECT_TRUE(logcap_has(UM_LOG_ERR, "evict: ", name, count, NULL));
+	EXPECT_EQ(-EINVAL, um_shed(ctx, UM_TIER_GPU(0), MiB, node));
+	EXPECT_TRUE(logcap_has(UM_LOG_ERR, "shed: ", name, count, NULL));
+	EXPECT_EQ(-EINVAL, um_shed(ctx, node, MiB, UM_TIER_DISK));
+	EXPECT_FALSE(logcap_has(UM_LOG_WARN, "pool", NULL));
+	EXPECT_TRUE(on_gpu(ctx, r));
+	/* the nodes that exist still work */
+	ASSERT_EQ(0, um_evict(ctx, r, UM_TIER_HOST_NODE(0)));
+	ASSERT_EQ(0, um_wait(ctx, r));
+	EXPECT_EQ(UM_TIER_HOST_NODE(0), residency(ctx, r));
+	ASSERT_EQ(0, um_free(ctx, r));
+	ASSERT_EQ(0, um_context_destroy(ctx));
+}
+
 TEST_HARNESS_MAIN
