@@ -5,16 +5,17 @@
 # order and skips the directories that do not exist yet. `make help` lists
 # the targets.
 
-PREFIX  ?= /usr/local
-DESTDIR ?=
-export PREFIX DESTDIR
+UM_VERSION := $(shell cat VERSION)
+include mk/install.mk
+export PREFIX DESTDIR LIBDIR INCDIR BINDIR SBINDIR MANDIR
 
 # Build order: the library first, then what links it, then the tests.
 COMPONENTS := libum tools examples bindings/python tests/harness tests/unit tests/gpu \
 	      kmod tests/kmod tests/vm tests/e2e
 DIRS := $(patsubst %/Makefile,%,$(wildcard $(addsuffix /Makefile,$(COMPONENTS))))
 
-.PHONY: all check check-fast demo install clean deps help
+.PHONY: all check check-fast demo install uninstall install-dkms uninstall-dkms \
+	deb clean deps help
 
 all:
 	+@set -e; for d in $(DIRS); do $(MAKE) -C $$d all; done
@@ -43,15 +44,62 @@ demo:
 	+@$(MAKE) --no-print-directory -C examples/demo
 	@scripts/demo.sh
 
-install: all
-	+@set -e; for d in $(DIRS); do \
-		if $(MAKE) -C $$d -n install >/dev/null 2>&1; then \
-			$(MAKE) -C $$d install; fi; done
-	+@set -e; for p in Documentation/man/*.[0-9]; do \
-		sec=$${p##*.}; \
-		install -d $(DESTDIR)$(PREFIX)/share/man/man$$sec; \
-		install -m 0644 $$p $(DESTDIR)$(PREFIX)/share/man/man$$sec/; \
+# Userspace only: libum (and its headers, libum.pc), the tools, umtrain,
+# the umtorch package, the man pages. The module is `make install-dkms`.
+USERSPACE := $(filter libum tools examples bindings/python,$(DIRS))
+MAN_PAGES := $(wildcard Documentation/man/*.[1-8])
+
+install:
+	+@set -e; for d in $(USERSPACE); do $(MAKE) -C $$d install; done
+	@set -e; for p in $(MAN_PAGES); do \
+		sec=$${p##*.}; d=$(DESTDIR)$(MANDIR)/man$$sec; \
+		install -d $$d; \
+		sed '1,3s/"um [0-9][0-9.]*"/"um $(UM_VERSION)"/' $$p > $$d/$${p##*/}; \
+		chmod 0644 $$d/$${p##*/}; \
 	done
+	@if [ -z "$(DESTDIR)" ] && command -v ldconfig >/dev/null; then ldconfig; fi
+
+# Removes what `make install` (same variables) installed: it installs into
+# a scratch directory and deletes each of those paths under DESTDIR.
+uninstall:
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	$(MAKE) -s --no-print-directory install DESTDIR=$$tmp >/dev/null && \
+	cd $$tmp && find . ! -type d | while read -r f; do \
+		rm -f "$(DESTDIR)/$${f#./}"; done && \
+	find . -type d -name umtorch | while read -r d; do \
+		rm -rf "$(DESTDIR)/$${d#./}"; done
+	@if [ -z "$(DESTDIR)" ] && command -v ldconfig >/dev/null; then ldconfig; fi
+
+# umm.ko for DKMS: the source tree in /usr/src/umm-$(UM_VERSION), the udev
+# rule (/dev/umm root:umm 0660), the modprobe and modules-load snippets.
+# Without DESTDIR it also adds the umm group and runs dkms install.
+install-dkms:
+	+@$(MAKE) --no-print-directory -C kmod dkms-src SRCROOT=$(DESTDIR)/usr/src
+	install -D -m 0644 dist/60-umm.rules $(DESTDIR)/etc/udev/rules.d/60-umm.rules
+	install -D -m 0644 dist/modprobe-umm.conf $(DESTDIR)/etc/modprobe.d/umm.conf
+	install -D -m 0644 dist/modules-load-umm.conf \
+		$(DESTDIR)/etc/modules-load.d/umm.conf
+	@if [ -z "$(DESTDIR)" ]; then set -e; \
+		getent group umm >/dev/null || groupadd --system umm; \
+		dkms status -m umm -v $(UM_VERSION) | grep -q . || \
+			dkms add -m umm -v $(UM_VERSION); \
+		dkms install -m umm -v $(UM_VERSION); \
+		! command -v udevadm >/dev/null || udevadm control --reload; \
+	fi
+
+uninstall-dkms:
+	@if [ -z "$(DESTDIR)" ] && command -v dkms >/dev/null && \
+	    dkms status -m umm -v $(UM_VERSION) | grep -q .; then \
+		dkms remove -m umm -v $(UM_VERSION) --all; fi
+	rm -rf $(DESTDIR)/usr/src/umm-$(UM_VERSION)
+	rm -f $(DESTDIR)/etc/udev/rules.d/60-umm.rules \
+		$(DESTDIR)/etc/modprobe.d/umm.conf $(DESTDIR)/etc/modules-load.d/umm.conf
+
+# Debian packages (debian/, see Documentation/packaging.rst) with
+# dpkg-buildpackage; they land in build/deb/. Without the CUDA toolkit the
+# libum-cuda0 package is left out (build profile pkg.um.nocuda).
+deb:
+	+@scripts/deb.sh
 
 clean:
 	+@for d in $(DIRS); do $(MAKE) -C $$d clean; done
@@ -65,8 +113,13 @@ help:
 	@echo '              logs in build/check/'
 	@echo '  check-fast  the same without the VM suites (UM_SKIP_VM=1)'
 	@echo '  demo        deps + all, then run the umtrain demo (examples/)'
-	@echo '  install     install libum, tools, man pages under $$(DESTDIR)$$(PREFIX)'
-	@echo '              (PREFIX=$(PREFIX))'
+	@echo '  install     install libum, tools, umtrain, umtorch, man pages under'
+	@echo '              $$(DESTDIR)$$(PREFIX) (PREFIX=$(PREFIX), LIBDIR=$(LIBDIR))'
+	@echo '  uninstall   remove what install installed (same variables)'
+	@echo '  install-dkms  umm.ko source for DKMS, udev rule, modprobe/modules-load'
+	@echo '              snippets; without DESTDIR also the umm group, dkms install'
+	@echo '  uninstall-dkms  undo install-dkms'
+	@echo '  deb         Debian packages into build/deb/ (scripts/deb.sh)'
 	@echo '  deps        install missing Debian packages (scripts/deps.sh; root)'
 	@echo '  clean       remove build outputs'
 	@echo 'One component: make -C <dir> [all|check|clean]. One test program:'

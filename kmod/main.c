@@ -82,4 +82,4 @@ module_exit(umm_exit);
 MODULE_DESCRIPTION("um: memory pressure events per NUMA node and GPU budget");
 MODULE_AUTHOR("The um authors");
 MODULE_LICENSE("GPL");
-MODULE_VERSION("0.1");
+MODULE_VERSION(UMM_VERSION);

@@ -24,3 +24,9 @@ endif
 
 LIBUM_A   := $(TOP)/libum/build/libum.a
 UM_LIBS   := $(LIBUM_A) -luring -lnuma -lxxhash $(CUDA_LIBS) -lpthread -lm
+
+# The release, from the one VERSION file: the soname's minor, libum.pc,
+# umm.ko's MODULE_VERSION and dkms.conf, the tools' --version, the man
+# pages' footers and the Debian packages all take it from there.
+UM_VERSION := $(shell cat $(TOP)/VERSION)
+CPPFLAGS   += -DUM_RELEASE='"$(UM_VERSION)"'

@@ -23,7 +23,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 MAKE=${MAKE:-make}
 SUITES=(tests/harness libum tests/unit tests/gpu tools examples bindings/python kmod
-	tests/kmod tests/vm tests/e2e)
+	tests/kmod tests/vm tests/e2e tests/docs tests/packaging)
 VM_SUITES=" tests/kmod tests/vm tests/e2e "
 LOGDIR=build/check
 mkdir -p "$LOGDIR"

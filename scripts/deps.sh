@@ -17,6 +17,9 @@
 # headers of bookworm-backports (adding that suite as a deb822 source with
 # the URIs and keyring of the system's bookworm entry), so that umm.ko is
 # built and tested against both shrinker APIs (6.1 and 6.7+).
+# sparse and linux-source-6.1 (whose tarball has scripts/checkpatch.pl) let
+# kmod's checks run sparse and checkpatch; debhelper, dh-dkms, dkms and
+# lintian are what `make deb` and the packaging suite need.
 # The CUDA toolkit is not a Debian package: it is used where it is installed
 # (/usr/local/cuda) and skipped otherwise.
 set -euo pipefail
@@ -26,6 +29,8 @@ PKGS=(
 	liburing-dev libnuma-dev numactl libsmartcols-dev libxxhash-dev
 	qemu-system-x86 busybox-static cpio xz-utils kmod e2fsprogs
 	linux-image-amd64 linux-headers-amd64 python3-torch
+	sparse linux-source-6.1
+	debhelper dh-dkms dkms lintian
 	prometheus prometheus-node-exporter
 )
 BPO_SOURCE=/etc/apt/sources.list.d/bookworm-backports.sources

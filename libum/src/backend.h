@@ -127,5 +127,11 @@ extern const struct um_backend_ops um_backend_sim;
 #ifdef UM_HAVE_CUDA
 extern const struct um_backend_ops um_backend_cuda;
 #endif
+/*
+ * The cuda backend's operations: linked in (backend_cuda_builtin.c) or
+ * loaded from the plugin (backend_load.c). NULL, with *why, when there is
+ * none.
+ */
+const struct um_backend_ops *um__backend_cuda_ops(const char **why);
 
 #endif /* UM_BACKEND_H */

@@ -7,14 +7,15 @@
  * stays its pointer for life; device memory is created and mapped there on
  * restore (cuMemCreate + cuMemMap + cuMemSetAccess) and unmapped and released
  * after eviction (cuMemUnmap + cuMemRelease), which is the only way measured
- * on the H200 that gives GPU memory back to the device (FACTS.md: nvidia-smi
- * drops by 4 GiB; managed eviction leaves it unchanged).
+ * on the H200 that gives GPU memory back to the device (nvidia-smi drops by
+ * 4 GiB; managed eviction leaves it unchanged: Documentation/design.rst).
  *
  * Pinned host chunks: cudaHostAlloc where no NUMA node is asked for; for a
  * node, pages bound to it and touched (um__numa_alloc), then pinned by
  * cudaHostRegister (cudaHostAlloc has no placement). Both are slow
- * (FACTS.md: cudaHostAlloc about 1.2 ms per MiB, cudaHostRegister of 64 MiB
- * 5.9 ms); the pool calls them off the hot path, in large chunks.
+ * (on the H200, design.rst: cudaHostAlloc about 1.2 ms per MiB,
+ * cudaHostRegister of 64 MiB 5.9 ms); the pool calls them off the hot
+ * path, in large chunks.
  */
 #ifdef UM_HAVE_CUDA
 
@@ -143,9 +144,9 @@ int umc_mem_init(struct um_backend *be)
 		c->managed_ok[dev] = v;
 	}
 	/*
-	 * FACTS.md: asking for more managed memory than the card has free can
-	 * hang the GPU, not only the program. Cap what we hand out at what
-	 * was free when we started.
+	 * Asking for more managed memory than the card has free can hang
+	 * the GPU, not only the program (seen on the H200, design.rst). Cap
+	 * what we hand out at what was free when we started.
 	 */
 	ret = umc_rt_check(be, cudaMemGetInfo(&f, &t), "cudaMemGetInfo");
 	if (ret)

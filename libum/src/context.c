@@ -42,18 +42,14 @@ int um_set_event_callback(struct um_context *ctx, um_event_fn fn, void *arg)
 
 /* ---- backend choice --------------------------------------------------- */
 
-static const struct um_backend_ops *const backends[] = {
-	&um_backend_sim,
-#ifdef UM_HAVE_CUDA
-	&um_backend_cuda,
-#endif
-};
-
-static const struct um_backend_ops *backend_by_id(int id)
+/* NULL, with *why, for a backend this process cannot have. */
+static const struct um_backend_ops *backend_by_id(int id, const char **why)
 {
-	for (size_t i = 0; i < sizeof(backends) / sizeof(backends[0]); i++)
-		if ((int)backends[i]->id == id)
-			return backends[i];
+	if (id == UM_BACKEND_SIM)
+		return &um_backend_sim;
+	if (id == UM_BACKEND_CUDA)
+		return um__backend_cuda_ops(why);
+	*why = "no such backend";
 	return NULL;
 }
 
@@ -71,11 +67,11 @@ static int choose_backend(struct um_context *ctx,
 	int n;
 
 	if (ctx->set.backend != UM_BACKEND_AUTO) {
-		ops = backend_by_id(ctx->set.backend);
+		ops = backend_by_id(ctx->set.backend, &why);
 		if (!ops) {
 			um__log(ctx, UM_LOG_ERR,
-				"backend %s was asked for but this libum was built without it",
-				backend_name(ctx->set.backend));
+				"backend %s was asked for but is not available: %s",
+				backend_name(ctx->set.backend), why);
 			return -ENODEV;
 		}
 		n = ops->probe(&why);
@@ -88,7 +84,7 @@ static int choose_backend(struct um_context *ctx,
 		*out = ops;
 		return 0;
 	}
-	ops = backend_by_id(UM_BACKEND_CUDA);
+	ops = backend_by_id(UM_BACKEND_CUDA, &why);
 	if (ops) {
 		n = ops->probe(&why);
 		if (n > 0) {
@@ -100,9 +96,9 @@ static int choose_backend(struct um_context *ctx,
 			why ? why : "no device");
 	} else {
 		um__log(ctx, UM_LOG_INFO,
-			"backend: using sim, this libum was built without cuda");
+			"backend: using sim, cuda is not available (%s)", why);
 	}
-	*out = backend_by_id(UM_BACKEND_SIM);
+	*out = &um_backend_sim;
 	n = (*out)->probe(&why);
 	if (n <= 0) {
 		um__log(ctx, UM_LOG_ERR, "backend sim is not usable: %s",

@@ -5,7 +5,7 @@
  * Each device has two backend queues: q_evict (device -> host) and
  * q_restore (host -> device), so one region's eviction overlaps another's
  * restore (the link carries both directions at once: 95 GB/s against 55
- * one way on the H200, FACTS.md). A migration is a run of copies cut in
+ * one way on the H200, design.rst). A migration is a run of copies cut in
  * pieces of chunk_bytes (default 64 MiB: 2 MiB pieces run at a third of the
  * link speed) between two fences, start and end, so its duration is
  * device-timed.

@@ -3,8 +3,9 @@
  * pool.h - the pinned host pool (internal to libum).
  *
  * Pinned host memory is slow to obtain (cudaHostAlloc costs about 1.2 ms per
- * MiB, see FACTS.md), so the pool takes it from the backend's host_alloc in
- * large chunks and carves blocks out of them with an allocator of its own:
+ * MiB on the H200, design.rst), so the pool takes it from the backend's
+ * host_alloc in large chunks and carves blocks out of them with an
+ * allocator of its own:
  *
  *   - a heap per NUMA node (node UM_POOL_NODE_ANY = no placement), each with
  *     its own chunks; a block is always served from the heap it was asked on;

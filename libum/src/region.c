@@ -18,7 +18,7 @@
 
 /*
  * Default backing per kind. TIERED everywhere: on the H200 it beats MANAGED
- * both ways (FACTS.md: VMM map + copy 77.6 ms in / 79.0 ms out for 4 GiB
+ * both ways (design.rst: VMM map + copy 77.6 ms in / 79.0 ms out for 4 GiB
  * against 85.7 / 247.0 by prefetch and 114.3 / 81.9 by copy + discard), and
  * only TIERED gives device memory back to other allocations after an
  * eviction. MANAGED stays available for buffers the CPU must reach without
@@ -200,8 +200,9 @@ static uint32_t resolve_backing(struct um_context *ctx, uint32_t kind,
 
 /*
  * Asking for more managed memory than the device has free can hang the GPU
- * (FACTS.md): refuse beyond what it reports free, counting our own managed
- * allocations (the driver's figure does not see their residency).
+ * (seen on the H200, design.rst): refuse beyond what it reports free,
+ * counting our own managed allocations (the driver's figure does not see
+ * their residency).
  */
 static int managed_fits(struct um_context *ctx, struct um_region *r)
 {

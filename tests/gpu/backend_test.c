@@ -221,7 +221,7 @@ TEST_F(be, managed_cap_refuses_more_than_free)
 	void *m = NULL;
 
 	ASSERT_EQ(0, o->mem_info(&self->be, 0, &f, &t));
-	/* Never ask the driver: the cap refuses it first (FACTS.md). */
+	/* Never ask the driver (it can hang the GPU): the cap refuses first. */
 	ASSERT_EQ(-ENOMEM, o->managed_alloc(&self->be, 0, t + (1ull << 30),
 					    &m));
 	ASSERT_EQ(NULL, m);

@@ -9,8 +9,8 @@
  * region, a budget below one region, foreign pointers) refused with the
  * documented errno and nothing lost. Skips (exit 4) without a GPU.
  *
- * Managed memory in use stays at a few GiB (FACTS.md: never ask for more
- * managed memory than the card has free).
+ * Managed memory in use stays at a few GiB (never ask for more managed
+ * memory than the card has free: it can hang the GPU, design.rst).
  */
 #include <errno.h>
 #include <stdint.h>

@@ -48,3 +48,14 @@ tap_end() {
 		"skip:$_tap_skip error:0"
 	[ "$_tap_fail" -eq 0 ]
 }
+
+# tap_result DESC DETAILS: passes when DETAILS is empty, else fails with
+# DETAILS (what is wrong, one item a line) as "# " comments.
+tap_result() {
+	if [ -z "$2" ]; then
+		tap_ok "$1"
+	else
+		printf '%s\n' "$2" | sed 's/^/# /'
+		tap_fail "$1"
+	fi
+}

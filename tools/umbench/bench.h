@@ -17,7 +17,7 @@
 
 #define BENCH_MAX_SIZES 16
 
-/* Targets of issue 2. */
+/* Targets: what umbench checks its ratios against (performance.rst). */
 #define TARGET_POOL_OVER_MALLOC	3.0	/* pool at most 3x malloc+free */
 #define TARGET_RAW_OVER_POOL	1000.0	/* raw at least 1000x the pool */
 #define TARGET_RAW_FROM_BYTES	(1ull << 20)

@@ -8,8 +8,8 @@
  *   2. evict/restore of the same number of bytes by: UVM prefetch, libum
  *      MANAGED (prefetch, and copy + discard), libum TIERED; then a TIERED
  *      eviction of one region overlapped with the restore of another;
- *   3. one Adam step with offloaded optimizer state, every way FACTS.md
- *      lists (bench_gpu_adam.cu).
+ *   3. one Adam step with offloaded optimizer state, every way measured before
+ *      libum existed (Documentation/design.rst; bench_gpu_adam.cu).
  *
  * Each figure is the best of --reps runs after one warm-up, as a ratio to
  * the ceiling measured in step 1. Tables to stdout (or one JSON object with
@@ -29,7 +29,7 @@
 #include "bench_gpu.h"
 #include "gpu.h"
 
-/* Targets of issue 4. */
+/* Targets (Documentation/performance.rst). */
 #define BG_T_TIERED 0.90	/* evict, restore vs one-way ceilings */
 #define BG_T_OVERLAP 0.85	/* vs the both-ways ceiling */
 #define BG_T_ADAM 1.15		/* offloaded step vs no-overlap floor */
@@ -674,7 +674,7 @@ static void print_text(const struct bg_opts *o, const struct bg_results *r,
 				printf("  error: %s\n", a->err);
 		}
 	}
-	printf("\n%-32s %8s %8s %6s\n", "target (issue 4)", "value", "target",
+	printf("\n%-32s %8s %8s %6s\n", "ratio", "value", "target",
 	       "result");
 	for (i = 0; i < nt; i++)
 		printf("%-32s %8.3f %s%7.2f %6s\n", t[i].name, t[i].value,

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * bench_gpu_adam.cu - one Adam step with the optimizer state (m and v, fp32)
- * in every place FACTS.md measured, side by side:
+ * in every place measured before libum existed (Documentation/design.rst),
+ * side by side:
  *
  *   (a) on the GPU (the unconstrained reference)
  *   (b) CPU offload: grads device->host, multithreaded CPU Adam, params

@@ -1,0 +1,69 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# check.sh LIBUM_BUILD - what the documentation promises, as TAP:
+#   docs.example_*     the trainer.c example of README.md and of libum(7)
+#                      is there, the same in both, builds with -Werror
+#                      against the tree's um.h and libum.so, and runs (it
+#                      exits 0 only when libum evicted and the state is
+#                      intact);
+#   docs.cites_only_the_tree  no file names notes that are not in the tree
+#                      (the engineers' FACTS/DESIGN/STYLE notes, issue
+#                      numbers of a tracker);
+#   release.*          VERSION is the one source of the release: um.h and
+#                      debian/changelog agree with it, and no source file
+#                      writes it as a quoted literal.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+lib=${1:-$top/libum/build}
+out=$here/build
+mkdir -p "$out"
+# shellcheck source=../../tools/common/tap.sh
+. "$top/tools/common/tap.sh"
+
+tap_begin 9
+x=$here/extract-example.sh
+"$x" "$top/README.md" >"$out/readme.c" 2>&1
+tap_result docs.example_in_readme "$([ -s "$out/readme.c" ] || echo "no trainer.c block in README.md")"
+"$x" "$top/Documentation/man/libum.7" >"$out/man.c" 2>&1
+tap_result docs.example_in_libum_7 "$([ -s "$out/man.c" ] || echo "no EXAMPLES .EX block in libum.7")"
+tap_result docs.example_same_in_both "$(diff "$out/readme.c" "$out/man.c")"
+cc -std=c11 -Wall -Wextra -Werror -I"$top/libum/include" -o "$out/trainer" \
+	"$out/readme.c" -L"$lib" -Wl,-rpath,"$lib" -lum -lm >"$out/cc.log" 2>&1
+tap_result docs.example_builds "$(cat "$out/cc.log")"
+"$out/trainer" >"$out/run.log" 2>&1
+rc=$?
+sed 's/^/# /' "$out/run.log"
+tap_result docs.example_runs "$([ $rc -eq 0 ] || echo "exit $rc")"
+
+# Everything git tracks (or every file, outside git) but build outputs.
+files() {
+	if git -C "$top" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+		git -C "$top" ls-files --cached --others --exclude-standard
+	else
+		(cd "$top" && find . -path '*/build' -prune -o -type f -print)
+	fi
+}
+# (the patterns are spelt so that this file does not match them). Not yet
+# counted: the two pages the CUDA backend's rework rewrites; drop them from
+# PENDING when it lands.
+PENDING="Documentation/performance.rst Documentation/design/cuda.rst"
+cites=$(cd "$top" && files | grep -vxF -f <(tr ' ' '\n' <<<"$PENDING") |
+	while read -r f; do [ -f "$f" ] && echo "$f"; done |
+	xargs -d '\n' grep -nE '(FACTS|DESIGN|STYLE)[.]md|[Ii]ssues? #?[0-9]' 2>/dev/null)
+tap_result docs.cites_only_the_tree "$cites"
+
+ver=$(cat "$top/VERSION")
+hv=$(awk '/define UM_VERSION_MAJOR/ { M = $3 } /define UM_VERSION_MINOR/ { m = $3 }
+	END { print M "." m }' "$top/libum/include/um.h")
+tap_result release.um_h_is_VERSION "$([ "$hv" = "$ver" ] || echo "um.h $hv, VERSION $ver")"
+cv=$(sed -n '1s/^[^(]*(\([^)]*\)).*/\1/p' "$top/debian/changelog")
+tap_result release.debian_changelog_is_VERSION "$([ "$cv" = "$ver" ] ||
+	echo "debian/changelog $cv, VERSION $ver")"
+lit=$(cd "$top" && files | grep -E '\.(c|h|cu|py|sh|mk|conf)$|Makefile$|Kbuild$' |
+	while read -r f; do [ -f "$f" ] && echo "$f"; done |
+	xargs -d '\n' grep -nF "\"$ver\"" 2>/dev/null)
+tap_result release.no_version_literal "$lit"
+
+tap_end
