@@ -145,7 +145,7 @@ check import_umtorch import_umtorch
 
 tools_version() {
 	local v
-	v=$(umctl --version) && echo "$v" && [ "$v" = "umctl $ver" ] || return 1
+	v=$(umctl --version) && echo "$v" && [ "$v" = "umctl (um) $ver" ] || return 1
 	v=$(umtrain --version) && echo "$v" && [ "${v##* }" = "$ver" ]
 }
 check tools_version tools_version

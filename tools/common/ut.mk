@@ -19,12 +19,7 @@ UT_JSONCHECK := $(UT_DIR)/build/ut-jsoncheck
 # and then lists its programs after "all:" and writes check and install.
 # build/$(TOOL)-static is there for the tools the VM rig carries.
 ifdef TOOL
-# where `make install` puts things (mk/install.mk where the tree has it)
--include $(TOP)/mk/install.mk
-PREFIX  ?= /usr/local
-BINDIR  ?= $(PREFIX)/bin
-SBINDIR ?= $(PREFIX)/sbin
-MANDIR  ?= $(PREFIX)/share/man
+include $(TOP)/mk/install.mk
 B      := build
 CPPFLAGS += $(UT_CPPFLAGS)
 TOOL_OBJS := $(TOOL_SRCS:%.c=$(B)/%.o) $(TOOL_OBJS)
