@@ -118,8 +118,7 @@ struct um_backend_ops {
 	 * cudaLaunchHostFunc callback, which makes no CUDA call). The engine
 	 * uses it so a libum thread reaps an eviction, and gives the device
 	 * memory back, without waiting for the next libum call. May be NULL
-	 * (sim): memory then comes back at the next call. (Added by the CUDA
-	 * engineer, issue 9.)
+	 * (sim): memory then comes back at the next call.
 	 */
 	int (*queue_notify)(struct um_backend *be, struct um_queue *q, int fd);
 };

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * map_under_copy - settles one question of issue 9 on a real GPU: does
+ * map_under_copy - settles one question of the engine's design on a real GPU: does
  * mapping device memory (cuMemCreate + cuMemMap + cuMemSetAccess, the last
  * documented as synchronous) wait for a device-to-host copy in flight on
  * another stream? If it does, a restore that maps its region before its

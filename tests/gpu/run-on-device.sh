@@ -128,7 +128,7 @@ for b in "${bins[@]}"; do
 	fi
 done
 
-# Does cuMemMap/cuMemSetAccess wait for a copy in flight (issue 9)?
+# Does cuMemMap/cuMemSetAccess wait for a copy in flight?
 mu="$here/build/map_under_copy"
 if [ -x "$mu" ]; then
 	run_step map-under-copy 30 "$mu" --bytes 2G

@@ -743,7 +743,7 @@ static void print_text(const struct bg_opts *o, const struct bg_results *r,
 				printf("  error: %s\n", a->err);
 		}
 	}
-	printf("\n%-36s %8s %8s %6s%s\n", "target (issues 4, 9)", "value",
+	printf("\n%-36s %8s %8s %6s%s\n", "target", "value",
 	       "target", "result", r->modeled ? "  (modeled)" : "");
 	for (i = 0; i < nt; i++)
 		printf("%-36s %8.3f %s%7.2f %6s\n", t[i].name, t[i].value,

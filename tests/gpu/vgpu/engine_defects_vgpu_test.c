@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * Description: the engine and policy defects of issue 9, each as a test on
- * the virtual GPU that fails until its fix lands (phase 2; this program is
- * built by `make -C tests/gpu` but left out of `make check` until then):
+ * Description: the engine defects found by reading the code against the
+ * CUDA documentation whose fix is not in yet, each as a test on the virtual
+ * GPU that fails until it lands (built by `make -C tests/gpu`, left out of
+ * `make check` until then):
  *   - a restore maps its whole region before its copies start, so when
  *     mapping waits for work in flight (UM_VGPU_MAP_WAITS=1) it stalls
  *     behind the eviction running at the same time.

@@ -9,7 +9,7 @@
  * reported as the loss of the regions named, not as bytes kept; with two
  * holders on two streams, the eviction waits for both; um_evict pins no
  * host memory under the context lock; the device memory of an eviction
- * comes back without another libum call. (The engine defects of issue 9 that still fail are in
+ * comes back without another libum call. (The engine defects that still fail are in
  * engine_defects_vgpu_test.c, outside `make check` until their fixes.)
  */
 #include <errno.h>
