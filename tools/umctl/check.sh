@@ -37,6 +37,8 @@ file_is() {
 status_text() {
 	u status >"$TMP/s.txt" || return 1
 	grep -q 'loaded, API 1, events enabled' "$TMP/s.txt" &&
+	grep -q '^clients: *2, rings 32.1 KiB (ring_bytes_max 64 MiB)$' \
+		"$TMP/s.txt" &&
 	grep -q '^events: *40 sent, 1 dropped, 1 overflows' "$TMP/s.txt" &&
 	grep -q 'latency avg 1.500 ms, max 4.000 ms' "$TMP/s.txt" &&
 	grep -Eq '^node1 +normal +600 MiB +1 GiB +58.6%' "$TMP/s.txt" &&
@@ -54,10 +56,13 @@ status_json() {
 	u status --json >"$TMP/s.json" || return 1
 	"$JC" "$TMP/s.json" module.loaded:bool module.api_version:number \
 		module.ack_latency_ns_max:number module.oom_calls:number \
+		module.ring_bytes:number module.ring_bytes_max:number \
 		nodes.1.node:number nodes.*.level:string \
 		nodes.*.critical_effective_bytes:number nodes.*.eta_ms:number \
 		gpus.15.gpu:number gpus.*.budget_bytes:number || return 1
 	json_is "$TMP/s.json" events_sent 40 &&
+	json_is "$TMP/s.json" ring_bytes 32896 &&
+	json_is "$TMP/s.json" ring_bytes_max 67108864 &&
 	json_is "$TMP/s.json" free_bytes 629145600 &&
 	json_is "$TMP/s.json" budget_bytes 2147483648
 }

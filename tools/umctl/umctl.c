@@ -23,13 +23,16 @@ static int cmd_help(struct umctl *u, int argc, char **argv);
 static int umctl_print_status(const struct ut_umm *s)
 {
 	const uint64_t *g = s->g;
-	char fr[UT_SIZE_STR];
+	char fr[UT_SIZE_STR], rb[UT_SIZE_STR], rmax[UT_SIZE_STR];
 	int ret;
 
 	printf("umm.ko:   loaded, API %llu, events %s\n",
 	       (unsigned long long)g[UT_UMM_G_api_version],
 	       g[UT_UMM_G_enabled] ? "enabled" : "disabled");
-	printf("clients:  %llu\n", (unsigned long long)g[UT_UMM_G_clients]);
+	printf("clients:  %llu, rings %s (ring_bytes_max %s)\n",
+	       (unsigned long long)g[UT_UMM_G_clients],
+	       ut_size_str(g[UT_UMM_G_ring_bytes], rb),
+	       ut_size_str(g[UT_UMM_G_ring_bytes_max], rmax));
 	printf("events:   %llu sent, %llu dropped, %llu overflows\n",
 	       (unsigned long long)g[UT_UMM_G_events_sent],
 	       (unsigned long long)g[UT_UMM_G_events_dropped],
