@@ -164,10 +164,11 @@ static void usage(void)
 	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		printf("  %-7s %-32s %s\n", commands[i].name, commands[i].args,
 		       commands[i].help);
-	printf("\nKNOB: enabled, interval_ms, queue_len, hysteresis_bp,\n"
-	       "  event_min_interval_ms, repeat_interval_ms,\n"
+	printf("\nKNOB: enabled, interval_ms, queue_len, ring_bytes_max,\n"
+	       "  hysteresis_bp, event_min_interval_ms, repeat_interval_ms,\n"
 	       "  nodes/nodeN/{low,medium,critical}_bp, gpus/gpuN/budget_bytes\n"
-	       "  (K/M/G sizes). LEVEL: normal, low, medium, critical.\n\n"
+	       "  (sizes: K/M/G/T suffixes). LEVEL: normal, low, medium,\n"
+	       "  critical.\n\n"
 	       "Options:\n"
 	       "  -J, --json            machine-readable output\n"
 	       "      --sysroot DIR     DIR stands for / (tests with a fake tree)\n"
