@@ -217,6 +217,8 @@ metrics_text() {
 	has "$TMP/m.prom" 'umm_up 1' &&
 	has "$TMP/m.prom" 'umm_info{api_version="1"} 1' &&
 	has "$TMP/m.prom" 'umm_events_sent_total 40' &&
+	has "$TMP/m.prom" 'umm_ring_bytes 32896' &&
+	has "$TMP/m.prom" 'umm_ring_max_bytes 134217728' &&
 	has "$TMP/m.prom" 'umm_ack_latency_mean_seconds 0.0015' &&
 	has "$TMP/m.prom" 'umm_node_free_bytes{node="1"} 629145600' &&
 	has "$TMP/m.prom" \
