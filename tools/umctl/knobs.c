@@ -304,8 +304,8 @@ static int get_all(const struct umctl *u, struct ut_json *j)
 {
 	static const int global[] = {
 		UT_UMM_G_enabled, UT_UMM_G_interval_ms, UT_UMM_G_queue_len,
-		UT_UMM_G_ring_bytes_max, UT_UMM_G_hysteresis_bp, UT_UMM_G_event_min_interval_ms,
-		UT_UMM_G_repeat_interval_ms,
+		UT_UMM_G_ring_bytes_max, UT_UMM_G_hysteresis_bp,
+		UT_UMM_G_event_min_interval_ms, UT_UMM_G_repeat_interval_ms,
 	};
 	struct ut_umm s;
 	char name[96];
