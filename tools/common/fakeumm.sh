@@ -40,12 +40,13 @@ _fake_files() {
 fake_umm() {
 	local u=$1/kernel/mm/umm n g
 	_fake_files "$u" 0600 enabled=1 interval_ms=100 queue_len=256 \
-		hysteresis_bp=200 event_min_interval_ms=100 \
-		repeat_interval_ms=1000
+		ring_bytes_max=67108864 hysteresis_bp=200 \
+		event_min_interval_ms=100 repeat_interval_ms=1000
+	# ring_bytes: the two clients' rings of 257 records of 64 bytes
 	_fake_files "$u" 0400 api_version=1 clients=2 events_sent=40 \
 		events_dropped=1 overflows=1 acks=12 bytes_freed=268435456 \
 		ack_latency_ns_avg=1500000 ack_latency_ns_max=4000000 \
-		shrinker_calls=3 oom_calls=0
+		shrinker_calls=3 oom_calls=0 ring_bytes=32896
 	: >"$u/inject"
 	chmod 0200 "$u/inject"
 	for n in 0 1; do

@@ -171,10 +171,10 @@ void ut_table_free(struct libscols_table *tb);
 /* The figures and knobs of each directory, in the ABI's order. */
 #define UT_UMM_GLOBALS(X)						\
 	X(api_version) X(enabled) X(interval_ms) X(queue_len)		\
-	X(hysteresis_bp) X(event_min_interval_ms) X(repeat_interval_ms)	\
-	X(clients) X(events_sent) X(events_dropped) X(overflows) X(acks)	\
-	X(bytes_freed) X(ack_latency_ns_avg) X(ack_latency_ns_max)	\
-	X(shrinker_calls) X(oom_calls)
+	X(ring_bytes_max) X(hysteresis_bp) X(event_min_interval_ms)	\
+	X(repeat_interval_ms) X(clients) X(events_sent) X(events_dropped)	\
+	X(overflows) X(acks) X(bytes_freed) X(ack_latency_ns_avg)	\
+	X(ack_latency_ns_max) X(shrinker_calls) X(oom_calls) X(ring_bytes)
 #define UT_UMM_NODE_FIELDS(X)						\
 	X(low_bp) X(medium_bp) X(critical_bp) X(critical_effective_bytes)	\
 	X(free_bytes) X(total_bytes) X(resident_bytes)			\

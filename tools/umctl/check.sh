@@ -3,7 +3,8 @@
 # Description: umctl against a fake umm.ko tree (--sysroot): status and
 # clients in text and JSON, metrics in the Prometheus format (promtool's
 # check, values, escaped names, the atomic file, partial trees), get/set of
-# every kind of knob with the value landing in the file, ranges and watermark order refused before writing,
+# every kind of knob with the value landing in the file (ring_bytes_max at
+# both ends of its range), ranges and watermark order refused before writing,
 # inject commands as the kernel's grammar wants them, the module absent, a
 # write the kernel refuses (ENOSPC from /dev/full), and non-root (EACCES)
 # when we can drop privileges. The real module is exercised in the VM by
@@ -37,6 +38,8 @@ file_is() {
 status_text() {
 	u status >"$TMP/s.txt" || return 1
 	grep -q 'loaded, API 1, events enabled' "$TMP/s.txt" &&
+	grep -q '^clients: *2, rings 32.1 KiB (ring_bytes_max 64 MiB)$' \
+		"$TMP/s.txt" &&
 	grep -q '^events: *40 sent, 1 dropped, 1 overflows' "$TMP/s.txt" &&
 	grep -q 'latency avg 1.500 ms, max 4.000 ms' "$TMP/s.txt" &&
 	grep -Eq '^node1 +normal +600 MiB +1 GiB +58.6%' "$TMP/s.txt" &&
@@ -54,10 +57,13 @@ status_json() {
 	u status --json >"$TMP/s.json" || return 1
 	"$JC" "$TMP/s.json" module.loaded:bool module.api_version:number \
 		module.ack_latency_ns_max:number module.oom_calls:number \
+		module.ring_bytes:number module.ring_bytes_max:number \
 		nodes.1.node:number nodes.*.level:string \
 		nodes.*.critical_effective_bytes:number nodes.*.eta_ms:number \
 		gpus.15.gpu:number gpus.*.budget_bytes:number || return 1
 	json_is "$TMP/s.json" events_sent 40 &&
+	json_is "$TMP/s.json" ring_bytes 32896 &&
+	json_is "$TMP/s.json" ring_bytes_max 67108864 &&
 	json_is "$TMP/s.json" free_bytes 629145600 &&
 	json_is "$TMP/s.json" budget_bytes 2147483648
 }
@@ -97,6 +103,23 @@ get_set() {
 	json_is "$TMP/g.json" interval_ms 250
 }
 
+# ring_bytes_max: a size, its range's ends land; the figure beside it is no
+# knob. It is left at 128 MiB for the checks after this one.
+ring_bytes_max() {
+	u set ring_bytes_max 4096 && file_is ring_bytes_max 4096 &&
+	u set ring_bytes_max 1T && file_is ring_bytes_max 1099511627776 &&
+	u set ring_bytes_max 128M && file_is ring_bytes_max 134217728 &&
+	[ "$(u get ring_bytes_max)" = 134217728 ] &&
+	u get >"$TMP/all" && grep -qx 'ring_bytes_max 134217728' "$TMP/all" &&
+	! grep -q '^ring_bytes ' "$TMP/all" &&
+	u get --json >"$TMP/g.json" &&
+	"$JC" "$TMP/g.json" ring_bytes_max:number &&
+	json_is "$TMP/g.json" ring_bytes_max 134217728 || return 1
+	expect 2 'unknown knob' u get ring_bytes &&
+	expect 2 'unknown knob' u set ring_bytes 4096 &&
+	file_is ring_bytes 32896
+}
+
 bad_values() {
 	local bad=0
 	while IFS='|' read -r rc pat args; do
@@ -105,6 +128,11 @@ bad_values() {
 	done <<-'EOF'
 	2|(10..60000)|set interval_ms 5
 	2|(4..65536)|set queue_len 65537
+	2|4096..1099511627776)|set ring_bytes_max 4095
+	2|4096..1099511627776)|set ring_bytes_max 0
+	2|4096..1099511627776)|set ring_bytes_max 1099511627777
+	2|4096..1099511627776)|set ring_bytes_max 1.5T
+	2|bad size '64Q'|set ring_bytes_max 64Q
 	2|bad value '-1'|set hysteresis_bp -1
 	2|bad value 'maybe'|set enabled maybe
 	2|bad size|set gpus/gpu0/budget_bytes 12Q
@@ -126,6 +154,7 @@ bad_values() {
 	2|'--bogus'|--bogus status
 	EOF
 	file_is interval_ms 250 && file_is nodes/node0/low_bp 2000 &&
+	file_is ring_bytes_max 134217728 &&
 	[ ! -s "$U/inject" ] && return $bad
 }
 
@@ -163,7 +192,7 @@ not_root() {
 	chmod -R a+rX "$TMP"
 	for f in $(find "$R" -type f); do chmod go-rwx "$f"; done
 	for c in status clients metrics "get queue_len" "set queue_len 64" \
-		"inject clear"; do
+		"get ring_bytes_max" "set ring_bytes_max 64M" "inject clear"; do
 		# shellcheck disable=SC2086
 		expect 1 'ermission denied' "${nobody[@]}" "$UMCTL" -r "$R" $c ||
 			bad=1
@@ -188,6 +217,8 @@ metrics_text() {
 	has "$TMP/m.prom" 'umm_up 1' &&
 	has "$TMP/m.prom" 'umm_info{api_version="1"} 1' &&
 	has "$TMP/m.prom" 'umm_events_sent_total 40' &&
+	has "$TMP/m.prom" 'umm_ring_bytes 32896' &&
+	has "$TMP/m.prom" 'umm_ring_max_bytes 134217728' &&
 	has "$TMP/m.prom" 'umm_ack_latency_mean_seconds 0.0015' &&
 	has "$TMP/m.prom" 'umm_node_free_bytes{node="1"} 629145600' &&
 	has "$TMP/m.prom" \
@@ -290,12 +321,13 @@ sysroot_forms() {
 	return $bad
 }
 
-tap_begin 18
+tap_begin 19
 tap_check "umctl.status_text" status_text
 tap_check "umctl.status_json" status_json
 tap_check "umctl.clients" clients
 tap_check "umctl.clients_without_debugfs" clients_no_debugfs
 tap_check "umctl.get_set" get_set
+tap_check "umctl.ring_bytes_max_range" ring_bytes_max
 tap_check "umctl.sysroot_and_older_forms" sysroot_forms
 tap_check "umctl.bad_values_refused_before_writing" bad_values
 tap_check "umctl.inject" inject

@@ -29,6 +29,7 @@ static const struct knob knobs[] = {
 	{ "enabled", K_BOOL, 0, 1 },
 	{ "interval_ms", K_NUM, 10, 60000 },
 	{ "queue_len", K_NUM, 4, 65536 },
+	{ "ring_bytes_max", K_SIZE, 4096, 1ull << 40 },
 	{ "hysteresis_bp", K_NUM, 0, 5000 },
 	{ "event_min_interval_ms", K_NUM, 0, 60000 },
 	{ "repeat_interval_ms", K_NUM, 0, 3600000 },
@@ -162,6 +163,11 @@ static int check_dir(const struct umctl *u, const char *what,
 	return EX_USAGE;
 }
 
+static bool is_gpu_knob(const struct knob *k)
+{
+	return !strncmp(k->pattern, "gpus/", 5);
+}
+
 /* Module there, and the knob's node or GPU too. */
 static int check_target(const struct umctl *u, const struct knob *k,
 			unsigned int id)
@@ -170,7 +176,7 @@ static int check_target(const struct umctl *u, const struct knob *k,
 
 	if (ret || !strchr(k->pattern, '#'))
 		return ret;
-	return check_dir(u, k->kind == K_SIZE ? "gpu" : "node", id);
+	return check_dir(u, is_gpu_knob(k) ? "gpu" : "node", id);
 }
 
 /* ---- set ------------------------------------------------------------------ */
@@ -190,10 +196,20 @@ static int parse_bool(const char *s)
 	return -EINVAL;
 }
 
+/* "; MIN..MAX" for a size knob with a range, "" for one without. */
+static const char *size_range(const struct knob *k, char buf[48])
+{
+	if (!k->min && k->max == UINT64_MAX)
+		return "";
+	snprintf(buf, 48, "; %" PRIu64 "..%" PRIu64, k->min, k->max);
+	return buf;
+}
+
 /* The value in decimal as the kernel takes it, or a usage error. */
 static void parse_value(const struct knob *k, const char *name,
 			const char *val, uint64_t *out)
 {
+	char range[48];
 	int b;
 
 	switch (k->kind) {
@@ -205,9 +221,9 @@ static void parse_value(const struct knob *k, const char *name,
 		*out = (uint64_t)b;
 		return;
 	case K_SIZE:
-		if (ut_parse_size(val, out))
-			ut_die_usage("%s: bad size '%s' (bytes, K/M/G suffixes)",
-				     name, val);
+		if (ut_parse_size_range(val, k->min, k->max, out))
+			ut_die_usage("%s: bad size '%s' (bytes, K/M/G/T suffixes%s)",
+				     name, val, size_range(k, range));
 		return;
 	default:
 		if (ut_parse_u64(val, k->min, k->max, out))
@@ -256,7 +272,7 @@ int cmd_set(struct umctl *u, int argc, char **argv)
 	k = find_knob(argv[1], &id);
 	knob_path(k, id, name, sizeof(name));
 	parse_value(k, name, argv[2], &v);
-	if (k->kind == K_SIZE && id >= UT_UMM_MAX_GPUS)
+	if (is_gpu_knob(k) && id >= UT_UMM_MAX_GPUS)
 		ut_die_usage("%s: GPU ids are 0..%d", name,
 			     UT_UMM_MAX_GPUS - 1);
 	ret = check_target(u, k, id);
@@ -288,8 +304,8 @@ static int get_all(const struct umctl *u, struct ut_json *j)
 {
 	static const int global[] = {
 		UT_UMM_G_enabled, UT_UMM_G_interval_ms, UT_UMM_G_queue_len,
-		UT_UMM_G_hysteresis_bp, UT_UMM_G_event_min_interval_ms,
-		UT_UMM_G_repeat_interval_ms,
+		UT_UMM_G_ring_bytes_max, UT_UMM_G_hysteresis_bp,
+		UT_UMM_G_event_min_interval_ms, UT_UMM_G_repeat_interval_ms,
 	};
 	struct ut_umm s;
 	char name[96];

@@ -23,13 +23,16 @@ static int cmd_help(struct umctl *u, int argc, char **argv);
 static int umctl_print_status(const struct ut_umm *s)
 {
 	const uint64_t *g = s->g;
-	char fr[UT_SIZE_STR];
+	char fr[UT_SIZE_STR], rb[UT_SIZE_STR], rmax[UT_SIZE_STR];
 	int ret;
 
 	printf("umm.ko:   loaded, API %llu, events %s\n",
 	       (unsigned long long)g[UT_UMM_G_api_version],
 	       g[UT_UMM_G_enabled] ? "enabled" : "disabled");
-	printf("clients:  %llu\n", (unsigned long long)g[UT_UMM_G_clients]);
+	printf("clients:  %llu, rings %s (ring_bytes_max %s)\n",
+	       (unsigned long long)g[UT_UMM_G_clients],
+	       ut_size_str(g[UT_UMM_G_ring_bytes], rb),
+	       ut_size_str(g[UT_UMM_G_ring_bytes_max], rmax));
 	printf("events:   %llu sent, %llu dropped, %llu overflows\n",
 	       (unsigned long long)g[UT_UMM_G_events_sent],
 	       (unsigned long long)g[UT_UMM_G_events_dropped],
@@ -161,10 +164,11 @@ static void usage(void)
 	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		printf("  %-7s %-32s %s\n", commands[i].name, commands[i].args,
 		       commands[i].help);
-	printf("\nKNOB: enabled, interval_ms, queue_len, hysteresis_bp,\n"
-	       "  event_min_interval_ms, repeat_interval_ms,\n"
+	printf("\nKNOB: enabled, interval_ms, queue_len, ring_bytes_max,\n"
+	       "  hysteresis_bp, event_min_interval_ms, repeat_interval_ms,\n"
 	       "  nodes/nodeN/{low,medium,critical}_bp, gpus/gpuN/budget_bytes\n"
-	       "  (K/M/G sizes). LEVEL: normal, low, medium, critical.\n\n"
+	       "  (sizes: K/M/G/T suffixes). LEVEL: normal, low, medium,\n"
+	       "  critical.\n\n"
 	       "Options:\n"
 	       "  -J, --json            machine-readable output\n"
 	       "      --sysroot DIR     DIR stands for / (tests with a fake tree)\n"

@@ -34,6 +34,8 @@ batch() {
 	[ "$(grep -c '^umtop - ' "$TMP/b.txt")" -eq 2 ] &&
 	! grep -q $'\033' "$TMP/b.txt" &&
 	grep -q 'events - sent' "$TMP/b.txt" &&
+	[ "$(grep -c '^rings 32.1 KiB (ring_bytes_max 64 MiB)$' "$TMP/b.txt")" \
+		-eq 2 ] &&
 	grep -Eq 'events (9[0-9]|10[0-9])\.[0-9]/s sent' "$TMP/b.txt" &&
 	grep -Eq '^node0 +low +400 MiB .* (1[5-9][0-9]|2[0-9][0-9])(\.[0-9])? MiB/s$' \
 		"$TMP/b.txt" &&
@@ -50,6 +52,7 @@ json_lines() {
 	sed -n 2p "$TMP/j.ndjson" >"$TMP/j2.json"
 	"$JC" "$TMP/j1.json" time_ms:number interval_s:null \
 		module.events_sent:number rates_per_s.acks:null \
+		module.ring_bytes:number module.ring_bytes_max:number \
 		nodes.0.free_decline_bytes_per_s:null gpus.15.level:string \
 		clients.1.books:array || return 1
 	"$JC" "$TMP/j2.json" interval_s:number rates_per_s.events_sent:number \

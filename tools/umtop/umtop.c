@@ -154,6 +154,7 @@ static void print_header(const struct opts *o, const struct sample *x)
 {
 	const uint64_t *g = x->s.g;
 	char a[16], b[16], c[16], d[16], e[16], f[16], sz[UT_SIZE_STR];
+	char rb[UT_SIZE_STR], rmax[UT_SIZE_STR];
 	time_t t = time(NULL);
 	char when[32];
 
@@ -162,6 +163,9 @@ static void print_header(const struct opts *o, const struct sample *x)
 	       when, (unsigned long long)g[UT_UMM_G_api_version],
 	       g[UT_UMM_G_enabled] ? "enabled" : "disabled",
 	       (unsigned long long)g[UT_UMM_G_clients], o->delay);
+	printf("rings %s (ring_bytes_max %s)\n",
+	       ut_size_str(g[UT_UMM_G_ring_bytes], rb),
+	       ut_size_str(g[UT_UMM_G_ring_bytes_max], rmax));
 	printf("events %s sent, %s dropped, %s overflows; acks %s, %s/s freed\n",
 	       rate_text(x->rate[0], a, 16), rate_text(x->rate[1], b, 16),
 	       rate_text(x->rate[2], c, 16), rate_text(x->rate[3], d, 16),
