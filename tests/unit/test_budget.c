@@ -339,7 +339,7 @@ TEST(device_refuses_below_budget)
 }
 
 /*
- * Issue 10 item 10: a budget lowered under an acquired region, its release
+ * A budget lowered under an acquired region, its release
  * (an eviction toward the budget starts) and a re-acquire at once. The
  * re-acquire must not keep the region on the device by superseding that
  * eviction while the books are over budget: it is -ENOMEM (the region alone

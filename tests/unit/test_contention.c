@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Description: um_acquire_timeout(), waiting for room on the device instead
- * of -ENOMEM while other threads hold the budget (issue 10 item 12). Eight
+ * of -ENOMEM while other threads hold the budget. Eight
  * threads share a budget of three regions: with the waiting call none of
  * them sees an error and the books never go above the budget (the same
  * load with um_acquire is measured beside it: its -ENOMEM count is

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Description: fork() with a live context (issue 10 item 11). The child's
+ * Description: fork() with a live context. The child's
  * copy of the context is inert: every public call on it returns -ECHILD,
  * um_context_destroy() returns 0 without touching the parent's threads or
  * device, and the pointer is dead afterwards (-EBADF); a context the child

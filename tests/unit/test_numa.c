@@ -407,7 +407,7 @@ TEST(home_of_sim_context)
 }
 
 /*
- * Issue 10 item 13: a host node that does not exist is -EINVAL with an ERR
+ * A host node that does not exist is -EINVAL with an ERR
  * line naming the node and what the machine has, for acquire, evict and
  * shed alike, and the pool is not asked (it used to WARN of a missing host
  * copy, which says nothing of the cause).
