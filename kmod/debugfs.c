@@ -63,14 +63,17 @@ static void umm_show_books(struct seq_file *m, struct umm_client *c)
 static int clients_show(struct seq_file *m, void *unused)
 {
 	struct umm_client *c;
+	int i;
 
-	seq_puts(m, "pid name priority ready queue_len queued events drops acks bytes_freed ack_ns_avg tiers(resident/reclaimable) ack_ns_sum ack_ms_le(1,2,5,10,20,50,100,200,500,1000,2000,5000,10000,inf)\n");
+	seq_puts(m, "pid name priority ready queue_len queued events drops acks bytes_freed ack_ns_avg tiers(resident/reclaimable) ack_ns_sum ack_ms_le(");
+	for (i = 0; i < UMM_ACK_BUCKETS - 1; i++)
+		seq_printf(m, "%u,", umm_ack_le_ms[i]);
+	seq_puts(m, "inf)\n");
 	mutex_lock(&umm.mutex);
 	list_for_each_entry(c, &umm.clients, list) {
 		u64 events, drops, acks, freed, lat, lat_sum;
 		u64 le[UMM_ACK_BUCKETS];
 		u32 queued;
-		int i;
 
 		spin_lock(&c->ring_lock);
 		queued = c->used;

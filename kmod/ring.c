@@ -279,11 +279,10 @@ static void umm_stat_max(atomic64_t *stat, u64 v)
 
 /*
  * Upper bounds of the latency buckets, ms, 1-2-5 per decade: the figures
- * measured so far run from under a millisecond to seconds (design/e2e.rst),
+ * measured so far run from under a millisecond to seconds (design/umm.rst),
  * and three buckets a decade tell those apart at a fixed cost per client.
- * debugfs.c prints the same list in the header of the clients file.
  */
-static const u32 umm_ack_le_ms[UMM_ACK_BUCKETS - 1] = {
+const u32 umm_ack_le_ms[UMM_ACK_BUCKETS - 1] = {
 	1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000,
 };
 

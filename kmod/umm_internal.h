@@ -396,6 +396,7 @@ void umm_client_queue(struct umm_client *c, struct umm_event *ev);
 bool umm_ring_peek(struct umm_client *c, struct umm_event *ev);
 void umm_ring_done(struct umm_client *c, bool consumed);
 int umm_pending_latency(struct umm_client *c, u64 seq, u64 *lat);
+extern const u32 umm_ack_le_ms[UMM_ACK_BUCKETS - 1];
 u32 umm_pending_retire(struct umm_client *c, u64 seq, u64 bytes_freed);
 
 #endif /* UMM_INTERNAL_H */
