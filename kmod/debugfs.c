@@ -63,11 +63,16 @@ static void umm_show_books(struct seq_file *m, struct umm_client *c)
 static int clients_show(struct seq_file *m, void *unused)
 {
 	struct umm_client *c;
+	int i;
 
-	seq_puts(m, "pid name priority ready queue_len queued events drops acks bytes_freed ack_ns_avg tiers(resident/reclaimable)\n");
+	seq_puts(m, "pid name priority ready queue_len queued events drops acks bytes_freed ack_ns_avg tiers(resident/reclaimable) ack_ns_sum ack_ms_le(");
+	for (i = 0; i < UMM_ACK_BUCKETS - 1; i++)
+		seq_printf(m, "%u,", umm_ack_le_ms[i]);
+	seq_puts(m, "inf)\n");
 	mutex_lock(&umm.mutex);
 	list_for_each_entry(c, &umm.clients, list) {
-		u64 events, drops, acks, freed, lat;
+		u64 events, drops, acks, freed, lat, lat_sum;
+		u64 le[UMM_ACK_BUCKETS];
 		u32 queued;
 
 		spin_lock(&c->ring_lock);
@@ -77,6 +82,8 @@ static int clients_show(struct seq_file *m, void *unused)
 		acks = c->acks;
 		freed = c->bytes_freed;
 		lat = c->ack_ns_n ? div64_u64(c->ack_ns_sum, c->ack_ns_n) : 0;
+		lat_sum = c->ack_ns_sum;
+		memcpy(le, c->ack_ms_le, sizeof(le));
 		spin_unlock(&c->ring_lock);
 		seq_printf(m, "%d ", pid_nr(c->pid));
 		umm_show_name(m, c->name);
@@ -84,6 +91,9 @@ static int clients_show(struct seq_file *m, void *unused)
 			   c->priority, c->ready, c->queue_len, queued, events,
 			   drops, acks, freed, lat);
 		umm_show_books(m, c);
+		seq_printf(m, " %llu ", lat_sum);
+		for (i = 0; i < UMM_ACK_BUCKETS; i++)
+			seq_printf(m, "%s%llu", i ? "," : "", le[i]);
 		seq_putc(m, '\n');
 	}
 	mutex_unlock(&umm.mutex);

@@ -277,6 +277,26 @@ static void umm_stat_max(atomic64_t *stat, u64 v)
 	}
 }
 
+/*
+ * Upper bounds of the latency buckets, ms, 1-2-5 per decade: the figures
+ * measured so far run from under a millisecond to seconds (design/umm.rst),
+ * and three buckets a decade tell those apart at a fixed cost per client.
+ */
+const u32 umm_ack_le_ms[UMM_ACK_BUCKETS - 1] = {
+	1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000,
+};
+
+/* The bucket of a latency of @lat ns: the last one is for the rest. */
+static unsigned int umm_ack_bucket(u64 lat)
+{
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(umm_ack_le_ms); i++)
+		if (lat <= (u64)umm_ack_le_ms[i] * NSEC_PER_MSEC)
+			break;
+	return i;
+}
+
 /**
  * umm_pending_retire() - count an ACK: retire every pending event at or
  * before @seq and add their latencies and @bytes_freed to the figures.
@@ -301,6 +321,7 @@ u32 umm_pending_retire(struct umm_client *c, u64 seq, u64 bytes_freed)
 		umm_stat_max(&umm.stats.ack_latency_max_ns, lat);
 		c->ack_ns_sum = umm_add_sat(c->ack_ns_sum, lat);
 		c->ack_ns_n++;
+		c->ack_ms_le[umm_ack_bucket(lat)]++;
 		c->pending_head = (c->pending_head + 1) % UMM_ACK_PENDING;
 		c->pending_nr--;
 		n++;

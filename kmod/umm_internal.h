@@ -38,6 +38,11 @@
 
 #define UMM_BP_MAX		10000U
 #define UMM_ACK_PENDING		32	/* remembered events per client */
+/*
+ * Event-to-ACK latency buckets per client: upper bounds 1, 2, 5 ms ... 10 s
+ * (ring.c) and one past the last for longer; see design/umm.rst.
+ */
+#define UMM_ACK_BUCKETS		14
 #define UMM_QUEUE_LEN_MIN	4U
 #define UMM_QUEUE_LEN_MAX	65536U
 #define UMM_RING_BYTES_MIN	4096ULL
@@ -212,6 +217,8 @@ struct umm_book {
  * @bytes_freed: sum of bytes_freed in ACKs.
  * @ack_ns_sum:	sum of this client's event-to-ACK latencies.
  * @ack_ns_n:	number of those latencies.
+ * @ack_ms_le:	those latencies counted per bucket (not cumulative), by
+ *		umm_ack_bucket().
  * @wq:		readers and pollers.
  * @read_mutex:	serialises readers.
  */
@@ -245,6 +252,7 @@ struct umm_client {
 	u64 bytes_freed;
 	u64 ack_ns_sum;
 	u64 ack_ns_n;
+	u64 ack_ms_le[UMM_ACK_BUCKETS];
 
 	wait_queue_head_t wq;
 	struct mutex read_mutex;	/* see the top of this file */
@@ -388,6 +396,7 @@ void umm_client_queue(struct umm_client *c, struct umm_event *ev);
 bool umm_ring_peek(struct umm_client *c, struct umm_event *ev);
 void umm_ring_done(struct umm_client *c, bool consumed);
 int umm_pending_latency(struct umm_client *c, u64 seq, u64 *lat);
+extern const u32 umm_ack_le_ms[UMM_ACK_BUCKETS - 1];
 u32 umm_pending_retire(struct umm_client *c, u64 seq, u64 bytes_freed);
 
 #endif /* UMM_INTERNAL_H */

@@ -5,7 +5,8 @@
 # collector, as a monitoring system would see it: node_exporter accepts the
 # file (node_textfile_scrape_error 0), a node's figures agree with sysfs, a
 # level raised with inject shows in the next scrape, a client that holds
-# /dev/umm open appears with its pid and name, and umctl metrics FILE
+# /dev/umm open appears with its pid and name (and its ACK latency
+# histogram), and umctl metrics FILE
 # replaces the file the collector reads. Runs under busybox sh and restores
 # what it changes.
 #
@@ -96,6 +97,15 @@ client() {
 		/tmp/scrape || {
 		echo "# no client $pid"
 		grep '^umm_client_ready' /tmp/scrape | sed 's/^/# /'
+		return 1
+	}
+	# its ACK latency histogram, served as one (no ACK yet: all zero)
+	grep -q "^umm_client_ack_latency_seconds_bucket{name=\"[^\"]*\",pid=\"$pid\",le=\"+Inf\"} 0\$" \
+		/tmp/scrape &&
+	grep -q "^umm_client_ack_latency_seconds_count{name=\"[^\"]*\",pid=\"$pid\"} 0\$" \
+		/tmp/scrape || {
+		echo "# no histogram for $pid"
+		grep '^umm_client_ack_latency' /tmp/scrape | sed 's/^/# /'
 		return 1
 	}
 }

@@ -5,9 +5,11 @@
  * count, pointers) and taken whole or not at all; it replaces or updates the
  * books, which show in the per-node and per-GPU sums and disappear when the
  * client closes. ACK matches events that asked to free and measures the
- * latency; QUERY describes every node and the GPUs in use.
+ * latency, which lands in one bucket of the client's debugfs row; QUERY
+ * describes every node and the GPUs in use.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -35,6 +37,68 @@ static uint64_t gpu_sum(const char *what, int id)
 	snprintf(p, sizeof(p), "gpus/gpu%d/%s", id, what);
 	attr_read_u64(p, &v);
 	return v;
+}
+
+/* umm.ko's latency buckets: upper bounds in ms, then one for the rest. */
+#define ACK_BUCKETS	14
+static const uint64_t ack_le_ms[ACK_BUCKETS - 1] = {
+	1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000,
+};
+
+static int ack_bucket(uint64_t lat_ns)
+{
+	int i;
+
+	for (i = 0; i < ACK_BUCKETS - 1; i++)
+		if (lat_ns <= ack_le_ms[i] * 1000000)
+			break;
+	return i;
+}
+
+/*
+ * The latency sum and bucket counts of our own row in debugfs clients: 0,
+ * or -1 when the header does not name these buckets or the row is missing
+ * or malformed.
+ */
+static int my_ack_buckets(uint64_t *sum, uint64_t *le)
+{
+	static char buf[65536];
+	char want[32], *line, *last, *prev, *p;
+	int i;
+
+	if (attr_read(UMM_DEBUGFS "/clients", buf, sizeof(buf)) < 0 ||
+	    !strstr(buf, " ack_ns_sum ack_ms_le(1,2,5,10,20,50,100,200,500,1000,2000,5000,10000,inf)\n"))
+		return -1;
+	snprintf(want, sizeof(want), "\n%d ", getpid());
+	line = strstr(buf, want);
+	if (!line)
+		return -1;
+	line++;
+	line[strcspn(line, "\n")] = '\0';
+	last = strrchr(line, ' ');
+	if (!last || last == line)
+		return -1;
+	*last++ = '\0';
+	prev = strrchr(line, ' ');
+	if (!prev)
+		return -1;
+	*sum = strtoull(prev + 1, NULL, 10);
+	for (i = 0, p = last; i < ACK_BUCKETS; i++) {
+		le[i] = strtoull(p, &p, 10);
+		if (*p != (i == ACK_BUCKETS - 1 ? '\0' : ','))
+			return -1;
+		p++;
+	}
+	return 0;
+}
+
+static uint64_t ack_count(const uint64_t *le)
+{
+	uint64_t n = 0;
+
+	for (int i = 0; i < ACK_BUCKETS; i++)
+		n += le[i];
+	return n;
 }
 
 FIXTURE(cl) {
@@ -214,10 +278,47 @@ TEST_F(cl, ack_rules)
 	EXPECT_LE(lat, lmax);
 }
 
+/*
+ * An ACK 30 ms after its event: one count, in the bucket of a latency
+ * between what the ACK answered and what this process saw (the module
+ * takes its own reading in between), and the sum likewise.
+ */
+TEST_F(cl, ack_lands_in_its_bucket)
+{
+	struct umm_tier_report t = { UMM_TIER_HOST_NODE, 0, 64 * MiB,
+				     64 * MiB };
+	uint64_t le[ACK_BUCKETS], sum, lat, seen;
+	struct umm_event ev;
+	int i;
+
+	ASSERT_EQ(0, my_ack_buckets(&sum, le));
+	EXPECT_EQ(0, ack_count(le)) TH_LOG("a new client has no latencies");
+	EXPECT_EQ(0, sum);
+	ASSERT_EQ(0, umm_report(self->fd, &t, 1, 0));
+	ASSERT_EQ(0, umm_inject("node 0 critical"));
+	ASSERT_EQ(1, umm_wait_type(self->fd, UMM_EVENT_PRESSURE, &ev, 10000));
+	umm_inject("node 0 clear");
+	usleep(30000);
+	ASSERT_EQ(0, umm_ack(self->fd, ev.seq, 0, &lat));
+	seen = now_ns() - ev.ts_ns;
+	ASSERT_EQ(0, my_ack_buckets(&sum, le));
+	EXPECT_EQ(1, ack_count(le));
+	for (i = 0; i < ACK_BUCKETS && !le[i]; i++)
+		;
+	EXPECT_LE(ack_bucket(lat), i) TH_LOG("latency %llu ns",
+					     (unsigned long long)lat);
+	EXPECT_GE(ack_bucket(seen), i) TH_LOG("seen %llu ns",
+					      (unsigned long long)seen);
+	EXPECT_LE(5, i) TH_LOG("30 ms is past the 20 ms bucket");
+	EXPECT_LE(lat, sum);
+	EXPECT_GE(seen, sum);
+}
+
 TEST_F(cl, ack_covers_earlier_events)
 {
 	struct umm_tier_report t = { UMM_TIER_HOST_NODE, 1, 64 * MiB,
 				     64 * MiB };
+	uint64_t le[ACK_BUCKETS], sum;
 	struct umm_event e1, e2;
 
 	ASSERT_EQ(0, umm_report(self->fd, &t, 1, 0));
@@ -231,6 +332,8 @@ TEST_F(cl, ack_covers_earlier_events)
 	EXPECT_EQ(0, umm_ack(self->fd, e2.seq, MiB, NULL));
 	EXPECT_EQ(-ENOENT, umm_ack(self->fd, e1.seq, 0, NULL))
 		TH_LOG("the ACK of e2 covered e1");
+	ASSERT_EQ(0, my_ack_buckets(&sum, le));
+	EXPECT_EQ(2, ack_count(le)) TH_LOG("one latency per event retired");
 }
 
 TEST_F(cl, query_describes_sources)

@@ -91,7 +91,7 @@ build_ko() {
 	mkdir -p "$src"
 	tar -C "$top" -cf - --exclude='*.o' --exclude='*.ko' --exclude='*.mod' \
 		--exclude='*.mod.c' --exclude='.*.cmd' --exclude='Module.symvers' \
-		--exclude='modules.order' --exclude=build kmod include |
+		--exclude='modules.order' --exclude=build kmod include VERSION |
 		tar -C "$src" -xf -
 	# Kbuild straight from the kernel's build tree: the same command
 	# kmod/Makefile runs, without depending on its extra targets.

@@ -66,9 +66,9 @@ fake_umm() {
 	done
 	mkdir -p "$1/kernel/debug/umm"
 	cat >"$1/kernel/debug/umm/clients" <<-'EOF'
-	pid name priority ready queue_len queued events drops acks bytes_freed ack_ns_avg tiers(resident/reclaimable)
-	4242 umtrain 0 1 256 0 30 1 10 201326592 1200000 node0:67108864/33554432,gpu1:1048576/0
-	4343 my\040trainer\0402 -5 1 256 2 10 0 2 67108864 2100000 -
+	pid name priority ready queue_len queued events drops acks bytes_freed ack_ns_avg tiers(resident/reclaimable) ack_ns_sum ack_ms_le(1,2,5,10,20,50,100,200,500,1000,2000,5000,10000,inf)
+	4242 umtrain 0 1 256 0 30 1 10 201326592 1200000 node0:67108864/33554432,gpu1:1048576/0 12000000 2,7,1,0,0,0,0,0,0,0,0,0,0,0
+	4343 my\040trainer\0402 -5 1 256 2 10 0 2 67108864 2100000 - 4200000 0,0,2,0,0,0,0,0,0,0,0,0,0,0
 	EOF
 	chmod 0400 "$1/kernel/debug/umm/clients"
 }

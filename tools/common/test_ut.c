@@ -225,8 +225,14 @@ TEST(prom_samples)
 	ASSERT_STREQ(want, buf);
 }
 
-/* ROOT/kernel/debug/umm/clients with @rows under the header. */
-static int fake_clients(char *root, const char *rows)
+#define ACK_COLUMNS \
+	" ack_ns_sum ack_ms_le(1,2,5,10,20,50,100,200,500,1000,2000,5000,10000,inf)"
+
+/*
+ * ROOT/kernel/debug/umm/clients with @rows under the header, @more the
+ * columns a newer module appends to it ("" for none).
+ */
+static int fake_clients(char *root, const char *more, const char *rows)
 {
 	char path[256];
 	FILE *f;
@@ -243,8 +249,8 @@ static int fake_clients(char *root, const char *rows)
 	f = fopen(path, "w");
 	if (!f)
 		return -errno;
-	fprintf(f, "pid name priority ready queue_len queued events drops acks bytes_freed ack_ns_avg tiers(resident/reclaimable)\n%s",
-		rows);
+	fprintf(f, "pid name priority ready queue_len queued events drops acks bytes_freed ack_ns_avg tiers(resident/reclaimable)%s\n%s",
+		more, rows);
 	return fclose(f) ? -errno : 0;
 }
 
@@ -264,7 +270,7 @@ TEST(client_names_unescaped_never_forge_rows)
 	size_t n = 0;
 
 	/* a comm of "x\n4242 fake 0", a handshake name "my trainer \2" */
-	ASSERT_EQ(0, fake_clients(root,
+	ASSERT_EQ(0, fake_clients(root, "",
 		"7 x\\0124242\\040fake\\0400 0 0 256 0 0 0 0 0 0 -\n"
 		"8 my\\040trainer\\040\\134\\0012 -5 1 256 2 10 0 2 67108864 2100000 node0:1/0\n"));
 	EXPECT_EQ(0, ut_umm_clients(root, &c, &n));
@@ -276,8 +282,59 @@ TEST(client_names_unescaped_never_forge_rows)
 	EXPECT_STREQ("my trainer \\\\0012", c[1].name);
 	EXPECT_EQ(-5, c[1].priority);
 	EXPECT_EQ(67108864, c[1].bytes_freed);
+	EXPECT_EQ(0, c[1].hist);
 	free(c);
 	fake_clients_rm(root);
+}
+
+/* The table of a module with @more columns and @row: ut_umm_clients(). */
+static int clients_of(const char *more, const char *row)
+{
+	char root[] = "/tmp/ut-clients-XXXXXX";
+	struct ut_umm_client *c = NULL;
+	size_t n = 0;
+	int ret = fake_clients(root, more, row);
+
+	if (!ret)
+		ret = ut_umm_clients(root, &c, &n);
+	free(c);
+	fake_clients_rm(root);
+	return ret;
+}
+
+TEST(client_ack_buckets_parsed_exactly)
+{
+	char root[] = "/tmp/ut-clients-XXXXXX";
+	struct ut_umm_client *c = NULL;
+	size_t n = 0;
+
+	ASSERT_EQ(0, fake_clients(root, ACK_COLUMNS,
+		"9 my\\040t 0 1 256 0 3 0 2 0 1500000 - 4500000 0,1,1,0,0,0,0,0,0,0,0,0,0,7\n"));
+	EXPECT_EQ(0, ut_umm_clients(root, &c, &n));
+	ASSERT_EQ(1, n);
+	EXPECT_EQ(1, c[0].hist);
+	EXPECT_STREQ("my t", c[0].name);
+	EXPECT_STREQ("-", c[0].books);
+	EXPECT_EQ(1500000, c[0].ack_ns_avg);
+	EXPECT_EQ(4500000, c[0].ack_ns_sum);
+	EXPECT_EQ(0, c[0].ack_ms_le[0]);
+	EXPECT_EQ(1, c[0].ack_ms_le[2]);
+	EXPECT_EQ(7, c[0].ack_ms_le[UT_UMM_ACK_BUCKETS - 1]);
+	free(c);
+	fake_clients_rm(root);
+	/* 13 or 15 buckets, a count that is not one, no sum, other bounds */
+	EXPECT_EQ(-EPROTO, clients_of(ACK_COLUMNS,
+		"9 t 0 1 256 0 3 0 2 0 1 - 4 0,1,1,0,0,0,0,0,0,0,0,0,0\n"));
+	EXPECT_EQ(-EPROTO, clients_of(ACK_COLUMNS,
+		"9 t 0 1 256 0 3 0 2 0 1 - 4 0,1,1,0,0,0,0,0,0,0,0,0,0,0,0\n"));
+	EXPECT_EQ(-EPROTO, clients_of(ACK_COLUMNS,
+		"9 t 0 1 256 0 3 0 2 0 1 - 4 0,1,x,0,0,0,0,0,0,0,0,0,0,0\n"));
+	EXPECT_EQ(-EPROTO, clients_of(ACK_COLUMNS,
+		"9 t 0 1 256 0 3 0 2 0 1 - 0,1,1,0,0,0,0,0,0,0,0,0,0,0\n"));
+	EXPECT_EQ(-EPROTO, clients_of(" ack_ns_sum ack_ms_le(1,10,inf)",
+		"9 t 0 1 256 0 3 0 2 0 1 - 4 0,1,1\n"));
+	EXPECT_EQ(0, clients_of(ACK_COLUMNS,
+		"9 t 0 1 256 0 3 0 2 0 1 - 4 0,1,1,0,0,0,0,0,0,0,0,0,0,0\n"));
 }
 
 TEST_HARNESS_MAIN

@@ -249,6 +249,13 @@ void ut_umm_free(struct ut_umm *s)
 /* ---- the debugfs client table ------------------------------------------ */
 
 #define CLIENT_WORDS	12	/* pid name + 9 numbers + books */
+/* The columns a module that counts ACK latencies appends to the header. */
+#define ACK_COLUMNS \
+	" ack_ns_sum ack_ms_le(1,2,5,10,20,50,100,200,500,1000,2000,5000,10000,inf)"
+
+const unsigned int ut_umm_ack_le_ms[UT_UMM_ACK_BUCKETS - 1] = {
+	1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000,
+};
 
 /* A decimal number with an optional minus sign. */
 static int parse_int(const char *w, long long *out)
@@ -294,37 +301,59 @@ static void unescape_name(const char *in, size_t len, char *out, size_t size)
 	out[o] = '\0';
 }
 
+/* "n0,n1,...": exactly UT_UMM_ACK_BUCKETS counts. */
+static int parse_buckets(const char *w, uint64_t *le)
+{
+	char copy[512], *save = NULL, *t;
+	int i = 0;
+
+	snprintf(copy, sizeof(copy), "%s", w);
+	for (t = strtok_r(copy, ",", &save); t;
+	     t = strtok_r(NULL, ",", &save)) {
+		if (i == UT_UMM_ACK_BUCKETS ||
+		    ut_parse_u64(t, 0, UINT64_MAX, &le[i++]))
+			return -EPROTO;
+	}
+	return i == UT_UMM_ACK_BUCKETS ? 0 : -EPROTO;
+}
+
 /*
  * "pid name priority ready queue_len queued events drops acks bytes_freed
- * ack_ns_avg books": the name is escaped (unescape_name()), one word; a
- * module before escaping printed it raw, so it is taken as what lies
- * between the pid and the last ten words.
+ * ack_ns_avg books", then with hist "ack_ns_sum n0,n1,...": the name is
+ * escaped (unescape_name()), one word; a module before escaping printed it
+ * raw, so it is taken as what lies between the pid and the last words.
  */
-static int parse_client(const char *line, struct ut_umm_client *c)
+static int parse_client(const char *line, struct ut_umm_client *c, int hist)
 {
 	uint64_t *u[] = { &c->queue_len, &c->queued, &c->events, &c->drops,
 			  &c->acks, &c->bytes_freed, &c->ack_ns_avg };
 	char copy[2048], *w[128];
 	long long pid, prio, ready;
 	size_t from, to;
-	int n = 0, i;
+	int n = 0, i, e;
 
+	memset(c, 0, sizeof(*c));
 	snprintf(copy, sizeof(copy), "%s", line);
 	for (char *t = strtok(copy, " "); t && n < 128; t = strtok(NULL, " "))
 		w[n++] = t;
-	if (n < CLIENT_WORDS || parse_int(w[0], &pid) ||
-	    parse_int(w[n - 10], &prio) || parse_int(w[n - 9], &ready))
+	e = hist ? n - 2 : n;	/* one past the books */
+	if (e < CLIENT_WORDS || parse_int(w[0], &pid) ||
+	    parse_int(w[e - 10], &prio) || parse_int(w[e - 9], &ready))
 		return -EPROTO;
 	for (i = 0; i < 7; i++)
-		if (ut_parse_u64(w[n - 8 + i], 0, UINT64_MAX, u[i]))
+		if (ut_parse_u64(w[e - 8 + i], 0, UINT64_MAX, u[i]))
 			return -EPROTO;
+	if (hist && (ut_parse_u64(w[n - 2], 0, UINT64_MAX, &c->ack_ns_sum) ||
+		     parse_buckets(w[n - 1], c->ack_ms_le)))
+		return -EPROTO;
 	from = (size_t)(w[1] - copy);
-	to = (size_t)(w[n - 11] - copy) + strlen(w[n - 11]);
+	to = (size_t)(w[e - 11] - copy) + strlen(w[e - 11]);
 	unescape_name(line + from, to - from, c->name, sizeof(c->name));
-	snprintf(c->books, sizeof(c->books), "%s", w[n - 1]);
+	snprintf(c->books, sizeof(c->books), "%s", w[e - 1]);
 	c->pid = (int)pid;
 	c->priority = (int)prio;
 	c->ready = (int)ready;
+	c->hist = hist;
 	return 0;
 }
 
@@ -355,12 +384,16 @@ static int parse_clients(FILE *f, struct ut_umm_client **out, size_t *n)
 {
 	char line[2048];
 	size_t cap = 0;
-	int ret = 0;
+	int ret = 0, hist;
 
 	*out = NULL;
 	*n = 0;
 	if (!fgets(line, sizeof(line), f) || strncmp(line, "pid ", 4))
 		return -EPROTO;
+	line[strcspn(line, "\n")] = '\0';
+	hist = strstr(line, ACK_COLUMNS) != NULL;
+	if (!hist && strstr(line, " ack_ms_le("))
+		return -EPROTO;	/* other buckets than ours */
 	while (!ret && fgets(line, sizeof(line), f)) {
 		line[strcspn(line, "\n")] = '\0';
 		if (*n == cap) {
@@ -372,7 +405,7 @@ static int parse_clients(FILE *f, struct ut_umm_client **out, size_t *n)
 				return -ENOMEM;
 			*out = p;
 		}
-		ret = parse_client(line, &(*out)[*n]);
+		ret = parse_client(line, &(*out)[*n], hist);
 		if (!ret)
 			(*n)++;
 	}

@@ -93,6 +93,18 @@ static void json_books(struct ut_json *j, const char *books)
 	ut_json_arr_end(j);
 }
 
+/* The latency sum and the count per bucket (not cumulative), as umm.ko. */
+static void json_ack_buckets(struct ut_json *j, const struct ut_umm_client *c)
+{
+	int b;
+
+	ut_json_u64(j, "ack_ns_sum", c->ack_ns_sum);
+	ut_json_arr_begin(j, "ack_ms_le");
+	for (b = 0; b < UT_UMM_ACK_BUCKETS; b++)
+		ut_json_u64(j, NULL, c->ack_ms_le[b]);
+	ut_json_arr_end(j);
+}
+
 void ut_umm_json_clients(struct ut_json *j, const char *key,
 			 const struct ut_umm_client *c, size_t n)
 {
@@ -113,6 +125,8 @@ void ut_umm_json_clients(struct ut_json *j, const char *key,
 		ut_json_u64(j, "bytes_freed", c[i].bytes_freed);
 		ut_json_u64(j, "ack_ns_avg", c[i].ack_ns_avg);
 		json_books(j, c[i].books);
+		if (c[i].hist)
+			json_ack_buckets(j, &c[i]);
 		ut_json_obj_end(j);
 	}
 	ut_json_arr_end(j);

@@ -217,6 +217,10 @@ struct ut_umm {
 	char failed[128];		/* the file that could not be read */
 };
 
+/* umm.ko's ACK latency buckets: upper bounds in ms, then one for the rest. */
+#define UT_UMM_ACK_BUCKETS	14
+extern const unsigned int ut_umm_ack_le_ms[UT_UMM_ACK_BUCKETS - 1];
+
 struct ut_umm_client {
 	int pid;
 	char name[128];		/* bytes that are not printable stay \ooo */
@@ -225,6 +229,10 @@ struct ut_umm_client {
 	uint64_t queue_len, queued, events, drops, acks, bytes_freed;
 	uint64_t ack_ns_avg;
 	char books[1024];	/* "node0:<res>/<recl>,gpu1:..." or "-" */
+	/* event-to-ACK latencies, when the module counts them (hist = 1) */
+	int hist;
+	uint64_t ack_ns_sum;
+	uint64_t ack_ms_le[UT_UMM_ACK_BUCKETS];	/* per bucket, not cumulative */
 };
 
 /* opt when set, else $UMM_SYSFS_ROOT when set, else "/sys". */

@@ -74,7 +74,9 @@ clients() {
 		cat "$TMP/c.txt"; return 1; }
 	u -J clients >"$TMP/c.json" &&
 	"$JC" "$TMP/c.json" clients.1.name:string clients.0.books.1.tier:string \
-		clients.1.books:array clients.*.ack_ns_avg:number || return 1
+		clients.1.books:array clients.*.ack_ns_avg:number \
+		clients.*.ack_ns_sum:number clients.1.ack_ms_le.2:number \
+		clients.*.ack_ms_le.13:number || return 1
 	json_is "$TMP/c.json" name '"my trainer 2"' &&
 	json_is "$TMP/c.json" priority -5 &&
 	json_is "$TMP/c.json" resident_bytes 1048576
@@ -234,10 +236,32 @@ metrics_text() {
 	has "$TMP/m.prom" \
 		'umm_client_reclaimable_bytes{pid="4242",name="umtrain",tier="node0"} 33554432' &&
 	has "$TMP/m.prom" \
-		'umm_client_ack_latency_mean_seconds{pid="4343",name="my trainer 2"} 0.0021' || return 1
+		'umm_client_ack_latency_mean_seconds{pid="4343",name="my trainer 2"} 0.0021' &&
+	has "$TMP/m.prom" 'umm_client_ack_latency_seconds_bucket{pid="4242",name="umtrain",le="0.001"} 2' &&
+	has "$TMP/m.prom" 'umm_client_ack_latency_seconds_bucket{pid="4242",name="umtrain",le="0.002"} 9' &&
+	has "$TMP/m.prom" 'umm_client_ack_latency_seconds_bucket{pid="4242",name="umtrain",le="10"} 10' &&
+	has "$TMP/m.prom" 'umm_client_ack_latency_seconds_sum{pid="4242",name="umtrain"} 0.012' &&
+	has "$TMP/m.prom" 'umm_client_ack_latency_seconds_bucket{pid="4343",name="my trainer 2",le="0.002"} 0' &&
+	has "$TMP/m.prom" 'umm_client_ack_latency_seconds_bucket{pid="4343",name="my trainer 2",le="0.005"} 2' &&
+	has "$TMP/m.prom" 'umm_client_ack_latency_seconds_bucket{pid="4343",name="my trainer 2",le="+Inf"} 2' &&
+	has "$TMP/m.prom" 'umm_client_ack_latency_seconds_count{pid="4343",name="my trainer 2"} 2' || return 1
+	# buckets per client: 14, cumulative, +Inf equal to _count
+	awk '{ k = $0; sub(/ [^ ]*$/, "", k); sub(/^[^{]*/, "", k)
+	       sub(/,le=.*/, "", k); sub(/}$/, "", k) }
+	     /^umm_client_ack_latency_seconds_bucket/ {
+		if ($NF + 0 < last[k] + 0) bad = 1; last[k] = $NF
+		if (!nb[k]++) clients++
+		if ($0 ~ /le="\+Inf"/) inf[k] = $NF }
+	     /^umm_client_ack_latency_seconds_count/ { cnt[k] = $NF }
+	     END { for (k in nb) if (nb[k] != 14 || inf[k] != cnt[k]) bad = 1
+		   exit bad || clients != 2 }' "$TMP/m.prom" ||
+		{ echo "histogram buckets"; return 1; }
 	# every family once, with its help and type before its samples
-	awk '/^# HELP /{h[$3]++} /^# TYPE /{t[$3]++; if (!h[$3]) bad = 1}
-	     !/^#/{n = $1; sub(/\{.*/, "", n); if (!t[n]) bad = 1}
+	awk '/^# HELP /{h[$3]++} /^# TYPE /{t[$3]++; ty[$3] = $4; if (!h[$3]) bad = 1}
+	     !/^#/{n = $1; sub(/\{.*/, "", n)
+		   if (!t[n] && sub(/_(bucket|sum|count)$/, "", n) &&
+		       ty[n] != "histogram") bad = 1
+		   if (!t[n]) bad = 1}
 	     END {for (k in h) if (h[k] != 1 || t[k] != 1) bad = 1; exit bad}' \
 		"$TMP/m.prom"
 }
@@ -253,7 +277,7 @@ metrics_changes_and_names() {
 	fake_set "$TMP/mc/sys" gpus/gpu3/level medium
 	fake_set "$TMP/mc/sys" acks 0
 	printf '%s\n%s\n' "$(head -n 1 "$TMP/mc/sys/kernel/debug/umm/clients")" \
-		$'77 a"b\\c\td\xff 0 1 256 0 3 0 1 5 100 node1:4096/0' \
+		$'77 a"b\\c\td\xff 0 1 256 0 3 0 1 5 100 node1:4096/0 100 1,0,0,0,0,0,0,0,0,0,0,0,0,0' \
 		>"$TMP/mc/sys/kernel/debug/umm/clients"
 	"$UMCTL" --sysroot "$TMP/mc" metrics >"$TMP/mc.prom" &&
 	promcheck "$TMP/mc.prom" &&
