@@ -656,6 +656,8 @@ static int evict_to_spill(struct um_context *ctx, um_region_t h)
 	if (ret)
 		return ret;
 	r = um__region_get(ctx, h);
+	if (um__tier_is_dev(r->residency))
+		return -EBUSY;	/* acquired and released meanwhile */
 	if (r->residency == UM_TIER_NONE)
 		return 0;
 	return um__to_spill(ctx, r);
