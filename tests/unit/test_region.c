@@ -297,40 +297,58 @@ TEST_F(reg, acquire_waits_for_superseded_eviction)
 
 /*
  * A sim context whose evictions to UM_TIER_HOST_ANY stay on that tier (no
- * home node), so that a named node is another tier, even on one node.
+ * home node), so that a named node is another tier, even on one node; and
+ * one region of it.
  */
-static struct um_context *ctx_no_home(void)
-{
+FIXTURE(nodes) {
 	struct um_context *ctx;
+	um_region_t r;
+	uint64_t n;
+	pthread_t let_go;
+};
 
+FIXTURE_SETUP(nodes)
+{
+	logcap_reset();
 	setenv("LIBUM_HOME_NODE", "any", 1);
-	ctx = ctx_sim(0, 64 * MiB);
+	self->ctx = ctx_sim(0, 64 * MiB);
 	unsetenv("LIBUM_HOME_NODE");
-	return ctx;
+	ASSERT_NONNULL(self->ctx);
+	self->n = 4 * MiB;
+	self->r = region(self->ctx, UM_KIND_OPTIMIZER_STATE, 0, self->n,
+			 "node");
+	ASSERT_NE(0, self->r);
+}
+
+FIXTURE_TEARDOWN(nodes)
+{
+	EXPECT_EQ(0, um_free(self->ctx, self->r));
+	EXPECT_EQ(0, um_context_destroy(self->ctx));
 }
 
 /*
- * Write seed's pattern into r and evict it to the host with the sim's
- * queues held: the eviction stays in flight (pending, the region already
- * on the host tier) until *t lets go, 100 ms later; with fail (an errno),
- * its copy then fails.
+ * Write seed's pattern into the region and evict it to the host with the
+ * sim's queues held: the eviction stays in flight (pending, the region
+ * already on the host tier) until self->let_go lets go, 100 ms later; with
+ * fail (an errno), its copy then fails.
  */
-static int evict_held(struct um_context *ctx, um_region_t r, uint64_t n,
-		      uint64_t seed, pthread_t *t, int fail)
+static int evict_held(FIXTURE_DATA(nodes) *self, uint64_t seed, int fail)
 {
+	struct um_context *ctx = self->ctx;
 	struct um_region_info i = { .size = sizeof(i) };
 
-	if (put_pattern(ctx, r, n, seed) || um__sim_hold(&ctx->be, true))
+	if (put_pattern(ctx, self->r, self->n, seed) ||
+	    um__sim_hold(&ctx->be, true))
 		return -1;
 	if (fail && um__sim_fail_next(&ctx->be, fail, 1))
 		return -1;
-	if (um_evict(ctx, r, UM_TIER_HOST_ANY) ||
-	    um_region_info(ctx, r, &i) || i.pending != 1 ||
+	if (um_evict(ctx, self->r, UM_TIER_HOST_ANY) ||
+	    um_region_info(ctx, self->r, &i) || i.pending != 1 ||
 	    i.residency != UM_TIER_HOST_ANY) {
 		um__sim_hold(&ctx->be, false);
 		return -1;
 	}
-	return pthread_create(t, NULL, let_go, &ctx->be) ? -1 : 0;
+	return pthread_create(&self->let_go, NULL, let_go, &ctx->be) ? -1 : 0;
 }
 
 /*
@@ -339,54 +357,36 @@ static int evict_held(struct um_context *ctx, um_region_t r, uint64_t n,
  * -EOPNOTSUPP, which um_evict(3) does not list (found by tests/soak/stress).
  * Evicting it again to any node still returns at once.
  */
-TEST(evict_to_node_waits_for_eviction_in_flight)
+TEST_F(nodes, evict_to_node_waits_for_eviction_in_flight)
 {
-	const uint64_t n = 4 * MiB;
-	struct um_context *ctx = ctx_no_home();
 	struct um_region_info i = { .size = sizeof(i) };
-	um_region_t r;
-	pthread_t t;
 
-	ASSERT_NONNULL(ctx);
-	r = region(ctx, UM_KIND_OPTIMIZER_STATE, 0, n, "node");
-	ASSERT_NE(0, r);
-	ASSERT_EQ(0, evict_held(ctx, r, n, 5, &t, 0));
-	EXPECT_EQ(0, um_evict(ctx, r, UM_TIER_HOST_ANY));
-	ASSERT_EQ(0, um_region_info(ctx, r, &i));
+	ASSERT_EQ(0, evict_held(self, 5, 0));
+	EXPECT_EQ(0, um_evict(self->ctx, self->r, UM_TIER_HOST_ANY));
+	ASSERT_EQ(0, um_region_info(self->ctx, self->r, &i));
 	EXPECT_EQ(1, i.pending);
-	EXPECT_EQ(0, um_evict(ctx, r, UM_TIER_HOST_NODE(0)));
-	pthread_join(t, NULL);
-	ASSERT_EQ(0, um_region_info(ctx, r, &i));
+	EXPECT_EQ(0, um_evict(self->ctx, self->r, UM_TIER_HOST_NODE(0)));
+	pthread_join(self->let_go, NULL);
+	ASSERT_EQ(0, um_region_info(self->ctx, self->r, &i));
 	EXPECT_EQ(0, i.pending);
 	EXPECT_EQ(UM_TIER_HOST_NODE(0), i.residency);
-	EXPECT_EQ(0, get_pattern(ctx, r, n, 5));
-	ASSERT_EQ(0, um_free(ctx, r));
-	EXPECT_EQ(0, um_context_destroy(ctx));
+	EXPECT_EQ(0, get_pattern(self->ctx, self->r, self->n, 5));
 }
 
 /* The same for um_acquire on a host node: the acquire waits, then moves. */
-TEST(acquire_on_node_waits_for_eviction_in_flight)
+TEST_F(nodes, acquire_on_node_waits_for_eviction_in_flight)
 {
-	const uint64_t n = 4 * MiB;
-	struct um_context *ctx = ctx_no_home();
 	struct um_region_info i = { .size = sizeof(i) };
-	um_region_t r;
-	pthread_t t;
 
-	ASSERT_NONNULL(ctx);
-	r = region(ctx, UM_KIND_OPTIMIZER_STATE, 0, n, "node");
-	ASSERT_NE(0, r);
-	ASSERT_EQ(0, evict_held(ctx, r, n, 6, &t, 0));
-	EXPECT_EQ(0, um_acquire(ctx, r, UM_TIER_HOST_NODE(0), NULL));
-	pthread_join(t, NULL);
-	ASSERT_EQ(0, um_region_info(ctx, r, &i));
+	ASSERT_EQ(0, evict_held(self, 6, 0));
+	EXPECT_EQ(0, um_acquire(self->ctx, self->r, UM_TIER_HOST_NODE(0), NULL));
+	pthread_join(self->let_go, NULL);
+	ASSERT_EQ(0, um_region_info(self->ctx, self->r, &i));
 	EXPECT_EQ(0, i.pending);
 	EXPECT_EQ(1, i.acquired);
 	EXPECT_EQ(UM_TIER_HOST_NODE(0), i.residency);
-	ASSERT_EQ(0, um_release(ctx, r));
-	EXPECT_EQ(0, get_pattern(ctx, r, n, 6));
-	ASSERT_EQ(0, um_free(ctx, r));
-	EXPECT_EQ(0, um_context_destroy(ctx));
+	ASSERT_EQ(0, um_release(self->ctx, self->r));
+	EXPECT_EQ(0, get_pattern(self->ctx, self->r, self->n, 6));
 }
 
 /*
@@ -394,24 +394,14 @@ TEST(acquire_on_node_waits_for_eviction_in_flight)
  * (once: um_wait does not report it again) and the bytes stay on the
  * device, whole.
  */
-TEST(evict_to_node_reports_failed_eviction_in_flight)
+TEST_F(nodes, evict_to_node_reports_failed_eviction_in_flight)
 {
-	const uint64_t n = 4 * MiB;
-	struct um_context *ctx = ctx_no_home();
-	um_region_t r;
-	pthread_t t;
-
-	ASSERT_NONNULL(ctx);
-	r = region(ctx, UM_KIND_OPTIMIZER_STATE, 0, n, "node");
-	ASSERT_NE(0, r);
-	ASSERT_EQ(0, evict_held(ctx, r, n, 7, &t, -EIO));
-	EXPECT_EQ(-EIO, um_evict(ctx, r, UM_TIER_HOST_NODE(0)));
-	pthread_join(t, NULL);
-	EXPECT_EQ(UM_TIER_GPU(0), residency(ctx, r));
-	EXPECT_EQ(0, um_wait(ctx, r));
-	EXPECT_EQ(0, get_pattern(ctx, r, n, 7));
-	ASSERT_EQ(0, um_free(ctx, r));
-	EXPECT_EQ(0, um_context_destroy(ctx));
+	ASSERT_EQ(0, evict_held(self, 7, -EIO));
+	EXPECT_EQ(-EIO, um_evict(self->ctx, self->r, UM_TIER_HOST_NODE(0)));
+	pthread_join(self->let_go, NULL);
+	EXPECT_EQ(UM_TIER_GPU(0), residency(self->ctx, self->r));
+	EXPECT_EQ(0, um_wait(self->ctx, self->r));
+	EXPECT_EQ(0, get_pattern(self->ctx, self->r, self->n, 7));
 }
 
 TEST_HARNESS_MAIN
