@@ -768,8 +768,10 @@ static int host_move(struct um_context *ctx, struct um_region *r, int node)
 	void *old = r->host;
 	int ret;
 
-	if (!old || r->pending)
+	if (!old)
 		return -EOPNOTSUPP;	/* MANAGED pages: the driver places them */
+	if (r->pending)
+		return -EINPROGRESS;	/* its eviction is still filling old */
 	if (!host_move_pages(ctx, r, node))
 		return 0;
 	r->host = NULL;
@@ -788,7 +790,9 @@ static int host_move(struct um_context *ctx, struct um_region *r, int node)
 /*
  * Move r's bytes to host tier to (any node, or a named one). From the
  * device: an asynchronous eviction. From the spill or another node:
- * synchronous. Never touched: nothing to move.
+ * synchronous. Never touched: nothing to move. To another node while an
+ * eviction still brings the bytes: -EINPROGRESS, for the caller to wait
+ * (the lock dropped) and call again.
  */
 int um__to_host(struct um_context *ctx, struct um_region *r, um_tier_t to)
 {

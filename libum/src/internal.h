@@ -307,6 +307,7 @@ int um__evict(struct um_context *ctx, struct um_region *r, um_tier_t to,
 	      bool policy);
 /* um__evict() would take r off its device now, into a pool block. */
 bool um__evict_needs_block(const struct um_region *r);
+/* -EINPROGRESS: wait for r's migration in flight, then call again. */
 int um__to_host(struct um_context *ctx, struct um_region *r, um_tier_t to);
 int um__to_spill(struct um_context *ctx, struct um_region *r);
 int um__host_block(struct um_context *ctx, struct um_region *r, int node,

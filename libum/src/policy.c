@@ -423,11 +423,12 @@ static int acquire_host(struct um_context *ctx, struct um_region *r,
 		return 0;
 	}
 	ret = um__to_host(ctx, r, tier);
-	if (ret || !r->pending)
+	if (ret != -EINPROGRESS && (ret || !r->pending))
 		return ret;
 	/*
-	 * The caller uses the bytes from the CPU: wait for them, with the
-	 * lock dropped, then start over (another thread may have moved r).
+	 * The caller uses the bytes from the CPU (or moves them to another
+	 * node, which needs them whole): wait for them, with the lock
+	 * dropped, then start over (another thread may have moved r).
 	 */
 	h = r->handle;
 	ret = um__wait_region(ctx, r);
@@ -610,20 +611,16 @@ out:
 
 /* ---- evict / shed / budget -------------------------------------------- */
 
-static int evict_to_spill(struct um_context *ctx, um_region_t h)
+/*
+ * For um_evict: wait, with the lock dropped, until h has no migration in
+ * flight and is still there to move (look it up again after). A failed
+ * migration's error is returned here, not again by um_wait.
+ */
+static int evict_wait_landed(struct um_context *ctx, um_region_t h)
 {
 	struct um_region *r = um__region_get(ctx, h);
 	int ret;
 
-	if (!ctx->spill)
-		return -EOPNOTSUPP;
-	if (r->flags & UM_REGION_NO_SPILL)
-		return -EPERM;
-	if (um__tier_is_dev(r->residency)) {
-		ret = um__evict(ctx, r, UM_TIER_HOST_ANY, false);
-		if (ret)
-			return ret;
-	}
 	while (r->pending) {
 		ret = um__wait_region(ctx, r);
 		r = um__region_get(ctx, h);
@@ -638,9 +635,46 @@ static int evict_to_spill(struct um_context *ctx, um_region_t h)
 			return ret;
 		}
 	}
+	return 0;
+}
+
+static int evict_to_spill(struct um_context *ctx, um_region_t h)
+{
+	struct um_region *r = um__region_get(ctx, h);
+	int ret;
+
+	if (!ctx->spill)
+		return -EOPNOTSUPP;
+	if (r->flags & UM_REGION_NO_SPILL)
+		return -EPERM;
+	if (um__tier_is_dev(r->residency)) {
+		ret = um__evict(ctx, r, UM_TIER_HOST_ANY, false);
+		if (ret)
+			return ret;
+	}
+	ret = evict_wait_landed(ctx, h);
+	if (ret)
+		return ret;
+	r = um__region_get(ctx, h);
+	if (um__tier_is_dev(r->residency))
+		return -EBUSY;	/* acquired and released meanwhile */
 	if (r->residency == UM_TIER_NONE)
 		return 0;
 	return um__to_spill(ctx, r);
+}
+
+/* To another node: after the eviction that still brings the bytes. */
+static int evict_to_host(struct um_context *ctx, um_region_t h,
+			 um_tier_t tier)
+{
+	int ret = um__to_host(ctx, um__region_get(ctx, h), tier);
+
+	if (ret != -EINPROGRESS)
+		return ret;
+	ret = evict_wait_landed(ctx, h);
+	if (ret)
+		return ret;
+	return um__to_host(ctx, um__region_get(ctx, h), tier);
 }
 
 /*
@@ -703,7 +737,7 @@ int um_evict(struct um_context *ctx, um_region_t h, um_tier_t tier)
 	if (UM_TIER_TYPE(tier) == UM_TIER_SPILL)
 		ret = evict_to_spill(ctx, h);
 	else
-		ret = um__to_host(ctx, r, tier);
+		ret = evict_to_host(ctx, h, tier);
 out:
 	um__exit(ctx);
 	return ret;
