@@ -35,8 +35,13 @@ static void *member_main(void *p)
 	unsigned long seen;
 
 	free(m);
+	/*
+	 * Members are made before the first job (gen 0), but one may first
+	 * run after that job was posted: reading gen here would take the job
+	 * as seen and leave workers_run() waiting for it forever.
+	 */
+	seen = 0;
 	pthread_mutex_lock(&w->lock);
-	seen = w->gen;
 	for (;;) {
 		while (w->gen == seen && !w->quit)
 			pthread_cond_wait(&w->go, &w->lock);
