@@ -139,16 +139,13 @@ else
 	# (run-vm.sh would rebuild it on every boot).
 	kb=$work/kmod-$ver
 	ko=$kb/kmod/umm.ko
-	if [ ! -f "$ko" ] || [ -n "$(find "$top/kmod" "$top/include" -newer "$ko" \
-		\( -name '*.c' -o -name '*.h' -o -name Kbuild -o -name Makefile \) \
+	if [ ! -f "$ko" ] || [ -n "$(find "$top/kmod" "$top/include" "$top/VERSION" -newer "$ko" \
+		\( -name '*.c' -o -name '*.h' -o -name Kbuild -o -name Makefile \
+		-o -name VERSION \) \
 		-print -quit)" ]; then
 		say "building umm.ko for $ver"
 		rm -rf "$kb"
-		mkdir -p "$kb"
-		tar -C "$top" -cf - --exclude='*.o' --exclude='*.ko' --exclude='*.mod' \
-			--exclude='*.mod.c' --exclude='.*.cmd' --exclude=Module.symvers \
-			--exclude=modules.order --exclude=build kmod include |
-			tar -C "$kb" -xf -
+		"$top/kmod/scripts/copytree.sh" "$top" "$kb"
 		make -C "/lib/modules/$ver/build" M="$kb/kmod" modules \
 			>"$kb/build.log" 2>&1 || { cat "$kb/build.log"; die "umm.ko does not build for $ver"; }
 	fi

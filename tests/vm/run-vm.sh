@@ -88,11 +88,7 @@ build_ko() {
 	local src=$b/src
 	[ -f "$top/kmod/Kbuild" ] || die "kmod/ has no Kbuild yet"
 	rm -rf "$src"
-	mkdir -p "$src"
-	tar -C "$top" -cf - --exclude='*.o' --exclude='*.ko' --exclude='*.mod' \
-		--exclude='*.mod.c' --exclude='.*.cmd' --exclude='Module.symvers' \
-		--exclude='modules.order' --exclude=build kmod include VERSION |
-		tar -C "$src" -xf -
+	"$top/kmod/scripts/copytree.sh" "$top" "$src"
 	# Kbuild straight from the kernel's build tree: the same command
 	# kmod/Makefile runs, without depending on its extra targets.
 	if ! make -C "/lib/modules/$ver/build" M="$src/kmod" modules \
