@@ -2,7 +2,10 @@
 """Context, Region and offload API: config, bad input, teardown rules."""
 
 import errno
+import math
 import os
+import threading
+import time
 
 import torch
 
@@ -61,6 +64,42 @@ def test_region_bad_input():
         raises(-errno.ENOENT, r.free)			# double free
         raises(-errno.ENOENT, r.acquire)
         assert ctx.stats()["regions"] == 0
+
+
+def test_acquire_timeout_waits_for_room():
+    """timeout= is um_acquire_timeout: bad values refused before libum is
+    called; waits for another thread's release; ETIMEDOUT, EDEADLK and
+    ENOMEM as the C call gives them."""
+    with context(device_budget="2M") as ctx:
+        a = ctx.alloc("2M", name="a")
+        b = ctx.alloc("2M", name="b")
+        for bad, kind in ((True, TypeError), ("1", TypeError),
+                          (-1, ValueError), (math.nan, ValueError)):
+            raises(-errno.EINVAL, b.acquire, timeout=bad, kind=kind)
+        a.acquire()
+        raises(-errno.EDEADLK, b.acquire, timeout=math.inf)  # only we hold
+        raises(-errno.ENOMEM, b.acquire, timeout=0)
+        held = threading.Event()
+
+        def holder():
+            a.acquire()
+            held.set()
+            time.sleep(0.2)
+            a.release()
+
+        a.release()
+        t = threading.Thread(target=holder)
+        t.start()
+        held.wait()
+        raises(-errno.ETIMEDOUT, b.acquire, timeout=0.01)
+        b.acquire(timeout=math.inf)		# room once holder releases
+        assert not a.info()["acquired"]
+        t.join()
+        assert b.info()["acquired"]
+        b.release()
+        raises(-errno.ENOMEM, ctx.alloc("3M").acquire, timeout=1)
+        assert b.acquire(timeout=5) is b
+        b.release()
 
 
 def test_views_emptied_at_free():

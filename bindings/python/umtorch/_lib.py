@@ -109,6 +109,7 @@ _SIGNATURES = {
     "um_free": (ctypes.c_int, [_P, region_t]),
     "um_ptr": (ctypes.c_int, [_P, region_t, ctypes.POINTER(_P)]),
     "um_acquire": (ctypes.c_int, [_P, region_t, u32, _P]),
+    "um_acquire_timeout": (ctypes.c_int, [_P, region_t, u32, _P, u64]),
     "um_release": (ctypes.c_int, [_P, region_t]),
     "um_evict": (ctypes.c_int, [_P, region_t, u32]),
     "um_wait": (ctypes.c_int, [_P, region_t]),

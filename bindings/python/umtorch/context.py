@@ -16,6 +16,7 @@ import ctypes
 import errno
 import json
 import logging
+import math
 import threading
 import weakref
 
@@ -50,6 +51,24 @@ def _close_at_exit():
 
 def live_contexts():
     return [c for c in list(_LIVE) if not c.closed]
+
+
+_WAIT_FOREVER = (1 << 64) - 1
+
+
+def _timeout_ns(timeout):
+    """None for a plain um_acquire, else um_acquire_timeout's nanoseconds
+    (seconds given: int or float, >= 0; math.inf waits without limit)."""
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise bad_type("timeout", timeout, "seconds (int or float) or None")
+    if math.isnan(timeout) or timeout < 0:
+        raise UmValueError(-errno.EINVAL, "timeout",
+                           "%r is not a number of seconds >= 0" % timeout)
+    if math.isinf(timeout):
+        return _WAIT_FOREVER
+    return min(int(timeout * 1e9), _WAIT_FOREVER - 1)
 
 
 def tier_name(tier):
@@ -329,14 +348,23 @@ class Region:
                        ctypes.byref(out))
         return out.value
 
-    def acquire(self, tier=None, stream=None):
+    def acquire(self, tier=None, stream=None, timeout=None):
         """Make the bytes resident on tier (default: the device). stream:
-        a torch.cuda.Stream or a raw cudaStream_t int (cuda only)."""
+        a torch.cuda.Stream or a raw cudaStream_t int (cuda only).
+        timeout: seconds to wait for room that other threads' releases
+        make (math.inf: no limit; None or 0: fail at once with ENOMEM);
+        raises ETIMEDOUT when it runs out, EDEADLK when only this thread
+        could make the room (um_acquire_timeout(3))."""
         stream = getattr(stream, "cuda_stream", stream)
         if stream is not None and not isinstance(stream, int):
             raise bad_type("stream", stream, "torch.cuda.Stream or int")
-        self.ctx._call("um_acquire", self.ctx._ctx("acquire"), self.handle,
-                       self._tier(tier), stream)
+        args = (self.ctx._ctx("acquire"), self.handle, self._tier(tier),
+                stream)
+        wait_ns = _timeout_ns(timeout)
+        if wait_ns is None:
+            self.ctx._call("um_acquire", *args)
+        else:
+            self.ctx._call("um_acquire_timeout", *args, wait_ns)
         self.ctx.raw_stats()		# samples the peaks
         return self
 
