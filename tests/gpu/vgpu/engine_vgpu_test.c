@@ -183,21 +183,24 @@ TEST(regions_on_two_devices)
 	um_context_destroy(ctx);
 }
 
-TEST(sticky_error_mid_migration_is_data_loss_of_named_regions)
+/*
+ * The first copy the device runs is the eviction's: it poisons the device.
+ * The error surfaces at the next call (the issue or the wait), as the loss
+ * of the region named, never as bytes kept.
+ */
+static void sticky_eviction_is_loss(uint64_t bytes)
 {
 	struct um_context *ctx = NULL;
 	void *s = NULL, *p = NULL;
 	um_region_t h = 0;
 	int ret;
 
-	/* The first copy the device runs is the eviction's: it poisons. */
 	setenv("UM_VGPU_STICKY_AFTER", "0", 1);
 	ASSERT_EQ(0, gu_warmup());
 	ASSERT_EQ(0, gu_stream_create(&s));
 	ASSERT_EQ(0, ev_ctx(&ctx, 256 * MiB));
-	ASSERT_EQ(0, ev_filled(ctx, s, 16 * MiB, "adam-state-7", 5, &h, &p));
+	ASSERT_EQ(0, ev_filled(ctx, s, bytes, "adam-state-7", 5, &h, &p));
 	ASSERT_EQ(0, gu_stream_sync(s));
-	/* The error surfaces at the next call: the issue or the wait. */
 	ret = um_evict(ctx, h, UM_TIER_HOST_ANY);
 	if (!ret)
 		ret = um_wait(ctx, h);
@@ -207,6 +210,17 @@ TEST(sticky_error_mid_migration_is_data_loss_of_named_regions)
 	EXPECT_NE(NULL, strstr(ev_logbuf, "adam-state-7"));
 	EXPECT_NE(NULL, strstr(ev_logbuf, "lost")) TH_LOG("%s", ev_logbuf);
 	um_context_destroy(ctx);
+}
+
+TEST(sticky_error_mid_migration_is_data_loss_of_named_regions)
+{
+	sticky_eviction_is_loss(16 * MiB);
+}
+
+/* Pieces issued after the device died: their issue fails, same loss. */
+TEST(sticky_error_mid_paced_eviction_is_data_loss)
+{
+	sticky_eviction_is_loss(96 * MiB);
 }
 
 TEST(second_holders_stream_is_fenced_at_the_last_release)
