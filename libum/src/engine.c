@@ -24,6 +24,11 @@
  * its device memory is still mapped and intact, so the eviction is simply
  * superseded (its host copy is dropped when it is reaped).
  *
+ * With a reaper thread, evictions are paced: a few pieces in flight per
+ * device, the rest issued as they complete (see "eviction pacing"), so
+ * that a restore whose mapping waits for the device's work in flight
+ * waits for a piece or two, not for whole evictions.
+ *
  * Mechanism only: no public entry point and no policy. When the host has no
  * room for a copy the caller gets -ENOMEM and decides (policy.c spills
  * older host copies and tries again).
@@ -37,6 +42,11 @@
 #include "internal.h"
 #include "um_numa.h"
 #include "spill.h"
+
+static bool paced(const struct um_context *ctx);
+static void pace_pump(struct um_context *ctx, int dev);
+static void pace_flush(struct um_context *ctx, struct um_mig *m);
+static void pace_fini(struct um_context *ctx, struct um_dev *d);
 
 /* ---- fences ----------------------------------------------------------- */
 
@@ -208,6 +218,7 @@ void um__engine_fini(struct um_context *ctx)
 	for (int i = 0; i < ctx->ndev; i++) {
 		struct um_dev *d = &ctx->dev[i];
 
+		pace_fini(ctx, d);
 		if (d->q_evict)
 			be->ops->queue_destroy(be, d->q_evict);
 		if (d->q_restore)
@@ -391,6 +402,7 @@ static int mig_new(struct um_context *ctx, struct um_region *r,
 	m->from = r->residency;
 	m->to = to;
 	m->bytes = r->bytes;
+	m->issued = m->bytes;	/* a paced eviction starts from 0 */
 	ret = fence_get(ctx, &m->start);
 	if (!ret)
 		ret = fence_get(ctx, &m->end);
@@ -568,8 +580,10 @@ int um__restore(struct um_context *ctx, struct um_region *r)
 	ret = mig_new(ctx, r, UM_MIG_RESTORE, to, &m);
 	if (ret)
 		goto undo;
-	if (r->evict_mig)
+	if (r->evict_mig) {
+		pace_flush(ctx, r->evict_mig);
 		ret = ops->queue_wait_fence(&ctx->be, q, r->evict_mig->end);
+	}
 	if (!ret)
 		ret = ops->fence_record(&ctx->be, m->start, q);
 	if (ret) {
@@ -619,12 +633,66 @@ bool um__evict_needs_block(const struct um_region *r)
 	       um__tier_is_dev(r->residency) && evict_to_block(r);
 }
 
+/* Order q after what r's eviction must wait for, and mark its start. */
+static int evict_begin(struct um_context *ctx, struct um_mig *m,
+		       struct um_queue *q)
+{
+	const struct um_backend_ops *ops = ctx->be.ops;
+	struct um_region *r = m->r;
+	int ret = 0;
+
+	if (r->restore_mig)
+		ret = ops->queue_wait_fence(&ctx->be, q, r->restore_mig->end);
+	if (!ret)
+		ret = released_order(ctx, r, q);
+	if (!ret)
+		ret = ops->fence_record(&ctx->be, m->start, q);
+	return ret;
+}
+
+/* Issue bytes [off, off + len) of m's eviction on q. */
+static int evict_range(struct um_context *ctx, struct um_mig *m,
+		       struct um_queue *q, uint64_t off, uint64_t len)
+{
+	struct um_region *r = m->r;
+	char *dev = (char *)r->ptr + off;
+
+	if (r->backing == UM_BACKING_TIERED)
+		return copy_chunks(ctx, q, (char *)r->host + off, dev, len);
+	if (evict_to_block(r))
+		return copy_discard_chunks(ctx, q, (char *)r->host + off, dev,
+					   len);
+	return prefetch_chunks(ctx, q, dev, len, m->to);
+}
+
+/* Unpaced: the whole eviction at once; an error leaves r unchanged. */
+static int evict_whole(struct um_context *ctx, struct um_mig *m,
+		       struct um_queue *q)
+{
+	const struct um_backend_ops *ops = ctx->be.ops;
+	int ret = evict_begin(ctx, m, q);
+
+	if (ret) {
+		mig_free(ctx, m);
+		return ret;
+	}
+	ret = evict_range(ctx, m, q, 0, m->bytes);
+	if (!ret)
+		ret = ops->fence_record(&ctx->be, m->end, q);
+	if (ret)
+		return issue_failed(ctx, m, q, ret, "eviction");
+	/* the reaper gives the device memory back when the copies are done */
+	if (ctx->reap_fd >= 0 && ops->queue_notify(&ctx->be, q, ctx->reap_fd))
+		um__log(ctx, UM_LOG_DEBUG,
+			"engine: no completion signal for \"%s\": reaped at the next call",
+			m->r->name);
+	return 0;
+}
+
 int um__evict(struct um_context *ctx, struct um_region *r, um_tier_t to,
 	      bool policy)
 {
-	const struct um_backend_ops *ops = ctx->be.ops;
 	struct um_queue *q = ctx->dev[r->device].q_evict;
-	bool block = evict_to_block(r);
 	struct um_mig *m;
 	int ret;
 
@@ -632,7 +700,7 @@ int um__evict(struct um_context *ctx, struct um_region *r, um_tier_t to,
 		return -EBUSY;
 	if (!um__tier_is_dev(r->residency))
 		return 0;
-	if (block) {
+	if (evict_to_block(r)) {
 		ret = um__host_block(ctx, r, um__tier_node(ctx, to), false);
 		if (ret)
 			return ret;
@@ -642,39 +710,166 @@ int um__evict(struct um_context *ctx, struct um_region *r, um_tier_t to,
 	if (ret)
 		goto undo;
 	m->policy = policy;
-	if (r->restore_mig)
-		ret = ops->queue_wait_fence(&ctx->be, q, r->restore_mig->end);
-	if (!ret)
-		ret = released_order(ctx, r, q);
-	if (!ret)
-		ret = ops->fence_record(&ctx->be, m->start, q);
-	if (ret) {
-		mig_free(ctx, m);
-		goto undo;
-	}
-	if (r->backing == UM_BACKING_TIERED)
-		ret = copy_chunks(ctx, q, r->host, r->ptr, r->bytes);
-	else if (block)
-		ret = copy_discard_chunks(ctx, q, r->host, r->ptr, r->bytes);
+	if (paced(ctx))
+		m->issued = 0;
 	else
-		ret = prefetch_chunks(ctx, q, r->ptr, r->bytes, to);
-	if (!ret)
-		ret = ops->fence_record(&ctx->be, m->end, q);
-	if (ret) {
-		issue_failed(ctx, m, q, ret, "eviction");
+		ret = evict_whole(ctx, m, q);
+	if (ret)
 		goto undo;
-	}
-	/* the reaper gives the device memory back when the copies are done */
-	if (ctx->reap_fd >= 0 && ops->queue_notify(&ctx->be, q, ctx->reap_fd))
-		um__log(ctx, UM_LOG_DEBUG,
-			"engine: no completion signal for \"%s\": reaped at the next call",
-			r->name);
 	mig_link(ctx, m);
 	set_residency(ctx, r, to);
+	if (paced(ctx))
+		pace_pump(ctx, (int)r->device);
 	return 0;
 undo:
 	um__settle(ctx, r);
 	return ret;
+}
+
+/* ---- eviction pacing -------------------------------------------------- */
+
+/*
+ * Where mapping waits for the device's work in flight (cuMemMap and
+ * cuMemSetAccess may; the map_under_copy probe settles it on a GPU), a
+ * restore issued while an eviction runs would wait for all of it. So an
+ * eviction goes out in pieces, at most UM_PACE_PIECES of them in flight
+ * on its device's q_evict, in issue order across evictions; each piece
+ * asks the backend to wake the reaper when it completes, and every reap
+ * (the reaper's, an API entry's) issues the next pieces. A restore's
+ * mapping then waits for a piece or two, after which its copies and the
+ * eviction's share the link. Whoever needs an eviction's end (a wait, a
+ * stream or queue ordered after it) first issues what is left of it.
+ * Only with a reaper thread: without one nothing would issue pieces
+ * between libum calls, so an eviction goes out whole, as it always did.
+ */
+static bool paced(const struct um_context *ctx)
+{
+	return ctx->reaper_on;
+}
+
+static uint64_t piece_bytes(const struct um_context *ctx)
+{
+	uint64_t chunk = ctx->set.chunk_bytes;
+
+	return chunk < UM_PACE_PIECE ? chunk : UM_PACE_PIECE;
+}
+
+/* Forget the pieces in flight on d that are done (or failed). */
+static void pace_retire(struct um_context *ctx, struct um_dev *d)
+{
+	while (d->npaced && ctx->be.ops->fence_query(&ctx->be,
+				d->paced[d->paced_first]) != -EAGAIN) {
+		d->paced_first = (d->paced_first + 1) % UM_PACE_PIECES;
+		d->npaced--;
+	}
+}
+
+/*
+ * Mark the piece just issued on d: a fence in a free slot, or, all taken
+ * (a flush issues past the bound), the newest one recorded again.
+ */
+static int pace_mark(struct um_context *ctx, struct um_dev *d)
+{
+	uint32_t slot = (d->paced_first + d->npaced) % UM_PACE_PIECES;
+	int ret;
+
+	if (d->npaced == UM_PACE_PIECES)
+		slot = (slot + UM_PACE_PIECES - 1) % UM_PACE_PIECES;
+	if (!d->paced[slot]) {
+		ret = fence_get(ctx, &d->paced[slot]);
+		if (ret)
+			return ret;
+	}
+	ret = ctx->be.ops->fence_record(&ctx->be, d->paced[slot], d->q_evict);
+	if (!ret && d->npaced < UM_PACE_PIECES)
+		d->npaced++;
+	return ret;
+}
+
+/* The oldest eviction on dev with pieces left to issue. */
+static struct um_mig *pace_next(struct um_context *ctx, int dev)
+{
+	struct um_mig *m;
+
+	for (m = ctx->migs; m; m = m->next)
+		if (m->dir == UM_MIG_EVICT && m->issued < m->bytes &&
+		    (int)m->r->device == dev)
+			return m;
+	return NULL;
+}
+
+/*
+ * A piece failed to issue: what went out cannot be taken back, so drain
+ * it; the reaper then finishes m with the error (bytes kept on the device).
+ */
+static void pace_failed(struct um_context *ctx, struct um_mig *m,
+			struct um_queue *q, int ret)
+{
+	ctx->be.ops->queue_sync(&ctx->be, q);
+	um__log(ctx, UM_LOG_ERR,
+		"engine: eviction of \"%s\" failed to issue at byte %llu (%d)",
+		m->r->name, (unsigned long long)m->issued, ret);
+	m->err = ret;
+	m->issued = m->bytes;
+}
+
+static void pace_issue(struct um_context *ctx, struct um_mig *m)
+{
+	const struct um_backend_ops *ops = ctx->be.ops;
+	struct um_dev *d = &ctx->dev[m->r->device];
+	uint64_t n = m->bytes - m->issued;
+	int ret = 0;
+
+	if (n > piece_bytes(ctx))
+		n = piece_bytes(ctx);
+	if (!m->issued)
+		ret = evict_begin(ctx, m, d->q_evict);
+	if (!ret)
+		ret = evict_range(ctx, m, d->q_evict, m->issued, n);
+	if (!ret)
+		ret = pace_mark(ctx, d);
+	if (!ret && m->issued + n == m->bytes)
+		ret = ops->fence_record(&ctx->be, m->end, d->q_evict);
+	if (ret) {
+		pace_failed(ctx, m, d->q_evict, ret);
+		return;
+	}
+	m->issued += n;
+	if (ops->queue_notify(&ctx->be, d->q_evict, ctx->reap_fd))
+		um__log(ctx, UM_LOG_DEBUG,
+			"engine: no completion signal for a piece of \"%s\": issued at the next call",
+			m->r->name);
+}
+
+/* Issue pieces on dev up to the bound. */
+static void pace_pump(struct um_context *ctx, int dev)
+{
+	struct um_dev *d = &ctx->dev[dev];
+	struct um_mig *m;
+
+	pace_retire(ctx, d);
+	while (d->npaced < UM_PACE_PIECES && (m = pace_next(ctx, dev)))
+		pace_issue(ctx, m);
+}
+
+/* Issue all of m, and what precedes it on its queue, now. */
+static void pace_flush(struct um_context *ctx, struct um_mig *m)
+{
+	struct um_mig *n;
+
+	while (m->issued < m->bytes &&
+	       (n = pace_next(ctx, (int)m->r->device)))
+		pace_issue(ctx, n);
+}
+
+static void pace_fini(struct um_context *ctx, struct um_dev *d)
+{
+	for (uint32_t i = 0; i < UM_PACE_PIECES; i++) {
+		if (d->paced[i])
+			ctx->be.ops->fence_destroy(&ctx->be, d->paced[i]);
+		d->paced[i] = NULL;
+	}
+	d->paced_first = d->npaced = 0;
 }
 
 /* ---- host and spill moves (synchronous) ------------------------------- */
@@ -911,7 +1106,7 @@ static void finish(struct um_context *ctx, struct um_mig *m, int err)
 /*
  * Reap every migration whose end fence is reached, in issue order; a
  * region's later migration waits for its earlier ones (their fences order
- * them on the device anyway).
+ * them on the device anyway). Then issue the paced evictions' next pieces.
  */
 void um__reap(struct um_context *ctx)
 {
@@ -928,7 +1123,13 @@ void um__reap(struct um_context *ctx)
 			pp = &m->next;
 			continue;
 		}
-		q = ops->fence_query(&ctx->be, m->end);
+		/* a paced eviction's end is not recorded before its last piece */
+		if (m->err)
+			q = m->err;
+		else if (m->issued < m->bytes)
+			q = -EAGAIN;
+		else
+			q = ops->fence_query(&ctx->be, m->end);
 		if (q == -EAGAIN) {
 			m->r->reap_pass = pass;
 			prev = m;
@@ -946,6 +1147,8 @@ void um__reap(struct um_context *ctx)
 		else
 			mig_free(ctx, m);
 	}
+	for (int i = 0; paced(ctx) && i < ctx->ndev; i++)
+		pace_pump(ctx, i);
 }
 
 /*
@@ -957,6 +1160,8 @@ static int wait_mig(struct um_context *ctx, struct um_mig *m, bool stream,
 {
 	int ret;
 
+	if (!m->done)
+		pace_flush(ctx, m);
 	m->waiters++;
 	pthread_mutex_unlock(&ctx->lock);
 	if (stream)

@@ -80,8 +80,16 @@ struct um_mig {
 	bool policy;			/* chosen by the policy (EVICTED event) */
 	bool fill;			/* first touch: zero fill, not a copy */
 	bool done;			/* reaped (kept alive for waiters) */
-	int err;
+	int err;			/* a paced piece failed to issue */
+	uint64_t issued;		/* bytes issued; end recorded at bytes */
 };
+
+/*
+ * Eviction pacing (engine.c): at most UM_PACE_PIECES pieces of at most
+ * UM_PACE_PIECE bytes in flight per device.
+ */
+#define UM_PACE_PIECES 2
+#define UM_PACE_PIECE (16ull << 20)
 
 /* Distinct streams that may hold one region at once (um_acquire). */
 #define UM_HOLD_STREAMS 8
@@ -140,6 +148,9 @@ struct um_dev {
 	size_t gran;
 	struct um_queue *q_evict;	/* D2H */
 	struct um_queue *q_restore;	/* H2D */
+	/* evictions' pieces in flight on q_evict, oldest first (engine.c) */
+	struct um_fence *paced[UM_PACE_PIECES];
+	uint32_t paced_first, npaced;
 };
 
 struct um_slot {
