@@ -167,7 +167,8 @@ e2e_kernel() {
 	done
 	wall=$(($(date +%s) - start))
 	printf '%s; %d boot(s) with umm.ko and %d without, up to %d run(s) each; %d min %d s wall, %d s per run (load %s)\n' \
-		"$(e2e_summary "$series")" "$b" "$b" "$per_boot" $((wall / 60)) \
+		"$(e2e_summary "$series")" "$b" "$b" \
+		$((runs < per_boot ? runs : per_boot)) $((wall / 60)) \
 		$((wall % 60)) $((wall / runs)) "$(cut -d' ' -f1-3 /proc/loadavg)" \
 		>"$kdir/summary.txt"
 	e2e_json "$series" >"$kdir/summary.json"
