@@ -38,6 +38,8 @@
 #   SOAK_SWEEP_KERNEL   [6.1]
 #   SOAK_SWEEP_RUNS     boots per fill rate [2]
 #   SOAK_SWEEP_RATES    MiB/s, ascending ["16 32 64 128 256 512"]
+#   E2E_FILL_RATE       where set, the e2e node scenarios' fill rate, as
+#                       for make -C tests/e2e check (checked in the guest)
 # Logs under tests/soak/build/soak/ (a part's old logs go when it runs
 # again; e2e: e2e/<kernel>/boot-<b>/{umm,nomod}/ with run-<i>.tap.log and
 # .judge.log per run); the summary also in summary.txt there, and the e2e
@@ -121,6 +123,7 @@ e2e_boot() {
 	else
 		args+=(--no-module)
 	fi
+	[ -n "${E2E_FILL_RATE:-}" ] && args+=(--env "E2E_FILL_RATE=$E2E_FILL_RATE")
 	nice "$top/tests/vm/run-vm.sh" --kernel "$ver" --tag "soak-$kind" \
 		--mem 512 --timeout $((count * RUN_GUARD_S + 300)) --out "$d" \
 		--file "$UMP:/t/umpressure" \
@@ -179,6 +182,9 @@ e2e_kernel() {
 part_e2e() {
 	local series ver kdir
 	rm -rf "$out/e2e" "$out/summary.json"
+	# The scenarios' static programs: built once, for every kernel.
+	nice make -s -C "$top/tests/e2e" all >"$out/e2e-build.log" 2>&1 ||
+		die "tests/e2e does not build (see $out/e2e-build.log)"
 	need_e2e_built
 	read_lists
 	for series in $kernels; do
