@@ -127,6 +127,7 @@ clean_after() {
 		sleep 1
 	done
 	[ $i -gt 0 ] && echo "# soak-clean: nodes settled after ${i}s"
+	echo "# soak-clean: free MiB per node after run $run: $(for nd in $(nodes); do printf '%s %s ' "$nd" "$(node_free_mib "$nd")"; done)"
 	if [ -n "$hot" ]; then
 		check fail nodes_cool "after ${SETTLE_S}s:$hot"
 	else
