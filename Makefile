@@ -36,8 +36,8 @@ check-fast:
 	+@MAKE="$(MAKE)" UM_BUILD_DIRS="$(DIRS)" UM_SKIP_VM=1 scripts/check.sh
 
 # The long runs, not part of check (tests/soak/soak.sh; SOAK_* variables):
-# the e2e scenarios SOAK_RUNS times per kernel, libum's stress program under
-# ASan and TSan, the fill-rate sweep.
+# the e2e scenarios SOAK_RUNS times per kernel (SOAK_RUNS_PER_BOOT runs in
+# one boot), libum's stress program under ASan and TSan, the fill-rate sweep.
 soak:
 	+@$(MAKE) --no-print-directory deps
 	+@$(MAKE) --no-print-directory -C tests/soak soak
@@ -121,6 +121,7 @@ help:
 	@echo '              logs in build/check/'
 	@echo '  check-fast  the same without the VM suites (UM_SKIP_VM=1)'
 	@echo '  soak        long runs, not in check: e2e x SOAK_RUNS (20) per kernel,'
+	@echo '              SOAK_RUNS_PER_BOOT (5) a boot, SOAK_PARALLEL=1 kernels at once;'
 	@echo '              libum stress under ASan and TSan (SOAK_SECONDS, 60), the'
 	@echo '              fill-rate sweep; tests/soak/soak.sh --help'
 	@echo '  demo        deps + all, then run the umtrain demo (examples/)'

@@ -87,3 +87,77 @@ boot_figures() {
 		printf "b_survived=%d b_why=\"%s\" b_lead=\"%s\"\n", surv, why, (lead == "" ? "none" : lead)
 	}'
 }
+
+# --- e2e runs, several per boot (soak.sh's e2e part) -------------------------
+
+# split_boot TAPLOG DIR: one DIR/run-<i>.tap.log per run of a soak boot
+# (runsplit.awk); prints how many runs the log holds.
+split_boot() {
+	mkdir -p "$2"
+	awk -v dir="$2" -f "$here/runsplit.awk" "$1" 2>/dev/null || echo 0
+}
+
+# run_cmds RUN COMMAND...: the command list of run RUN of a
+# boot, as the guest runs it: the record first in the boot's first run, the
+# scenarios, soak-clean RUN last.
+run_cmds() {
+	local i=$1
+	shift
+	[ "$i" = 1 ] && echo "soak-clean record"
+	printf '%s\n' "$@"
+	echo "soak-clean $i"
+}
+
+# judge_run TAPLOG CMDS KERNEL EXPECT_UMM: 0 when the run passed the rig's
+# judge (every command's TAP, a clean kernel log); its verdict is kept in
+# the .judge.log beside TAPLOG. A missing log (a run the boot never
+# reached) fails.
+judge_run() {
+	[ -s "$1" ] || { echo "# no log: the boot ended before this run" >"${1%.tap.log}.judge.log"; return 1; }
+	awk -v kernel="$3" -v cmds="$2" -v expect_umm="$4" \
+		-f "$top/tests/vm/judge.awk" "$1" >"${1%.tap.log}.judge.log" 2>&1
+}
+
+# e2e_reset: zero the totals of one kernel that e2e_account adds to.
+e2e_reset() { e_runs=0 e_passed=0 e_kills=0 e_expected=0 e_lost=0 e_ack=-1 e_line=; }
+
+# e2e_account RC TAPLOG...: add one run (RC: 0 when all its boots' judges
+# passed) and the figures of its logs (one per boot the run had a part in)
+# to the totals; e_line says how the run went.
+e2e_account() {
+	local rc=$1 log kills=0 expected=0 lost=0 ack=-1
+	shift
+	for log in "$@"; do
+		[ -s "$log" ] || continue
+		eval "$(boot_figures "$log")"
+		kills=$((kills + b_oom_kills))
+		expected=$((expected + b_expected_oom_kills))
+		lost=$((lost + b_lost_bytes))
+		ack=$(fmax "$ack" "$b_ack_max_ms")
+	done
+	e_runs=$((e_runs + 1))
+	[ "$rc" = 0 ] && e_passed=$((e_passed + 1))
+	e_kills=$((e_kills + kills))
+	e_expected=$((e_expected + expected))
+	e_lost=$((e_lost + lost))
+	e_ack=$(fmax "$e_ack" "$ack")
+	e_line="$([ "$rc" = 0 ] && echo passed || echo FAILED); OOM kills $kills unexpected, $expected expected; bytes lost $lost; slowest event-to-ACK $ack ms"
+}
+
+# e2e_verdict: 0 when the totals pass (every run passed, no unexpected OOM
+# kill, no byte lost, e2e_oom_off's kill in every run).
+e2e_verdict() {
+	[ "$e_passed" = "$e_runs" ] && [ "$e_kills" = 0 ] && [ "$e_lost" = 0 ] &&
+		[ "$e_expected" -ge "$e_runs" ]
+}
+
+# e2e_summary SERIES: the kernel's summary line from the totals.
+e2e_summary() {
+	echo "e2e $1: $e_passed/$e_runs runs passed; OOM kills $e_kills unexpected, $e_expected expected (e2e_oom_off, one per run); bytes lost $e_lost; slowest event-to-ACK $e_ack ms"
+}
+
+# e2e_json SERIES: the same as one JSON object.
+e2e_json() {
+	printf '{"kernel":"%s","runs":%d,"passed":%d,"unexpected_oom_kills":%d,"expected_oom_kills":%d,"lost_bytes":%d,"ack_max_ms":%s}\n' \
+		"$1" "$e_runs" "$e_passed" "$e_kills" "$e_expected" "$e_lost" "$e_ack"
+}
