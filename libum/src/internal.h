@@ -356,9 +356,10 @@ void um__refill_kick(struct um_context *ctx);
 bool um__pool_short_retry(struct um_context *ctx, int *rounds);
 /*
  * The public call that may have moved regions is done: forget its shortage
- * and its -ENOMEM answer, and have the refill look again.
+ * and its -ENOMEM answer, and have the refill look again. Returns ret, with
+ * UM__POOL_SHORT (which never leaves libum) as -ENOMEM.
  */
-void um__pool_short_end(struct um_context *ctx);
+int64_t um__pool_short_end(struct um_context *ctx, int64_t ret);
 
 /* policy.c */
 int um__make_room(struct um_context *ctx, struct um_region *r, bool may_wait);

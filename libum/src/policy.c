@@ -312,8 +312,7 @@ static int enforce_budget_retry(struct um_context *ctx, int dev)
 	do {
 		ret = um__enforce_budget(ctx, dev);
 	} while (ret == UM__POOL_SHORT && um__pool_short_retry(ctx, &rounds));
-	um__pool_short_end(ctx);
-	return ret;
+	return (int)um__pool_short_end(ctx, ret);
 }
 
 /* ---- tiers ------------------------------------------------------------ */
@@ -572,7 +571,7 @@ static int acquire(struct um_context *ctx, um_region_t h, um_tier_t tier,
 			ret = order_stream(ctx, h, stream);
 		break;
 	}
-	um__pool_short_end(ctx);
+	ret = (int)um__pool_short_end(ctx, ret);
 	um__exit(ctx);
 	return ret;
 }
@@ -767,7 +766,7 @@ int um_evict(struct um_context *ctx, um_region_t h, um_tier_t tier)
 	do {
 		ret = evict_locked(ctx, h, tier);
 	} while (ret == UM__POOL_SHORT && um__pool_short_retry(ctx, &rounds));
-	um__pool_short_end(ctx);
+	ret = (int)um__pool_short_end(ctx, ret);
 	um__exit(ctx);
 	return ret;
 }
@@ -905,7 +904,7 @@ int64_t um_shed(struct um_context *ctx, um_tier_t tier, uint64_t bytes,
 		if (done >= bytes || !um__pool_short_retry(ctx, &rounds))
 			break;
 	}
-	um__pool_short_end(ctx);
+	n = um__pool_short_end(ctx, n);
 	um__exit(ctx);
 	return done ? (int64_t)done : n;
 }

@@ -250,9 +250,10 @@ bool um__pool_short_retry(struct um_context *ctx, int *rounds)
 	return true;
 }
 
-void um__pool_short_end(struct um_context *ctx)
+int64_t um__pool_short_end(struct um_context *ctx, int64_t ret)
 {
 	ctx->pool_need_bytes = 0;
 	ctx->pool_grow_failed = false;
 	um__refill_kick(ctx);	/* the call may have taken host copies */
+	return ret == UM__POOL_SHORT ? -ENOMEM : ret;
 }
