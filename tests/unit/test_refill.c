@@ -3,8 +3,8 @@
  * Description: the pinned pool grows with the context lock not held, on
  * every path that evicts (um_acquire needing room, um_budget_set lowering
  * the budget, um_shed, um_release meeting a lowered budget), from an empty
- * pool (pool_size 0): a probe called right before each host_alloc sees
- * another thread's um_stats_get go through. With the refill thread on (the
+ * pool (pool_size 0): a probe called right before each host_alloc finds
+ * that the growing thread does not hold the context lock. With the refill thread on (the
  * default) the pool is grown ahead, before any eviction; it holds off after
  * a trim; it stops with its context, and a fork() child's copy of the
  * context is inert. With LIBUM_POOL_REFILL=0 the fallback alone keeps the
@@ -12,6 +12,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -25,38 +26,23 @@
 /* ---- the probe: is the context lock held by whoever grows the pool? ---- */
 
 static struct um_context *probe_ctx;
-static int probe_grows, probe_under_lock, probe_answered;
-
-static void *stats_call(void *arg)
-{
-	struct um_stats st = { .size = sizeof(st) };
-
-	(void)arg;
-	(void)um_stats_get(probe_ctx, &st);
-	__atomic_fetch_add(&probe_answered, 1, __ATOMIC_RELEASE);
-	return NULL;
-}
+static int probe_grows, probe_under_lock;
 
 /*
- * Another thread's public call must not wait for the growth (up to 3 s).
- * Detached: when the grower holds the lock, the call returns only after
- * this does.
+ * Called by the growing thread: does it hold the context lock? Read from
+ * the lock (glibc keeps its owner's thread id there): exact, where timing
+ * another thread's call would also count a lock some other thread held a
+ * while on a loaded machine.
  */
 static void probe(void)
 {
-	int want = __atomic_load_n(&probe_answered, __ATOMIC_ACQUIRE) + 1, i;
-	pthread_t t;
+	struct um_context *ctx = __atomic_load_n(&probe_ctx, __ATOMIC_ACQUIRE);
 
-	if (!__atomic_load_n(&probe_ctx, __ATOMIC_ACQUIRE))
+	if (!ctx)
 		return;
 	__atomic_fetch_add(&probe_grows, 1, __ATOMIC_RELAXED);
-	if (pthread_create(&t, NULL, stats_call, NULL))
-		return;
-	pthread_detach(t);
-	for (i = 0; i < 300 &&
-	     __atomic_load_n(&probe_answered, __ATOMIC_ACQUIRE) < want; i++)
-		usleep(10000);
-	if (__atomic_load_n(&probe_answered, __ATOMIC_ACQUIRE) < want)
+	if (__atomic_load_n(&ctx->lock.__data.__owner, __ATOMIC_RELAXED) ==
+	    (int)syscall(SYS_gettid))
 		__atomic_fetch_add(&probe_under_lock, 1, __ATOMIC_RELAXED);
 }
 
@@ -148,23 +134,32 @@ static void check_off_lock(struct __test_metadata *_metadata,
 	EXPECT_EQ(0, um_free(ctx, b));
 }
 
-/* ---- every path that evicts, fallback only (refill off) ----------------- */
-
-TEST(acquire_needing_room_grows_the_pool_off_the_lock)
+/* A third region's acquire evicts a or b; then the checks, and destroy. */
+static void acquire_a_third(struct __test_metadata *_metadata,
+			    struct um_context *ctx, um_region_t a,
+			    um_region_t b)
 {
-	struct um_context *ctx = ctx_refill(false);
-	um_region_t a, b, c;
+	um_region_t c = region(ctx, UM_KIND_PARAM, 0, SZ, "c");
 
-	ASSERT_NE(NULL, ctx);
-	two_on_device(_metadata, ctx, &a, &b);
-	c = region(ctx, UM_KIND_PARAM, 0, SZ, "c");
 	ASSERT_NE(0, c);
-	probe_arm(ctx);
 	ASSERT_EQ(0, um_acquire(ctx, c, UM_TIER_GPU(0), NULL));
 	ASSERT_EQ(0, um_release(ctx, c));
 	check_off_lock(_metadata, ctx, a, b);
 	EXPECT_EQ(0, um_free(ctx, c));
 	EXPECT_EQ(0, um_context_destroy(ctx));
+}
+
+/* ---- every path that evicts, fallback only (refill off) ----------------- */
+
+TEST(acquire_needing_room_grows_the_pool_off_the_lock)
+{
+	struct um_context *ctx = ctx_refill(false);
+	um_region_t a, b;
+
+	ASSERT_NE(NULL, ctx);
+	two_on_device(_metadata, ctx, &a, &b);
+	probe_arm(ctx);
+	acquire_a_third(_metadata, ctx, a, b);
 }
 
 TEST(budget_cut_grows_the_pool_off_the_lock)
@@ -220,20 +215,14 @@ TEST(release_over_a_cut_budget_grows_the_pool_off_the_lock)
 TEST(refill_grows_the_pool_before_the_first_eviction)
 {
 	struct um_context *ctx = ctx_refill(true);
-	um_region_t a, b, c;
+	um_region_t a, b;
 
 	ASSERT_NE(NULL, ctx);
 	probe_arm(ctx);
 	two_on_device(_metadata, ctx, &a, &b);
 	/* no eviction yet: room for the two regions' copies, made ahead */
 	EXPECT_LE(2 * SZ, pool_bytes_reach(ctx, 2 * SZ));
-	c = region(ctx, UM_KIND_PARAM, 0, SZ, "c");
-	ASSERT_NE(0, c);
-	ASSERT_EQ(0, um_acquire(ctx, c, UM_TIER_GPU(0), NULL));
-	ASSERT_EQ(0, um_release(ctx, c));
-	check_off_lock(_metadata, ctx, a, b);
-	EXPECT_EQ(0, um_free(ctx, c));
-	EXPECT_EQ(0, um_context_destroy(ctx));
+	acquire_a_third(_metadata, ctx, a, b);
 }
 
 TEST(refill_holds_off_after_a_trim)
