@@ -181,7 +181,8 @@ struct um_refill {
 	bool on;			/* the thread runs */
 	bool stop;			/* read by um__pool_top_up unlocked */
 	bool kicked;
-	uint64_t rounds, failures;	/* refills that grew / that failed */
+	uint64_t rounds, failures;	/* top-ups tried / that failed */
+	uint64_t failed_at_ns;		/* the thread's: last failure, or 0 */
 };
 
 /*

@@ -12,7 +12,8 @@
  *     bytes that follows what the regions on the devices would need if
  *     evicted (see refill_want()), grown a chunk at a time with no lock of
  *     the API held. It holds off after a trim (pressure gives host memory
- *     back; pinning it again at once would undo that), and refills only
+ *     back; pinning it again at once would undo that) and after the host
+ *     refused (no retry at every call), and refills only
  *     once the pool fell a quarter below the mark (hysteresis);
  *   - the fallback: under the context lock a host copy is only taken from
  *     what the pool holds (UM_POOL_NOGROW). When that is short,
@@ -36,7 +37,8 @@
 
 #include "internal.h"
 
-/* No refill for this long after a trim gave host memory back. */
+/* No refill for this long after a trim gave host memory back, or after
+ * the host refused to pin more. */
 #define REFILL_HOLDOFF_NS	(5ull * 1000000000u)
 /* Look again at least this often without a kick (regions come and go). */
 #define REFILL_POLL_NS		(1000000000ull)
@@ -107,6 +109,9 @@ static void refill_round(struct um_context *ctx)
 
 	if (trimmed && mono_ns() - trimmed < REFILL_HOLDOFF_NS)
 		return;
+	/* the host refused: not again at every kick */
+	if (rf->failed_at_ns && mono_ns() - rf->failed_at_ns < REFILL_HOLDOFF_NS)
+		return;
 	pthread_mutex_lock(&ctx->lock);
 	refill_want(ctx, &free_b, &span);
 	node = ctx->home_node;
@@ -115,6 +120,7 @@ static void refill_round(struct um_context *ctx)
 		return;
 	ret = um__pool_top_up(ctx->pool, node, free_b, span, &rf->stop);
 	__atomic_fetch_add(&rf->rounds, 1, __ATOMIC_RELAXED);
+	rf->failed_at_ns = ret < 0 ? mono_ns() : 0;
 	if (ret < 0) {
 		__atomic_fetch_add(&rf->failures, 1, __ATOMIC_RELAXED);
 		um__log(ctx, UM_LOG_DEBUG,
