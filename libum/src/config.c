@@ -71,6 +71,8 @@ static const struct um_option options[] = {
 	  "a size of at least 64K" },
 	{ "LIBUM_SPILL_DIR", OPT_PATH, CFG(spill_dir), SET(spill_dir), 0, 0,
 	  "a directory" },
+	ENV_ONLY("LIBUM_POOL_REFILL", OPT_SWITCH,
+		 "1, on, yes, true or 0, off, no, false"),
 	ENV_ONLY("LIBUM_PRESSURE", OPT_SWITCH,
 		 "1, on, yes, true or 0, off, no, false"),
 	ENV_ONLY("LIBUM_PRESSURE_REPORT_MS", OPT_MS,

@@ -229,6 +229,7 @@ static int spill_init(struct um_context *ctx)
 
 static void ctx_free(struct um_context *ctx)
 {
+	um__refill_stop(ctx);
 	um__spill_close(ctx->spill);
 	ctx->spill = NULL;
 	um__engine_fini(ctx);
@@ -342,6 +343,7 @@ int um_context_create(const struct um_config *cfg, struct um_context **out)
 		goto fail;
 	}
 	um__reaper_start(ctx);
+	um__refill_start(ctx);
 	*out = ctx;
 	return 0;
 fail:
@@ -382,6 +384,7 @@ int um_context_destroy(struct um_context *ctx)
 		return ret;
 	um__pressure_stop(ctx);
 	um__reaper_stop(ctx);
+	um__refill_stop(ctx);
 	pthread_mutex_lock(&ctx->lock);
 	um__wait_all(ctx);
 	ctx->ev_fn = NULL;	/* nobody to deliver to any more */

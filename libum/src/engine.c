@@ -367,15 +367,29 @@ void um__settle(struct um_context *ctx, struct um_region *r)
 	uncount(ctx, r);
 }
 
+/*
+ * Only from what the pool holds: pinning more under the context lock would
+ * stall every call (refill.c grows it, with the lock dropped).
+ */
 int um__host_block(struct um_context *ctx, struct um_region *r, int node,
 		   bool zero)
 {
+	unsigned int flags = UM_POOL_NOGROW | (zero ? UM_POOL_ZERO : 0);
 	int ret;
 
 	if (r->host)
 		return 0;
-	ret = um__pool_alloc(ctx->pool, (size_t)r->bytes, node,
-			     zero ? UM_POOL_ZERO : 0, &r->host);
+	ret = um__pool_alloc(ctx->pool, (size_t)r->bytes, node, flags,
+			     &r->host);
+	if (ret == -EAGAIN && !ctx->pool_grow_failed) {
+		/* grown by the entry point, with the lock dropped */
+		r->host = NULL;
+		if (r->bytes > ctx->pool_need_bytes) {
+			ctx->pool_need_bytes = r->bytes;
+			ctx->pool_need_node = node;
+		}
+		return UM__POOL_SHORT;
+	}
 	if (ret) {
 		r->host = NULL;
 		um__log(ctx, UM_LOG_WARN,

@@ -6,8 +6,8 @@
  * The pool also holds regions' host copies, so um_host_free must only ever
  * free what um_host_alloc handed out: the pool marks those blocks
  * (UM_POOL_USER) and refuses any other pointer (a region's copy, a foreign
- * or freed pointer) with -EINVAL instead of corrupting a region. Neither
- * call takes the context lock: the pool is thread-safe on its own and its
+ * or freed pointer) with -EINVAL instead of corrupting a region. None of
+ * these takes the context lock: the pool is thread-safe on its own and its
  * per-thread caches make small blocks as cheap as malloc (umbench pool).
  */
 #include <errno.h>
@@ -44,14 +44,15 @@ int um_host_free(struct um_context *ctx, void *ptr)
 	return um__pool_free_flags(ctx->pool, ptr, UM_POOL_USER);
 }
 
+/*
+ * Without the context lock too: a trim waits for a growth in progress (the
+ * refill thread pinning a chunk), which must not hold up other calls.
+ */
 int64_t um_pool_trim(struct um_context *ctx)
 {
-	int ret = um__enter(ctx);
-	int64_t n;
+	int ret = um__check_fast(ctx);
 
 	if (ret)
 		return ret;
-	n = um__pool_trim(ctx->pool, UM_POOL_NODE_ALL, 0);
-	um__exit(ctx);
-	return n;
+	return um__pool_trim(ctx->pool, UM_POOL_NODE_ALL, 0);
 }

@@ -184,6 +184,25 @@ struct um_room_waiter {
 	struct um_room_waiter *next;
 };
 
+/* refill.c: the thread that keeps the pinned pool ahead of evictions */
+struct um_refill {
+	pthread_t thread;
+	pthread_mutex_t mu;		/* kicked, and stop's writes */
+	pthread_cond_t cv;		/* CLOCK_MONOTONIC */
+	bool on;			/* the thread runs */
+	bool stop;			/* read by um__pool_top_up unlocked */
+	bool kicked;
+	uint64_t rounds, failures;	/* top-ups tried / that failed */
+	uint64_t failed_at_ns;		/* the thread's: last failure, or 0 */
+};
+
+/*
+ * Internal only, never returned by a public call: an operation under the
+ * context lock stopped because the pool lacked a host copy it may not grow
+ * under the lock (refill.c). The entry point grows it and starts over.
+ */
+#define UM__POOL_SHORT	(-ERESTART)
+
 struct um_context {
 	uint64_t magic;
 	pthread_mutex_t lock;
@@ -204,6 +223,11 @@ struct um_context {
 	struct um_dev dev[UM_MAX_DEVICES];
 	struct um_pool *pool;
 	int home_node;			/* pool node for host copies */
+	struct um_refill refill;
+	/* refill.c: the largest host copy the pool was short of, its node */
+	uint64_t pool_need_bytes;
+	int pool_need_node;
+	bool pool_grow_failed;		/* so short is -ENOMEM, for this call */
 	/*
 	 * Bit per host node with memory, read once at creation: asking the
 	 * kernel costs ~37 us, too much for every acquire or evict naming a
@@ -328,6 +352,26 @@ int um__tier_node(const struct um_context *ctx, um_tier_t t);
 void um__settle(struct um_context *ctx, struct um_region *r);
 bool um__draining(const struct um_region *r);
 um_tier_t um__host_tier(const struct um_context *ctx, int node);
+
+/* refill.c */
+void um__refill_start(struct um_context *ctx);
+void um__refill_stop(struct um_context *ctx);
+/* Something may have changed what evictions will need: look again. */
+void um__refill_kick(struct um_context *ctx);
+/*
+ * After an operation under ctx->lock: when it stopped for want of pool
+ * memory (UM__POOL_SHORT, or a shed that went on with less), grow the pool
+ * with the lock dropped, retake it and return true: run the operation
+ * again (look regions up afresh). rounds: 0 before the first call; after a
+ * few rounds, or when the host refuses, the retry gets -ENOMEM instead.
+ */
+bool um__pool_short_retry(struct um_context *ctx, int *rounds);
+/*
+ * The public call that may have moved regions is done: forget its shortage
+ * and its -ENOMEM answer, and have the refill look again. Returns ret, with
+ * UM__POOL_SHORT (which never leaves libum) as -ENOMEM.
+ */
+int64_t um__pool_short_end(struct um_context *ctx, int64_t ret);
 
 /* policy.c */
 int um__make_room(struct um_context *ctx, struct um_region *r, bool may_wait);

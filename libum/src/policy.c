@@ -204,6 +204,10 @@ static int64_t evict_to_fit(struct um_context *ctx, int dev, uint64_t need,
 			"policy: evict \"%s\" (%s, priority %d, %zu bytes) from device %d: %d",
 			v[i]->name, um_kind_name((int)v[i]->kind), v[i]->priority,
 			v[i]->dev_len, dev, ret);
+		if (ret == UM__POOL_SHORT) {
+			free(v);
+			return ret;	/* grown with the lock dropped, then again */
+		}
 		if (!ret && um__draining(v[i]))
 			out += v[i]->dev_len;
 	}
@@ -248,6 +252,8 @@ int um__make_room(struct um_context *ctx, struct um_region *r, bool may_wait)
 		return -ENOMEM;
 	}
 	over = evict_to_fit(ctx, (int)r->device, need, r, true);
+	if (over == UM__POOL_SHORT)
+		return UM__POOL_SHORT;
 	if (over == -ENOMEM) {
 		if (may_wait)
 			return -ENOBUFS;
@@ -295,6 +301,20 @@ int um__enforce_budget(struct um_context *ctx, int dev)
 	return over < 0 ? (int)over : 0;
 }
 
+/*
+ * um__enforce_budget for a public call: growing the pool with the lock
+ * dropped when it is short of host copies (regions may change meanwhile).
+ */
+static int enforce_budget_retry(struct um_context *ctx, int dev)
+{
+	int rounds = 0, ret;
+
+	do {
+		ret = um__enforce_budget(ctx, dev);
+	} while (ret == UM__POOL_SHORT && um__pool_short_retry(ctx, &rounds));
+	return (int)um__pool_short_end(ctx, ret);
+}
+
 /* ---- tiers ------------------------------------------------------------ */
 
 /*
@@ -332,18 +352,23 @@ static int check_acquire_tier(struct um_context *ctx, struct um_region *r,
 /*
  * The device refused memory our books allow (others use the device too):
  * evict the first victim in policy order, beyond what the budget asks.
- * Returns true if an eviction was issued.
+ * Returns 1 if an eviction was issued, 0 if none, or UM__POOL_SHORT.
  */
-static bool evict_beyond_budget(struct um_context *ctx, struct um_region *r)
+static int evict_beyond_budget(struct um_context *ctx, struct um_region *r)
 {
 	struct um_region **v;
 	uint64_t vbytes;
-	bool issued = false;
+	int issued = 0, ret;
 	int n = victims(ctx, UM_TIER_GPU(r->device), r, &v, &vbytes);
 
-	for (int i = 0; i < n && !issued; i++)
-		issued = !evict(ctx, v[i], UM_TIER_HOST_ANY) &&
-			 um__draining(v[i]);
+	for (int i = 0; i < n && !issued; i++) {
+		ret = evict(ctx, v[i], UM_TIER_HOST_ANY);
+		if (ret == UM__POOL_SHORT) {
+			issued = ret;
+			break;
+		}
+		issued = !ret && um__draining(v[i]);
+	}
 	free(v);
 	return issued;
 }
@@ -360,8 +385,14 @@ static int acquire_device(struct um_context *ctx, struct um_region *r,
 	if (ret == -ENOMEM) {
 		/* the device itself is short: let evictions land, retry */
 		m = oldest_drain(ctx, (int)r->device);
-		if (!m && evict_beyond_budget(ctx, r))
-			m = oldest_drain(ctx, (int)r->device);
+		if (!m) {
+			int issued = evict_beyond_budget(ctx, r);
+
+			if (issued == UM__POOL_SHORT)
+				return issued;
+			if (issued)
+				m = oldest_drain(ctx, (int)r->device);
+		}
 		if (m) {
 			um__log(ctx, UM_LOG_DEBUG,
 				"acquire: device %u short of memory for \"%s\"; waiting for an eviction",
@@ -481,7 +512,7 @@ static int acquire(struct um_context *ctx, um_region_t h, um_tier_t tier,
 {
 	struct timespec deadline, *until = NULL;
 	struct um_region *r;
-	int ret = um__enter(ctx);
+	int rounds = 0, ret = um__enter(ctx);
 
 	if (ret)
 		return ret;
@@ -525,7 +556,8 @@ static int acquire(struct um_context *ctx, um_region_t h, um_tier_t tier,
 				continue;
 			ret = refuse_wait(ctx, r, ret);
 		}
-		if (ret == -EAGAIN)
+		if (ret == -EAGAIN ||
+		    (ret == UM__POOL_SHORT && um__pool_short_retry(ctx, &rounds)))
 			continue;
 		if (ret)
 			break;
@@ -539,6 +571,7 @@ static int acquire(struct um_context *ctx, um_region_t h, um_tier_t tier,
 			ret = order_stream(ctx, h, stream);
 		break;
 	}
+	ret = (int)um__pool_short_end(ctx, ret);
 	um__exit(ctx);
 	return ret;
 }
@@ -600,10 +633,9 @@ int um_release(struct um_context *ctx, um_region_t h)
 	r->nacq_streams = 0;
 	ctx->tick++;	/* a new recency epoch */
 	um__settle(ctx, r);
-	/* a budget lowered under acquired regions is met as they go */
-	if (ctx->dev[r->device].used > ctx->dev[r->device].budget)
-		um__enforce_budget(ctx, (int)r->device);
 	r->acq_tier = UM_TIER_NONE;
+	/* a budget lowered under acquired regions is met as they go */
+	enforce_budget_retry(ctx, (int)r->device);	/* r may go meanwhile */
 out:
 	um__exit(ctx);
 	return ret;
@@ -703,42 +735,38 @@ static void reserve_host_copy(struct um_context *ctx, um_region_t h,
 		(void)um__pool_reserve(ctx->pool, node, bytes);
 }
 
+static int evict_locked(struct um_context *ctx, um_region_t h, um_tier_t tier)
+{
+	struct um_region *r = h ? um__region_get(ctx, h) : NULL;
+
+	if (!h)
+		return -EINVAL;
+	if (UM_TIER_TYPE(tier) != UM_TIER_SPILL &&
+	    check_host_tier(ctx, tier, "evict"))
+		return -EINVAL;
+	if (UM_TIER_TYPE(tier) == UM_TIER_SPILL && UM_TIER_ID(tier) != 0)
+		return -EINVAL;
+	if (!r)
+		return -ENOENT;
+	if (r->acquired)
+		return -EBUSY;
+	if (UM_TIER_TYPE(tier) == UM_TIER_SPILL)
+		return evict_to_spill(ctx, h);
+	return evict_to_host(ctx, h, tier);
+}
+
 int um_evict(struct um_context *ctx, um_region_t h, um_tier_t tier)
 {
-	struct um_region *r;
-	int ret;
+	int rounds = 0, ret;
 
 	reserve_host_copy(ctx, h, tier);
 	ret = um__enter(ctx);
 	if (ret)
 		return ret;
-	r = h ? um__region_get(ctx, h) : NULL;
-	if (!h) {
-		ret = -EINVAL;
-		goto out;
-	}
-	if (UM_TIER_TYPE(tier) != UM_TIER_SPILL &&
-	    check_host_tier(ctx, tier, "evict")) {
-		ret = -EINVAL;
-		goto out;
-	}
-	if (UM_TIER_TYPE(tier) == UM_TIER_SPILL && UM_TIER_ID(tier) != 0) {
-		ret = -EINVAL;
-		goto out;
-	}
-	if (!r) {
-		ret = -ENOENT;
-		goto out;
-	}
-	if (r->acquired) {
-		ret = -EBUSY;
-		goto out;
-	}
-	if (UM_TIER_TYPE(tier) == UM_TIER_SPILL)
-		ret = evict_to_spill(ctx, h);
-	else
-		ret = evict_to_host(ctx, h, tier);
-out:
+	do {
+		ret = evict_locked(ctx, h, tier);
+	} while (ret == UM__POOL_SHORT && um__pool_short_retry(ctx, &rounds));
+	ret = (int)um__pool_short_end(ctx, ret);
 	um__exit(ctx);
 	return ret;
 }
@@ -767,6 +795,10 @@ static int64_t shed_host(struct um_context *ctx, um_tier_t tier,
 			ret = um__to_spill(ctx, v[i]);
 		else
 			ret = um__to_host(ctx, v[i], dest);
+		if (ret == UM__POOL_SHORT) {
+			last = ret;	/* um_shed grows the pool, goes on */
+			break;
+		}
 		if (!ret && !on_tier(v[i], tier))
 			done += v[i]->bytes;
 		else if (ret)
@@ -801,6 +833,10 @@ static int64_t shed_device(struct um_context *ctx, int dev, uint64_t bytes,
 			       UM_TIER_HOST_ANY;
 		int ret = evict(ctx, v[i], to);
 
+		if (ret == UM__POOL_SHORT) {
+			last = ret;	/* um_shed grows the pool, goes on */
+			break;
+		}
 		if (ret) {
 			if (ret != -EBUSY)	/* busy: not a victim after all */
 				last = ret;
@@ -855,14 +891,22 @@ int64_t um__shed_locked(struct um_context *ctx, um_tier_t tier,
 int64_t um_shed(struct um_context *ctx, um_tier_t tier, uint64_t bytes,
 		um_tier_t dest)
 {
-	int ret = um__enter(ctx);
+	int rounds = 0, ret = um__enter(ctx);
+	uint64_t done = 0;
 	int64_t n;
 
 	if (ret)
 		return ret;
-	n = um__shed_locked(ctx, tier, bytes, dest);
+	for (;;) {
+		n = um__shed_locked(ctx, tier, bytes - done, dest);
+		if (n > 0)
+			done += (uint64_t)n;
+		if (done >= bytes || !um__pool_short_retry(ctx, &rounds))
+			break;
+	}
+	n = um__pool_short_end(ctx, n);
 	um__exit(ctx);
-	return n;
+	return done ? (int64_t)done : n;
 }
 
 int um_budget_set(struct um_context *ctx, unsigned int device, uint64_t bytes)
@@ -883,7 +927,7 @@ int um_budget_set(struct um_context *ctx, unsigned int device, uint64_t bytes)
 		goto out;
 	}
 	ctx->dev[device].budget = bytes;
-	ret = um__enforce_budget(ctx, (int)device);
+	ret = enforce_budget_retry(ctx, (int)device);
 out:
 	um__exit(ctx);
 	return ret;

@@ -307,7 +307,7 @@ got:
 			continue;
 		if (flags & UM_POOL_NOGROW)
 			return -EAGAIN;
-		ret = um__pool_heap_grow(pool, hi, need);
+		ret = um__pool_heap_grow(pool, hi, need, false);
 		if (ret)
 			return ret;
 	}
@@ -387,7 +387,44 @@ int um__pool_reserve(struct um_pool *pool, int node, uint64_t bytes)
 	/* returns at once when a span that large is already free */
 	return um__pool_heap_grow(pool, hi,
 				  (bytes + UM_POOL_PAGE - 1) >>
-				  POOL_PAGE_SHIFT);
+				  POOL_PAGE_SHIFT, false);
+}
+
+int um__pool_top_up(struct um_pool *pool, int node, uint64_t free_bytes,
+		    uint64_t span_bytes, const bool *stop)
+{
+	int hi = heap_index(node), grown = 0;
+	struct um_pool_stats st;
+	uint64_t span = span_bytes, want;
+	int ret;
+
+	if (!pool || hi < 0 || !stop)
+		return -EINVAL;
+	if (free_bytes > POOL_MAX_BYTES || span_bytes > POOL_MAX_BYTES)
+		return -ENOMEM;
+	for (;;) {
+		ret = um__pool_stats(pool, node, &st);
+		if (ret)
+			return ret;
+		if (st.largest_free >= span && st.free_bytes >= free_bytes)
+			return grown;
+		if (__atomic_load_n(stop, __ATOMIC_ACQUIRE))
+			return grown;
+		/* the span first; then a chunk at a time, so stop is seen */
+		want = st.largest_free < span ? span : pool->chunk_bytes;
+		ret = um__pool_heap_grow(pool, hi,
+					 (want + UM_POOL_PAGE - 1) >>
+					 POOL_PAGE_SHIFT, true);
+		if (ret)
+			return ret;
+		grown++;
+	}
+}
+
+uint64_t um__pool_trimmed_at(struct um_pool *pool)
+{
+	return pool ? __atomic_load_n(&pool->trimmed_at_ns,
+				      __ATOMIC_RELAXED) : 0;
 }
 
 /* Detach whole free chunks of heap h beyond keep bytes; under the lock. */
@@ -444,6 +481,9 @@ int64_t um__pool_trim(struct um_pool *pool, int node, uint64_t keep)
 		total += (int64_t)gone->bytes;
 		free(gone);
 	}
+	if (total > 0)
+		__atomic_store_n(&pool->trimmed_at_ns, um__pool_now_ns(),
+				 __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&pool->grow_mu);
 	return total;
 }

@@ -54,6 +54,7 @@
 #ifndef UM_POOL_H
 #define UM_POOL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -158,6 +159,22 @@ int um__pool_block_info(struct um_pool *pool, const void *ptr, size_t *usable,
 int um__pool_reserve(struct um_pool *pool, int node, uint64_t bytes);
 
 /*
+ * Grow node's heap, a chunk at a time and with no lock held, until at least
+ * free_bytes are free there and one free span holds span_bytes; stops early
+ * once *stop reads true (checked between chunks). For a background thread
+ * that keeps evictions off the slow path. Returns the chunks added (>= 0),
+ * -EINVAL, or -ENOMEM (the backend refused; what was added stays).
+ */
+int um__pool_top_up(struct um_pool *pool, int node, uint64_t free_bytes,
+		    uint64_t span_bytes, const bool *stop);
+
+/*
+ * CLOCK_MONOTONIC time (ns) of the last um__pool_trim that gave bytes back,
+ * 0 if none: a refill holds off after it rather than pin them again.
+ */
+uint64_t um__pool_trimmed_at(struct um_pool *pool);
+
+/*
  * Move the live block at ptr to node's heap without copying it, when it
  * fills its chunk alone (a block of the chunk size, or larger and a
  * multiple of 2 MiB): move(ptr, len, node, from_node) moves the chunk's
@@ -177,6 +194,12 @@ int um__pool_move(struct um_pool *pool, void *ptr, int node,
  */
 #define UM_POOL_NODE_ALL	(-2)
 int64_t um__pool_trim(struct um_pool *pool, int node, uint64_t keep);
+
+/*
+ * Tests only: called by the growing thread right before each host_alloc
+ * (no pool lock held), so a test can see which locks the grower holds.
+ */
+extern void (*um__pool_grow_hook)(void);
 
 /* Figures for node, or UM_POOL_NODE_ALL for the sum. -EINVAL. */
 int um__pool_stats(struct um_pool *pool, int node, struct um_pool_stats *st);

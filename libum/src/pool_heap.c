@@ -82,7 +82,7 @@ static inline unsigned int ffs64(uint64_t x)	/* x != 0 */
 	return (unsigned int)__builtin_ctzll(x);
 }
 
-static uint64_t now_ns(void)
+uint64_t um__pool_now_ns(void)
 {
 	struct timespec ts;
 
@@ -631,7 +631,10 @@ void um__pool_block_free(struct um_pool *pool, struct span *s, uint32_t idx)
  * host_alloc. Returns 0 when the heap (now, or thanks to another grower)
  * has a span of need_pages, else -errno.
  */
-int um__pool_heap_grow(struct um_pool *pool, int hi, size_t need_pages)
+void (*um__pool_grow_hook)(void);
+
+int um__pool_heap_grow(struct um_pool *pool, int hi, size_t need_pages,
+		       bool always)
 {
 	struct heap *h = &pool->heaps[hi];
 	uint64_t need = (uint64_t)need_pages << POOL_PAGE_SHIFT;
@@ -644,7 +647,7 @@ int um__pool_heap_grow(struct um_pool *pool, int hi, size_t need_pages)
 
 	pthread_mutex_lock(&pool->grow_mu);
 	pool_lock(pool);
-	if (tlsf_find(h, need_pages)) {
+	if (!always && tlsf_find(h, need_pages)) {
 		ret = 0;
 		goto out_unlock;
 	}
@@ -668,7 +671,9 @@ int um__pool_heap_grow(struct um_pool *pool, int hi, size_t need_pages)
 
 	ret = -ENOMEM;
 	c = calloc(1, sizeof(*c));
-	t0 = now_ns();
+	if (um__pool_grow_hook)
+		um__pool_grow_hook();
+	t0 = um__pool_now_ns();
 	if (c)
 		ret = pool->be->ops->host_alloc(pool->be, size, h->node, &mem);
 	if (!ret && ((uintptr_t)mem & (UM_POOL_PAGE - 1))) {
@@ -678,7 +683,7 @@ int um__pool_heap_grow(struct um_pool *pool, int hi, size_t need_pages)
 	}
 
 	pool_lock(pool);
-	h->st.grow_ns += now_ns() - t0;
+	h->st.grow_ns += um__pool_now_ns() - t0;
 	s = NULL;
 	if (!ret) {
 		s = span_get(pool);

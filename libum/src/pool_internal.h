@@ -171,6 +171,7 @@ struct um_pool {
 	struct slab_meta *spare_meta;
 	struct meta_batch *meta_batches;
 	struct tcache *tcaches;
+	uint64_t trimmed_at_ns;		/* last trim that gave bytes back */
 	struct heap heaps[HEAP_COUNT];
 };
 
@@ -257,8 +258,14 @@ void um__pool_block_free(struct um_pool *pool, struct span *s, uint32_t idx);
 size_t um__pool_slab_pages(unsigned int k);
 void um__pool_drop_empty_slabs(struct um_pool *pool, struct heap *h);
 size_t um__pool_largest_free(const struct heap *h);
-/* Grow heap hi by a chunk of at least need_pages; no lock held. */
-int um__pool_heap_grow(struct um_pool *pool, int hi, size_t need_pages);
+/*
+ * Grow heap hi by a chunk of at least need_pages; no lock held. Unless
+ * always, nothing is done when a free span of need_pages exists.
+ */
+int um__pool_heap_grow(struct um_pool *pool, int hi, size_t need_pages,
+		       bool always);
+/* CLOCK_MONOTONIC in nanoseconds. */
+uint64_t um__pool_now_ns(void);
 /* A free span of at least n pages exists. */
 bool um__pool_fits(struct heap *h, size_t n);
 /* Put a detached chunk's span struct back, under the lock. */

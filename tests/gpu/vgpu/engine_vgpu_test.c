@@ -8,17 +8,21 @@
  * queues, with fences on the right device; a sticky error mid-migration is
  * reported as the loss of the regions named, not as bytes kept; with two
  * holders on two streams, the eviction waits for both; um_evict pins no
- * host memory under the context lock; the device memory of an eviction
- * comes back without another libum call; a restore overlaps an eviction
- * (both ways at once on the link) whether or not mapping waits for the
+ * host memory under the context lock, nor do the evictions an acquire,
+ * a budget cut or a shed start; the device memory of an eviction comes
+ * back without another libum call; a restore overlaps an eviction (both
+ * ways at once on the link) whether or not mapping waits for the
  * device's work in flight.
  */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 
+#include <sys/syscall.h>
+
 #include "harness.h"
 #include "engine_vgpu_common.h"
+#include "internal.h"
 
 #define MiB EV_MiB
 
@@ -258,36 +262,24 @@ TEST(second_holders_stream_is_fenced_at_the_last_release)
 	um_context_destroy(ctx);
 }
 
-/* Pinning hook: is the context lock held by the caller? */
+/*
+ * Pinning hook: does the pinning thread hold the context lock? Read from
+ * the lock itself (glibc keeps the owner's thread id in it): exact, where a
+ * probe that times another thread's call also counts a lock held a while
+ * by some other thread on this loaded machine.
+ */
 static struct um_context *hook_ctx;
 static int hook_calls, hook_under_lock;
 
-static void *stats_probe(void *arg)
-{
-	struct um_stats st;
-
-	memset(&st, 0, sizeof(st));
-	st.size = sizeof(st);
-	(void)um_stats_get(hook_ctx, &st);
-	*(int *)arg = 1;
-	return NULL;
-}
-
 static void lock_probe_hook(void)
 {
-	static int done;
-	pthread_t t;
-	int i;
+	struct um_context *ctx = __atomic_load_n(&hook_ctx, __ATOMIC_ACQUIRE);
 
-	hook_calls++;
-	done = 0;
-	if (!hook_ctx || pthread_create(&t, NULL, stats_probe, &done))
-		return;
-	for (i = 0; i < 50 && !__atomic_load_n(&done, __ATOMIC_SEQ_CST); i++)
-		usleep(10000);
-	if (!__atomic_load_n(&done, __ATOMIC_SEQ_CST))
-		hook_under_lock++;
-	pthread_detach(t);
+	__atomic_fetch_add(&hook_calls, 1, __ATOMIC_RELAXED);
+	if (ctx && __atomic_load_n(&ctx->lock.__data.__owner,
+				   __ATOMIC_RELAXED) ==
+		   (int)syscall(SYS_gettid))
+		__atomic_fetch_add(&hook_under_lock, 1, __ATOMIC_RELAXED);
 }
 
 TEST(no_pinning_under_the_context_lock)
@@ -308,6 +300,76 @@ TEST(no_pinning_under_the_context_lock)
 	EXPECT_EQ(0, hook_under_lock);
 	ASSERT_EQ(0, um_free(hook_ctx, h));
 	um_context_destroy(hook_ctx);
+}
+
+/*
+ * Evictions the policy starts inside other calls pin nothing under the lock
+ * either, from an empty pool (pool_size 0): two 64 MiB regions fill a
+ * 128 MiB budget, then a third region's acquire, a budget cut or a shed
+ * evicts. The pool grows ahead (refill thread) or in the call with the lock
+ * dropped; the evicted bytes come back intact.
+ */
+enum forced_by { BY_ACQUIRE, BY_BUDGET, BY_SHED };
+
+static void evict_forced(struct __test_metadata *_metadata,
+			 enum forced_by by)
+{
+	void *s = NULL, *pa = NULL, *pb = NULL, *pc = NULL;
+	um_region_t a = 0, b = 0, c = 0;
+
+	ASSERT_EQ(0, gu_warmup());
+	ASSERT_EQ(0, gu_stream_create(&s));
+	ASSERT_EQ(0, ev_ctx(&hook_ctx, 128 * MiB));	/* pool_size 0 */
+	ASSERT_EQ(0, ev_filled(hook_ctx, s, 64 * MiB, "a", 5, &a, &pa));
+	ASSERT_EQ(0, ev_filled(hook_ctx, s, 64 * MiB, "b", 6, &b, &pb));
+	ASSERT_EQ(0, ev_region(hook_ctx, 64 * MiB, UM_BACKING_TIERED, "c",
+			       &c, &pc));
+	hook_calls = hook_under_lock = 0;
+	vgpu_pin_hook = lock_probe_hook;
+	if (by == BY_ACQUIRE) {
+		ASSERT_EQ(0, um_acquire(hook_ctx, c, UM_TIER_GPU(0), s));
+		ASSERT_EQ(0, um_release(hook_ctx, c));
+	} else if (by == BY_BUDGET) {
+		ASSERT_EQ(0, um_budget_set(hook_ctx, 0, 0));
+	} else {
+		ASSERT_EQ((int64_t)(128 * MiB),
+			  um_shed(hook_ctx, UM_TIER_GPU(0), 128 * MiB,
+				  UM_TIER_NONE));
+	}
+	ASSERT_EQ(0, um_wait_all(hook_ctx));
+	vgpu_pin_hook = NULL;
+	TH_LOG("pinning calls: %d, under the context lock: %d", hook_calls,
+	       hook_under_lock);
+	EXPECT_EQ(0, hook_under_lock);
+	ASSERT_EQ(0, um_budget_set(hook_ctx, 0, 128 * MiB));
+	ASSERT_EQ(0, um_acquire(hook_ctx, a, UM_TIER_GPU(0), s));
+	ASSERT_EQ(0, gu_check(pa, 64 * MiB, 5, s)) TH_LOG("a lost bytes");
+	ASSERT_EQ(0, um_release(hook_ctx, a));
+	ASSERT_EQ(0, um_acquire(hook_ctx, b, UM_TIER_GPU(0), s));
+	ASSERT_EQ(0, gu_check(pb, 64 * MiB, 6, s)) TH_LOG("b lost bytes");
+	ASSERT_EQ(0, um_release(hook_ctx, b));
+	ASSERT_EQ(0, gu_stream_sync(s));
+	ASSERT_EQ(0, um_free(hook_ctx, a));
+	ASSERT_EQ(0, um_free(hook_ctx, b));
+	ASSERT_EQ(0, um_free(hook_ctx, c));
+	um_context_destroy(hook_ctx);
+	hook_ctx = NULL;
+	gu_stream_destroy(s);
+}
+
+TEST(no_pinning_under_the_lock_when_acquire_needs_room)
+{
+	evict_forced(_metadata, BY_ACQUIRE);
+}
+
+TEST(no_pinning_under_the_lock_when_the_budget_is_cut)
+{
+	evict_forced(_metadata, BY_BUDGET);
+}
+
+TEST(no_pinning_under_the_lock_when_shedding)
+{
+	evict_forced(_metadata, BY_SHED);
 }
 
 /*
@@ -444,5 +506,8 @@ TEST(restore_overlaps_eviction_when_mapping_waits)
 }
 
 TEST_TIMEOUT_SET(second_holders_stream_is_fenced_at_the_last_release, 60);
+TEST_TIMEOUT_SET(no_pinning_under_the_lock_when_acquire_needs_room, 60);
+TEST_TIMEOUT_SET(no_pinning_under_the_lock_when_the_budget_is_cut, 60);
+TEST_TIMEOUT_SET(no_pinning_under_the_lock_when_shedding, 60);
 
 TEST_HARNESS_MAIN

@@ -1,0 +1,334 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Description: the pinned pool grows with the context lock not held, on
+ * every path that evicts (um_acquire needing room, um_budget_set lowering
+ * the budget, um_shed, um_release meeting a lowered budget), from an empty
+ * pool (pool_size 0): a probe called right before each host_alloc finds
+ * that the growing thread does not hold the context lock. With the refill thread on (the
+ * default) the pool is grown ahead, before any eviction; it holds off after
+ * a trim; it stops with its context, and a fork() child's copy of the
+ * context is inert. With LIBUM_POOL_REFILL=0 the fallback alone keeps the
+ * lock free. Every evicted byte comes back intact.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "helpers.h"
+#include "internal.h"
+
+#define SZ (8 * MiB)
+
+/* ---- the probe: is the context lock held by whoever grows the pool? ---- */
+
+static struct um_context *probe_ctx;
+static int probe_grows, probe_under_lock;
+
+/*
+ * Called by the growing thread: does it hold the context lock? Read from
+ * the lock (glibc keeps its owner's thread id there): exact, where timing
+ * another thread's call would also count a lock some other thread held a
+ * while on a loaded machine.
+ */
+static void probe(void)
+{
+	struct um_context *ctx = __atomic_load_n(&probe_ctx, __ATOMIC_ACQUIRE);
+
+	if (!ctx)
+		return;
+	__atomic_fetch_add(&probe_grows, 1, __ATOMIC_RELAXED);
+	if (__atomic_load_n(&ctx->lock.__data.__owner, __ATOMIC_RELAXED) ==
+	    (int)syscall(SYS_gettid))
+		__atomic_fetch_add(&probe_under_lock, 1, __ATOMIC_RELAXED);
+}
+
+static void probe_arm(struct um_context *ctx)
+{
+	probe_grows = probe_under_lock = 0;
+	um__pool_grow_hook = probe;
+	__atomic_store_n(&probe_ctx, ctx, __ATOMIC_RELEASE);
+}
+
+static void probe_disarm(void)
+{
+	__atomic_store_n(&probe_ctx, NULL, __ATOMIC_RELEASE);
+	um__pool_grow_hook = NULL;
+}
+
+/* ---- contexts ----------------------------------------------------------- */
+
+/* Budget for two 8 MiB regions, 4 MiB pool chunks, refill on or off. */
+static struct um_context *ctx_refill(bool refill)
+{
+	struct um_config cfg;
+	struct um_context *ctx = NULL;
+
+	cfg_sim(&cfg, 2 * SZ, 64 * MiB);
+	cfg.pool_chunk = 4 * MiB;
+	setenv("LIBUM_PRESSURE", "0", 1);
+	setenv("LIBUM_POOL_REFILL", refill ? "1" : "0", 1);
+	if (um_context_create(&cfg, &ctx))
+		ctx = NULL;
+	unsetenv("LIBUM_POOL_REFILL");
+	return ctx;
+}
+
+static uint64_t pool_bytes(struct um_context *ctx)
+{
+	struct um_stats st = { .size = sizeof(st) };
+
+	return um_stats_get(ctx, &st) ? 0 : st.pool_bytes;
+}
+
+static void sleep_ms(unsigned int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/* Pool bytes once they reach want, polled for up to 10 s. */
+static uint64_t pool_bytes_reach(struct um_context *ctx, uint64_t want)
+{
+	uint64_t b = 0;
+
+	for (int i = 0; i < 1000 && (b = pool_bytes(ctx)) < want; i++)
+		sleep_ms(10);
+	return b;
+}
+
+/* Two released regions on the device, a and b, with patterns 1 and 2. */
+static void two_on_device(struct __test_metadata *_metadata,
+			  struct um_context *ctx, um_region_t *a,
+			  um_region_t *b)
+{
+	*a = region(ctx, UM_KIND_OPTIMIZER_STATE, 0, SZ, "a");
+	*b = region(ctx, UM_KIND_OPTIMIZER_STATE, 0, SZ, "b");
+	ASSERT_NE(0, *a);
+	ASSERT_NE(0, *b);
+	ASSERT_EQ(0, put_pattern(ctx, *a, SZ, 1));
+	ASSERT_EQ(0, put_pattern(ctx, *b, SZ, 2));
+	ASSERT_EQ(1, on_gpu(ctx, *a));
+	ASSERT_EQ(1, on_gpu(ctx, *b));
+}
+
+/* Nothing grew under the lock, something grew, and the bytes came back. */
+static void check_off_lock(struct __test_metadata *_metadata,
+			   struct um_context *ctx, um_region_t a,
+			   um_region_t b)
+{
+	probe_disarm();
+	TH_LOG("pool grows: %d, with the context lock held: %d", probe_grows,
+	       probe_under_lock);
+	EXPECT_EQ(0, probe_under_lock);
+	EXPECT_LT(0, probe_grows);
+	ASSERT_EQ(0, um_wait_all(ctx));
+	ASSERT_EQ(0, um_budget_set(ctx, 0, 2 * SZ));
+	EXPECT_EQ(0, get_pattern(ctx, a, SZ, 1));
+	EXPECT_EQ(0, get_pattern(ctx, b, SZ, 2));
+	EXPECT_EQ(0, um_free(ctx, a));
+	EXPECT_EQ(0, um_free(ctx, b));
+}
+
+/* A third region's acquire evicts a or b; then the checks, and destroy. */
+static void acquire_a_third(struct __test_metadata *_metadata,
+			    struct um_context *ctx, um_region_t a,
+			    um_region_t b)
+{
+	um_region_t c = region(ctx, UM_KIND_PARAM, 0, SZ, "c");
+
+	ASSERT_NE(0, c);
+	ASSERT_EQ(0, um_acquire(ctx, c, UM_TIER_GPU(0), NULL));
+	ASSERT_EQ(0, um_release(ctx, c));
+	check_off_lock(_metadata, ctx, a, b);
+	EXPECT_EQ(0, um_free(ctx, c));
+	EXPECT_EQ(0, um_context_destroy(ctx));
+}
+
+/* ---- every path that evicts, fallback only (refill off) ----------------- */
+
+TEST(acquire_needing_room_grows_the_pool_off_the_lock)
+{
+	struct um_context *ctx = ctx_refill(false);
+	um_region_t a, b;
+
+	ASSERT_NE(NULL, ctx);
+	two_on_device(_metadata, ctx, &a, &b);
+	probe_arm(ctx);
+	acquire_a_third(_metadata, ctx, a, b);
+}
+
+TEST(budget_cut_grows_the_pool_off_the_lock)
+{
+	struct um_context *ctx = ctx_refill(false);
+	um_region_t a, b;
+
+	ASSERT_NE(NULL, ctx);
+	two_on_device(_metadata, ctx, &a, &b);
+	probe_arm(ctx);
+	ASSERT_EQ(0, um_budget_set(ctx, 0, 0));
+	EXPECT_EQ(0, on_gpu(ctx, a));
+	EXPECT_EQ(0, on_gpu(ctx, b));
+	check_off_lock(_metadata, ctx, a, b);
+	EXPECT_EQ(0, um_context_destroy(ctx));
+}
+
+TEST(shed_grows_the_pool_off_the_lock)
+{
+	struct um_context *ctx = ctx_refill(false);
+	um_region_t a, b;
+
+	ASSERT_NE(NULL, ctx);
+	two_on_device(_metadata, ctx, &a, &b);
+	probe_arm(ctx);
+	EXPECT_EQ((int64_t)(2 * SZ),
+		  um_shed(ctx, UM_TIER_GPU(0), 2 * SZ, UM_TIER_NONE));
+	check_off_lock(_metadata, ctx, a, b);
+	EXPECT_EQ(0, um_context_destroy(ctx));
+}
+
+TEST(release_over_a_cut_budget_grows_the_pool_off_the_lock)
+{
+	struct um_context *ctx = ctx_refill(false);
+	um_region_t a, b;
+	void *p;
+
+	ASSERT_NE(NULL, ctx);
+	two_on_device(_metadata, ctx, &a, &b);
+	ASSERT_EQ(0, acquire_ptr(ctx, a, &p));
+	ASSERT_EQ(0, acquire_ptr(ctx, b, &p));
+	EXPECT_EQ(-EBUSY, um_budget_set(ctx, 0, SZ));
+	probe_arm(ctx);
+	ASSERT_EQ(0, um_release(ctx, a));	/* over budget: a goes */
+	EXPECT_EQ(0, on_gpu(ctx, a));
+	ASSERT_EQ(0, um_release(ctx, b));
+	check_off_lock(_metadata, ctx, a, b);
+	EXPECT_EQ(0, um_context_destroy(ctx));
+}
+
+/* ---- the refill thread (the default) ------------------------------------ */
+
+TEST(refill_grows_the_pool_before_the_first_eviction)
+{
+	struct um_context *ctx = ctx_refill(true);
+	um_region_t a, b;
+
+	ASSERT_NE(NULL, ctx);
+	probe_arm(ctx);
+	two_on_device(_metadata, ctx, &a, &b);
+	/* no eviction yet: room for the two regions' copies, made ahead */
+	EXPECT_LE(2 * SZ, pool_bytes_reach(ctx, 2 * SZ));
+	acquire_a_third(_metadata, ctx, a, b);
+}
+
+TEST(refill_holds_off_after_a_trim)
+{
+	struct um_context *ctx = ctx_refill(true);
+	um_region_t a, b;
+
+	ASSERT_NE(NULL, ctx);
+	two_on_device(_metadata, ctx, &a, &b);
+	ASSERT_LE(2 * SZ, pool_bytes_reach(ctx, 2 * SZ));
+	/* what pressure does: give the free chunks back */
+	EXPECT_LE((int64_t)(2 * SZ), um_pool_trim(ctx));
+	EXPECT_EQ(0, pool_bytes(ctx));
+	sleep_ms(1500);		/* more than a refill poll, less than hold-off */
+	EXPECT_EQ(0, pool_bytes(ctx)) TH_LOG("the refill pinned them again");
+	/* an eviction still works meanwhile, growing off the lock */
+	probe_arm(ctx);
+	ASSERT_EQ(0, um_budget_set(ctx, 0, SZ));
+	check_off_lock(_metadata, ctx, a, b);
+	EXPECT_EQ(0, um_context_destroy(ctx));
+}
+
+static int thread_count(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n;
+}
+
+TEST(refill_thread_stops_with_its_context)
+{
+	int before = thread_count(), i;
+
+	ASSERT_LT(0, before);
+	for (i = 0; i < 3; i++) {
+		struct um_context *ctx = ctx_refill(true);
+		um_region_t a, b;
+
+		ASSERT_NE(NULL, ctx);
+		two_on_device(_metadata, ctx, &a, &b);
+		/* i = 0: destroyed while the refill may still be growing */
+		if (i)
+			ASSERT_LE(2 * SZ, pool_bytes_reach(ctx, 2 * SZ));
+		EXPECT_EQ(0, um_free(ctx, a));
+		EXPECT_EQ(0, um_free(ctx, b));
+		EXPECT_EQ(0, um_context_destroy(ctx));
+		EXPECT_EQ(before, thread_count());
+	}
+}
+
+TEST(fork_child_copy_is_inert_and_parent_refills)
+{
+	struct um_context *ctx = ctx_refill(true);
+	struct um_stats st = { .size = sizeof(st) };
+	um_region_t a, b;
+	int status = 0;
+	pid_t pid;
+
+	ASSERT_NE(NULL, ctx);
+	two_on_device(_metadata, ctx, &a, &b);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		/* no refill thread here: every call -ECHILD, destroy forgets */
+		int bad = um_stats_get(ctx, &st) != -ECHILD;
+
+		bad |= um_shed(ctx, UM_TIER_GPU(0), SZ, UM_TIER_NONE) !=
+		       -ECHILD;
+		bad |= um_context_destroy(ctx) != 0;
+		_exit(bad);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	EXPECT_LE(2 * SZ, pool_bytes_reach(ctx, 2 * SZ));
+	probe_arm(ctx);
+	ASSERT_EQ(0, um_budget_set(ctx, 0, 0));
+	check_off_lock(_metadata, ctx, a, b);
+	EXPECT_EQ(0, um_context_destroy(ctx));
+}
+
+TEST(refill_switch_is_validated)
+{
+	struct um_config cfg;
+	struct um_context *ctx = NULL;
+
+	cfg_sim(&cfg, 0, 64 * MiB);
+	setenv("LIBUM_POOL_REFILL", "sometimes", 1);
+	EXPECT_EQ(-EINVAL, um_context_create(&cfg, &ctx));
+	unsetenv("LIBUM_POOL_REFILL");
+	EXPECT_EQ(1, logcap_has(UM_LOG_ERR, "LIBUM_POOL_REFILL", "sometimes",
+				NULL));
+	EXPECT_EQ(NULL, ctx);
+}
+
+TEST_TIMEOUT_SET(refill_thread_stops_with_its_context, 60);
+TEST_TIMEOUT_SET(refill_holds_off_after_a_trim, 60);
+TEST_TIMEOUT_SET(fork_child_copy_is_inert_and_parent_refills, 60);
+TEST_TIMEOUT_SET(refill_grows_the_pool_before_the_first_eviction, 60);
+
+TEST_HARNESS_MAIN
