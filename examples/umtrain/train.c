@@ -19,8 +19,9 @@
  * shard while the parameters are still resident. Under a small budget libum
  * evicts whatever is released (optimizer state first) to make room, so the
  * device never holds more than one layer's working set, and the result must
- * not change by a single bit. What the next piece of math needs is acquired
- * ahead (prefetch()) so its copy overlaps the math of the current one. The
+ * not change by a single bit. The order of a step's acquires is fixed (the
+ * plan, make_plan()): a stager thread acquires the plan's next regions
+ * ahead (top_up()) so their copies overlap the math of the current one. The
  * math runs on the CPU on the pointers libum hands out (on the sim backend
  * device memory is host memory).
  */
