@@ -67,6 +67,22 @@ threads_do_not_matter() {
 	echo "$a / $b" && [ "$a" = "$b" ]
 }
 
+# The stager thread acquires ahead; without it every acquire is made when
+# the region is used. Under a budget that makes libum evict, both give the
+# same bits, and the stager run stays within its budget.
+stager_keeps_bits() {
+	local a b peak budget
+	a=$("$UMTRAIN" "${MID[@]}" --steps 2 -q) &&
+	b=$("$UMTRAIN" "${MID[@]}" --steps 2 -q --no-prefetch) &&
+	"$UMTRAIN" "${SMALL[@]}" --steps 3 --compare --json >"$TMP/st.json" &&
+	echo "$a / $b" && [ "$a" = "$b" ] &&
+	grep -q '"checksums_equal": true' "$TMP/st.json" || return 1
+	peak=$(jnum "$TMP/st.json" device_peak_bytes 2)
+	budget=$(jnum "$TMP/st.json" budget_bytes 1)
+	echo "small model: peak=$peak budget=$budget"
+	[ "$peak" -le "$budget" ] && [ "$(jnum "$TMP/st.json" evictions 2)" -gt 0 ]
+}
+
 seed_matters() {
 	local a b
 	a=$("$UMTRAIN" "${SMALL[@]}" --steps 2 --seed 1 -q) &&
@@ -102,13 +118,14 @@ help_ok() {
 	"$UMTRAIN" --help | grep -q -- '--budget' && "$UMTRAIN" --version
 }
 
-tap_begin 19
+tap_begin 20
 tap_check "compare run: valid JSON with every key, checksums equal" compare_ok
 tap_check "budget run evicts and stays within its budget" evicts_under_budget
 tap_check "unlimited run never evicts" unlimited_never_evicts
 tap_check "loss at least halves in 80 steps" learns
 tap_check "thread count does not change the bits" threads_do_not_matter
 tap_check "the seed changes the result" seed_matters
+tap_check "acquiring ahead keeps the bits and the budget" stager_keeps_bits
 tap_check "--bench prints both step rates and the ratio" bench_reports_rates
 tap_check "--help and --version" help_ok
 tap_check "bad --hidden" usage_error "invalid --hidden" --hidden 0

@@ -14,10 +14,10 @@
 /* Rows of w per block: a block stays in cache while every sample uses it. */
 #define ROW_BLOCK 16
 
-void k_forward(const float *x, const float *w, float *y, size_t batch,
-	       size_t in, size_t out, int relu, size_t lo, size_t hi)
+void k_forward(const float *x, const float *w, const float *bias, float *y,
+	       size_t batch, size_t in, size_t out, int relu, size_t lo,
+	       size_t hi)
 {
-	const float *bias = w + in * out;
 	size_t b, i, i0, o;
 
 	for (b = 0; b < batch; b++)
@@ -45,13 +45,13 @@ void k_forward(const float *x, const float *w, float *y, size_t batch,
 				y[b * out + o] = 0.0f;
 }
 
-void k_grad_w(const float *x, const float *dy, float *g, size_t batch,
-	      size_t in, size_t out, size_t lo, size_t hi)
+void k_grad_w(const float *x, const float *dy, float *g, float *gb,
+	      size_t batch, size_t in, size_t out, size_t lo, size_t hi)
 {
 	size_t b, i, o;
 
 	for (i = lo; i < hi; i++) {
-		float *gi = g + i * out;
+		float *gi = i < in ? g + i * out : gb;
 
 		memset(gi, 0, out * sizeof(*gi));
 		for (b = 0; b < batch; b++) {

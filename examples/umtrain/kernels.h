@@ -7,9 +7,8 @@
  * by the same sequence of operations whatever the slice bounds, so results
  * are bit-identical for any number of threads.
  *
- * Layout: activations are [batch][width] row-major; a layer's parameters
- * are [in + 1][out]: row i < in holds the weights from input i, row in holds
- * the biases.
+ * Layout: activations are [batch][width] row-major; a layer's weights are
+ * [in][out] (row i: the weights from input i), its biases [out] apart.
  */
 #ifndef UMTRAIN_KERNELS_H
 #define UMTRAIN_KERNELS_H
@@ -18,11 +17,15 @@
 #include <stdint.h>
 
 /* y[b][o] = bias[o] + sum_i x[b][i] * w[i][o], then ReLU if relu; o in [lo, hi). */
-void k_forward(const float *x, const float *w, float *y, size_t batch,
-	       size_t in, size_t out, int relu, size_t lo, size_t hi);
-/* g[i][o] = sum_b x[b][i] * dy[b][o] (bias row i = in: sum_b dy[b][o]); rows i in [lo, hi) of in + 1. */
-void k_grad_w(const float *x, const float *dy, float *g, size_t batch,
-	      size_t in, size_t out, size_t lo, size_t hi);
+void k_forward(const float *x, const float *w, const float *bias, float *y,
+	       size_t batch, size_t in, size_t out, int relu, size_t lo,
+	       size_t hi);
+/*
+ * g[i][o] = sum_b x[b][i] * dy[b][o] for rows i in [lo, hi) of in + 1, row
+ * i = in being the biases' gradient gb[o] = sum_b dy[b][o].
+ */
+void k_grad_w(const float *x, const float *dy, float *g, float *gb,
+	      size_t batch, size_t in, size_t out, size_t lo, size_t hi);
 /*
  * dx[b][i] = (sum_o dy[b][o] * w[i][o]) * (x[b][i] > 0), i in [lo, hi):
  * the gradient through the previous layer's ReLU, whose output is x.

@@ -63,8 +63,8 @@ static void usage(void)
 "      --bench N        --compare, the two runs trained in lockstep (a step of\n"
 "                       each in turn), N times; print the median step rate\n"
 "                       of each and their ratio\n"
-"      --no-prefetch    acquire each region only when it is used (to measure\n"
-"                       what acquiring ahead gains)\n"
+"      --no-prefetch    acquire each region only when it is used, on the\n"
+"                       math's thread (to measure what acquiring ahead gains)\n"
 "  -J, --json           print the summary as JSON\n"
 "  -q, --quiet          print only the checksum line\n"
 "  -h, --help           show this help\n"
@@ -238,8 +238,8 @@ static void check_budget(struct opts *o, const struct train_sizes *sz)
 	}
 	if (!o->cfg.unlimited && o->cfg.budget < min)
 		ut_die_usage("--budget %s is below one step's working set of "
-			     "%s (a layer's parameters and gradient, two "
-			     "optimizer shards, the activations)",
+			     "%s (a layer's weights and gradient, two "
+			     "optimizer shards, the activations, the biases)",
 			     ut_size_str(o->cfg.budget, a),
 			     ut_size_str(min, b));
 }

@@ -4,11 +4,14 @@
  *
  * The model is an MLP (ReLU between layers) regressing onto a fixed random
  * teacher network (tanh hidden layer) from inputs drawn from the seed. Each
- * linear layer owns its parameters (a PARAM region) and Adam's first and
+ * linear layer owns its weights (a PARAM region) and their Adam first and
  * second moments (OPTIMIZER_STATE), split in shards so the policy has many
- * victims to choose among. One GRAD region holds the gradient of the layer
- * being updated, one ACTIVATION region the batch, every layer's output and
- * the deltas.
+ * victims to choose among. One GRAD region holds the weights' gradient of
+ * the layer being updated, one ACTIVATION region the batch, every layer's
+ * output and the deltas. The biases are packed, with their gradient and
+ * moments, in one PARAM region: a region takes at least a 2 MiB device
+ * granule, and a bias row kept with its weights would make a 1024 x 1024
+ * layer take three granules instead of two.
  *
  * A step acquires on the device only what the next piece of math touches and
  * releases it right after: forward acquires a layer's parameters; backward
@@ -16,8 +19,9 @@
  * shard while the parameters are still resident. Under a small budget libum
  * evicts whatever is released (optimizer state first) to make room, so the
  * device never holds more than one layer's working set, and the result must
- * not change by a single bit. What the next piece of math needs is acquired
- * ahead (prefetch()) so its copy overlaps the math of the current one. The
+ * not change by a single bit. The order of a step's acquires is fixed (the
+ * plan, make_plan()): a stager thread acquires the plan's next regions
+ * ahead (top_up()) so their copies overlap the math of the current one. The
  * math runs on the CPU on the pointers libum hands out (on the sim backend
  * device memory is host memory).
  */
@@ -31,6 +35,7 @@
 #include <xxhash.h>
 
 #include "kernels.h"
+#include "stager.h"
 #include "ut.h"
 #include "train.h"
 #include "workers.h"
@@ -39,15 +44,18 @@
 #define BETA1		0.9f
 #define BETA2		0.999f
 #define EPSILON		1e-8f
-#define AHEAD_MAX	4	/* regions acquired ahead of their use */
+#define AHEAD_MAX	8	/* regions acquired ahead of their use */
+#define LOOKAHEAD	(2 * AHEAD_MAX)	/* uses of the plan looked at */
+#define HOLD_MAX	8	/* regions the step holds at once */
 
 /* Random streams, so every use of the seed draws independent numbers. */
 enum { STREAM_DATA = 1, STREAM_TEACHER = 2, STREAM_INIT = 16 };
 
 struct layer {
-	size_t in, out, n;	/* n = (in + 1) * out parameters */
+	size_t in, out, n;	/* n = in * out weights */
 	um_region_t w;
 	float *wp;
+	float *bp, *bg, *bm, *bv;	/* biases, gradient, moments: in pack */
 	unsigned int nshards;
 	size_t shard;		/* elements per moment shard */
 	um_region_t *m, *v;
@@ -63,12 +71,22 @@ struct net {
 	uint32_t backing;	/* enum um_backing for every region */
 	uint64_t budget;	/* device bytes, as set */
 	uint64_t held;		/* device bytes acquired, prefetches included */
-	um_region_t ahead[AHEAD_MAX];	/* acquired ahead of use, not waited */
+	um_region_t ahead[AHEAD_MAX];	/* posted to the stager, not taken */
 	uint64_t ahead_bytes[AHEAD_MAX];
 	unsigned int nahead;
+	um_region_t holding[HOLD_MAX];	/* acquired by get(), not put() */
+	unsigned int nholding;
+	struct stager *stager;	/* NULL: nothing is acquired ahead */
+	/* The regions one step gets, in order; the run's i-th get is
+	 * plan[i % plan_len]. Followed while cursor < plan_end. */
+	um_region_t *plan;
+	uint64_t *plan_bytes;
+	size_t plan_len;
+	uint64_t cursor, plan_end;
 	um_region_t g;		/* the gradient of the layer being updated */
 	float *gp;
 	um_region_t act;
+	um_region_t pack;	/* every layer's bp, bg, bm, bv */
 	float **a;		/* a[0] the batch, a[l + 1] layer l's output */
 	float *y, *d[2];	/* targets; deltas, ping-pong */
 	float *teacher;		/* [in + 1][T] then [T + 1][out], plain memory */
@@ -139,74 +157,121 @@ static int acquire_failed(struct net *n, um_region_t r, int rc)
 		    rname(n, r, name, sizeof(name)));
 }
 
-/*
- * Start making r resident now, so its copy runs while the caller computes
- * with what it holds; get() then only waits. Skipped (not an error) when r
- * would not fit the budget beside what is held: libum would have to refuse
- * it or evict something about to be used.
- */
-static int prefetch(struct net *n, um_region_t r, uint64_t bytes)
+static bool in_list(const um_region_t *v, unsigned int cnt, um_region_t r,
+		    unsigned int *at)
 {
-	uint64_t need = on_device(bytes);
 	unsigned int i;
+
+	for (i = 0; i < cnt && v[i] != r; i++)
+		;
+	if (at)
+		*at = i;
+	return i < cnt;
+}
+
+/* Takes r off the list of regions posted ahead; true if it was there (its
+ * bytes stay counted in held). */
+static bool unahead(struct net *n, um_region_t r)
+{
+	unsigned int i;
+
+	if (!in_list(n->ahead, n->nahead, r, &i))
+		return false;
+	n->nahead--;
+	n->ahead[i] = n->ahead[n->nahead];
+	n->ahead_bytes[i] = n->ahead_bytes[n->nahead];
+	return true;
+}
+
+/*
+ * Post the plan's next uses to the stager, in order, while they fit the
+ * budget beside what is held and posted: their evictions and restores run
+ * while the caller computes. Stops at the first that does not fit, so the
+ * next use always finds room once what precedes it is put back, and at a
+ * region held now: the room its put() frees must not be promised twice.
+ */
+static int top_up(struct net *n)
+{
+	uint64_t i, end = n->cursor + LOOKAHEAD, need;
+	um_region_t r;
 	int rc;
 
-	for (i = 0; i < n->nahead; i++)
-		if (n->ahead[i] == r)
-			return 0;
-	if (n->cfg->no_prefetch || n->nahead == AHEAD_MAX ||
-	    n->held + need > n->budget)
+	if (!n->stager)
 		return 0;
-	rc = um_acquire(n->ctx, r, UM_TIER_GPU(0), NULL);
-	if (rc)
-		return acquire_failed(n, r, rc);
-	n->ahead[n->nahead] = r;
-	n->ahead_bytes[n->nahead++] = need;
-	n->held += need;
+	if (end > n->plan_end)
+		end = n->plan_end;
+	for (i = n->cursor; i < end && n->nahead < AHEAD_MAX; i++) {
+		r = n->plan[i % n->plan_len];
+		need = on_device(n->plan_bytes[i % n->plan_len]);
+		if (in_list(n->ahead, n->nahead, r, NULL))
+			continue;
+		if (in_list(n->holding, n->nholding, r, NULL) ||
+		    n->held + need > n->budget)
+			break;
+		rc = stager_post(n->stager, r);
+		if (rc)
+			return fail(n, rc, "acquiring ahead");
+		n->ahead[n->nahead] = r;
+		n->ahead_bytes[n->nahead++] = need;
+		n->held += need;
+	}
 	return 0;
 }
 
-/* Takes r off the prefetched list; true if it was there (still acquired). */
-static bool claim_prefetched(struct net *n, um_region_t r)
+/* r, posted ahead, is needed now: take it from the stager (1), or learn
+ * that the stager had not started it (0). */
+static int take_ahead(struct net *n, um_region_t r)
 {
-	unsigned int i;
+	int rc = top_up(n);
 
-	for (i = 0; i < n->nahead; i++) {
-		if (n->ahead[i] != r)
-			continue;
-		n->nahead--;
-		n->ahead[i] = n->ahead[n->nahead];
-		n->ahead_bytes[i] = n->ahead_bytes[n->nahead];
-		return true;
-	}
-	return false;
+	if (rc)
+		return rc;
+	rc = stager_take(n->stager, r);
+	return rc < 0 ? acquire_failed(n, r, rc) : rc;
 }
 
 /* Make r (of bytes) resident on the device and wait for its bytes. */
 static int get(struct net *n, um_region_t r, uint64_t bytes)
 {
+	bool ahead = unahead(n, r);
 	int rc = 0;
 
-	if (!claim_prefetched(n, r)) {
+	if (n->nholding == HOLD_MAX)
+		return fail(n, -EOVERFLOW, "holding %u regions", HOLD_MAX);
+	if (n->cursor < n->plan_end && n->plan[n->cursor % n->plan_len] == r)
+		n->cursor++;
+	/* held from here: top_up() must not post r again */
+	n->holding[n->nholding++] = r;
+	if (ahead)
+		rc = take_ahead(n, r);
+	if (rc < 0)
+		return rc;
+	if (!rc) {
 		rc = um_acquire(n->ctx, r, UM_TIER_GPU(0), NULL);
-		if (!rc)
+		if (rc)
+			return acquire_failed(n, r, rc);
+		if (!ahead)
 			n->held += on_device(bytes);
 	}
-	if (!rc)
-		rc = um_wait(n->ctx, r);
-	return rc ? acquire_failed(n, r, rc) : 0;
+	rc = um_wait(n->ctx, r);
+	if (rc)
+		return acquire_failed(n, r, rc);
+	return ahead ? 0 : top_up(n);
 }
 
 static int put(struct net *n, um_region_t r, uint64_t bytes)
 {
 	char name[96];
+	unsigned int i;
 	int rc = um_release(n->ctx, r);
 
 	if (rc)
 		return fail(n, rc, "releasing %s",
 			    rname(n, r, name, sizeof(name)));
 	n->held -= on_device(bytes);
-	return 0;
+	if (in_list(n->holding, n->nholding, r, &i))
+		n->holding[i] = n->holding[--n->nholding];
+	return top_up(n);
 }
 
 /* ---- sizes -------------------------------------------------------------- */
@@ -237,6 +302,23 @@ static size_t max_width(const struct train_cfg *c)
 	return w < TRAIN_OUT_DIM ? TRAIN_OUT_DIM : w;
 }
 
+/* Biases of the whole model. */
+static size_t biases(const struct train_cfg *c)
+{
+	size_t e = 0;
+	unsigned int l;
+
+	for (l = 0; l < c->layers; l++)
+		e += layer_out(c, l);
+	return e;
+}
+
+/* The pack: biases, their gradient and two moments. */
+static uint64_t pack_bytes(const struct train_cfg *c)
+{
+	return 4 * biases(c) * sizeof(float);
+}
+
 /* Floats in the activation region: batch, outputs, targets, 2 deltas. */
 static size_t act_elems(const struct train_cfg *c)
 {
@@ -249,14 +331,14 @@ static size_t act_elems(const struct train_cfg *c)
 	return e * c->batch;
 }
 
-/* Elements of the largest layer: the size of the one gradient region. */
+/* Weights of the largest layer: the size of the one gradient region. */
 static size_t largest_layer(const struct train_cfg *c)
 {
 	size_t most = 0, n;
 	unsigned int l;
 
 	for (l = 0; l < c->layers; l++) {
-		n = (layer_in(c, l) + 1) * layer_out(c, l);
+		n = layer_in(c, l) * layer_out(c, l);
 		if (n > most)
 			most = n;
 	}
@@ -270,15 +352,15 @@ void train_sizes(const struct train_cfg *c, struct train_sizes *sz)
 
 	memset(sz, 0, sizeof(*sz));
 	sz->act_bytes = act_elems(c) * sizeof(float);
-	sz->grad_bytes = largest_layer(c) * sizeof(float);
-	sz->regions = 2;
+	sz->grad_bytes = (largest_layer(c) + biases(c)) * sizeof(float);
+	sz->regions = 3;
 	for (l = 0; l < c->layers; l++) {
-		size_t n = (layer_in(c, l) + 1) * layer_out(c, l);
+		size_t n = layer_in(c, l) * layer_out(c, l);
 		size_t shards = (n + se - 1) / se;
 		uint64_t ws = on_device(n * sizeof(float)) +
 			      2 * on_device((n < se ? n : se) * sizeof(float));
 
-		sz->params += n;
+		sz->params += n + layer_out(c, l);
 		sz->regions += 1 + 2 * shards;
 		sz->state_regions += 2 * shards;
 		if (ws > sz->working_set)
@@ -286,8 +368,8 @@ void train_sizes(const struct train_cfg *c, struct train_sizes *sz)
 	}
 	sz->param_bytes = sz->params * sizeof(float);
 	sz->state_bytes = 2 * sz->param_bytes;
-	sz->working_set += on_device(sz->grad_bytes) +
-			   on_device(sz->act_bytes);
+	sz->working_set += on_device(largest_layer(c) * sizeof(float)) +
+			   on_device(sz->act_bytes) + on_device(pack_bytes(c));
 }
 
 /* ---- regions ------------------------------------------------------------ */
@@ -325,7 +407,7 @@ static int layer_regions(struct net *n, unsigned int l)
 
 	ly->in = layer_in(n->cfg, l);
 	ly->out = layer_out(n->cfg, l);
-	ly->n = (ly->in + 1) * ly->out;
+	ly->n = ly->in * ly->out;
 	ly->shard = shard_elems(n->cfg);
 	ly->nshards = (unsigned int)((ly->n + ly->shard - 1) / ly->shard);
 	ly->m = calloc(ly->nshards, sizeof(*ly->m));
@@ -389,12 +471,34 @@ static void free_regions(struct net *n)
 	}
 	drop(n, n->g);
 	drop(n, n->act);
+	drop(n, n->pack);
 	free(n->ly);
 	free(n->a);
 	n->ly = NULL;
 	n->a = NULL;
 	n->g = 0;
 	n->act = 0;
+	n->pack = 0;
+}
+
+static int pack_regions(struct net *n)
+{
+	size_t nb = biases(n->cfg);
+	float *p;
+	unsigned int l;
+	int rc = region(n, UM_KIND_PARAM, pack_bytes(n->cfg), "biases",
+			&n->pack, &p);
+
+	for (l = 0; !rc && l < n->nl; l++) {
+		struct layer *ly = &n->ly[l];
+
+		ly->bp = p;
+		ly->bg = p + nb;
+		ly->bm = p + 2 * nb;
+		ly->bv = p + 3 * nb;
+		p += ly->out;
+	}
+	return rc;
 }
 
 static int make_regions(struct net *n)
@@ -432,7 +536,7 @@ static int make_regions(struct net *n)
 	p += (size_t)c->batch * TRAIN_OUT_DIM;
 	n->d[0] = p;
 	n->d[1] = p + (size_t)c->batch * max_width(c);
-	return 0;
+	return pack_regions(n);
 }
 
 /* ---- initial values ----------------------------------------------------- */
@@ -445,6 +549,7 @@ static size_t shard_bytes(const struct layer *ly, unsigned int k)
 	return (e < ly->shard ? e : ly->shard) * sizeof(float);
 }
 
+/* Bytes of ly's weight region (the biases are in the pack). */
 static size_t param_bytes(const struct layer *ly)
 {
 	return ly->n * sizeof(float);
@@ -455,16 +560,15 @@ static int init_layer(struct net *n, unsigned int l)
 {
 	struct layer *ly = &n->ly[l];
 	float scale = sqrtf((l + 1 < n->nl ? 6.0f : 3.0f) / (float)ly->in);
-	size_t i, wn = ly->in * ly->out;
+	size_t i;
 	unsigned int k;
 	int rc;
 
 	rc = get(n, ly->w, param_bytes(ly));
 	if (rc)
 		return rc;
-	for (i = 0; i < wn; i++)
+	for (i = 0; i < ly->n; i++)
 		ly->wp[i] = scale * k_uniform(n->cfg->seed, STREAM_INIT + l, i);
-	memset(ly->wp + wn, 0, ly->out * sizeof(float));
 	rc = put(n, ly->w, param_bytes(ly));
 	for (k = 0; !rc && k < ly->nshards; k++) {
 		rc = get(n, ly->m[k], shard_bytes(ly, k));
@@ -560,13 +664,13 @@ static void run_job(void *arg, unsigned int id, unsigned int nt)
 	switch (j->type) {
 	case JOB_FORWARD:
 		slice(ly->out, ALIGN_ELEMS, id, nt, &lo, &hi);
-		k_forward(j->x, ly->wp, j->y, j->batch, ly->in, ly->out,
-			  j->relu, lo, hi);
+		k_forward(j->x, ly->wp, ly->bp, j->y, j->batch, ly->in,
+			  ly->out, j->relu, lo, hi);
 		break;
 	case JOB_GRAD_W:
 		slice(ly->in + 1, 1, id, nt, &lo, &hi);
-		k_grad_w(j->x, j->dy, j->g, j->batch, ly->in, ly->out, lo,
-			 hi);
+		k_grad_w(j->x, j->dy, j->g, ly->bg, j->batch, ly->in,
+			 ly->out, lo, hi);
 		break;
 	case JOB_GRAD_X:
 		slice(ly->in, ALIGN_ELEMS, id, nt, &lo, &hi);
@@ -592,8 +696,6 @@ static int forward(struct net *n)
 		struct layer *ly = &n->ly[l];
 
 		rc = get(n, ly->w, param_bytes(ly));
-		if (!rc && l + 1 < n->nl)
-			rc = prefetch(n, n->ly[l + 1].w, param_bytes(ly + 1));
 		if (rc)
 			return rc;
 		j.ly = ly;
@@ -627,10 +729,10 @@ static double loss_and_delta(struct net *n)
 
 /*
  * Adam on layer ly, whose parameters and gradient are held, one moment
- * shard pair at a time: the next pair (after the last one, the parameters
- * of the layer updated next) is prefetched while this one is computed.
+ * shard pair at a time, so the pairs that follow (and the next layer's
+ * parameters) are staged while this one is computed.
  */
-static int adam_layer(struct net *n, struct layer *ly, struct layer *next,
+static int adam_layer(struct net *n, struct layer *ly,
 		      const struct adam_hp *hp)
 {
 	struct job j = { .type = JOB_ADAM, .hp = hp };
@@ -643,14 +745,6 @@ static int adam_layer(struct net *n, struct layer *ly, struct layer *next,
 		rc = get(n, ly->m[k], b);
 		if (!rc)
 			rc = get(n, ly->v[k], b);
-		if (!rc && k + 1 < ly->nshards) {
-			rc = prefetch(n, ly->m[k + 1], shard_bytes(ly, k + 1));
-			if (!rc)
-				rc = prefetch(n, ly->v[k + 1],
-					      shard_bytes(ly, k + 1));
-		} else if (!rc && next) {
-			rc = prefetch(n, next->w, param_bytes(next));
-		}
 		if (rc)
 			break;
 		j.count = b / sizeof(float);
@@ -663,7 +757,16 @@ static int adam_layer(struct net *n, struct layer *ly, struct layer *next,
 		if (!rc)
 			rc = put(n, ly->m[k], b);
 	}
-	return rc;
+	if (rc)
+		return rc;
+	/* the biases: too few to be worth waking the team for */
+	j.count = ly->out;
+	j.w = ly->bp;
+	j.g = ly->bg;
+	j.m = ly->bm;
+	j.v = ly->bv;
+	run_job(&j, 0, 1);
+	return 0;
 }
 
 /*
@@ -689,10 +792,6 @@ static int backward_and_update(struct net *n, unsigned int t)
 		struct layer *ly = &n->ly[l];
 
 		rc = get(n, ly->w, param_bytes(ly));
-		if (!rc)
-			rc = prefetch(n, ly->m[0], shard_bytes(ly, 0));
-		if (!rc)
-			rc = prefetch(n, ly->v[0], shard_bytes(ly, 0));
 		if (rc)
 			return rc;
 		j.ly = ly;
@@ -707,7 +806,7 @@ static int backward_and_update(struct net *n, unsigned int t)
 			workers_run(n->team, run_job, &j);
 			cur ^= 1;
 		}
-		rc = adam_layer(n, ly, l ? ly - 1 : NULL, &hp);
+		rc = adam_layer(n, ly, &hp);
 		if (!rc)
 			rc = put(n, ly->w, param_bytes(ly));
 		if (rc)
@@ -716,26 +815,18 @@ static int backward_and_update(struct net *n, unsigned int t)
 	return 0;
 }
 
+/* The activations and the gradient are held from the first step to the
+ * last (hold_step_buffers()). */
 static int step(struct net *n, unsigned int s, double *loss)
 {
-	uint64_t act = act_elems(n->cfg) * sizeof(float);
-	uint64_t grad = largest_layer(n->cfg) * sizeof(float);
-	int rc = get(n, n->act, act);
+	int rc;
 
-	if (!rc)
-		rc = get(n, n->g, grad);
-	if (rc)
-		return rc;
 	make_batch(n, s);
 	rc = forward(n);
 	if (!rc) {
 		*loss = loss_and_delta(n);
 		rc = backward_and_update(n, s + 1);
 	}
-	if (!rc)
-		rc = put(n, n->g, grad);
-	if (!rc)
-		rc = put(n, n->act, act);
 	return rc;
 }
 
@@ -767,7 +858,11 @@ static int checksums(struct net *n, struct train_result *res)
 	for (l = 0; !rc && l < n->nl; l++) {
 		struct layer *ly = &n->ly[l];
 
+		size_t bb = ly->out * sizeof(float);
+
+		/* the pack is held: its parts are hashed in place */
 		rc = hash_region(n, hw, ly->w, ly->wp, param_bytes(ly));
+		XXH3_64bits_update(hw, ly->bp, bb);
 		for (k = 0; !rc && k < ly->nshards; k++) {
 			size_t b = shard_bytes(ly, k);
 
@@ -775,6 +870,8 @@ static int checksums(struct net *n, struct train_result *res)
 			if (!rc)
 				rc = hash_region(n, hs, ly->v[k], ly->vp[k], b);
 		}
+		XXH3_64bits_update(hs, ly->bm, bb);
+		XXH3_64bits_update(hs, ly->bv, bb);
 	}
 	res->checksum = XXH3_64bits_digest(hw);
 	res->state_checksum = XXH3_64bits_digest(hs);
@@ -824,6 +921,82 @@ static int open_context(struct net *n, struct train_result *res)
 	return 0;
 }
 
+static void plan_add(struct net *n, um_region_t r, uint64_t bytes)
+{
+	n->plan[n->plan_len] = r;
+	n->plan_bytes[n->plan_len++] = bytes;
+}
+
+/* The order in which step() gets the layers' regions. */
+static int make_plan(struct net *n)
+{
+	size_t most = 2 * n->nl, l, k;
+
+	for (l = 0; l < n->nl; l++)
+		most += 2 * n->ly[l].nshards;
+	n->plan = calloc(most, sizeof(*n->plan));
+	n->plan_bytes = calloc(most, sizeof(*n->plan_bytes));
+	if (!n->plan || !n->plan_bytes)
+		return fail(n, -ENOMEM, "the plan of a step");
+	for (l = 0; l < n->nl; l++)
+		plan_add(n, n->ly[l].w, param_bytes(&n->ly[l]));
+	for (l = n->nl; l--;) {
+		const struct layer *ly = &n->ly[l];
+
+		plan_add(n, ly->w, param_bytes(ly));
+		for (k = 0; k < ly->nshards; k++) {
+			plan_add(n, ly->m[k], shard_bytes(ly, k));
+			plan_add(n, ly->v[k], shard_bytes(ly, k));
+		}
+	}
+	return 0;
+}
+
+/*
+ * Every step uses the activations, the gradient and the pack whole: they
+ * stay held from the start to the last step (released between steps,
+ * acquiring ahead could evict them, and their bytes would travel for
+ * nothing). The pack starts as zero biases and moments.
+ */
+static int hold_whole_buffers(struct net *n)
+{
+	int rc = get(n, n->act, act_elems(n->cfg) * sizeof(float));
+
+	if (!rc)
+		rc = get(n, n->g, largest_layer(n->cfg) * sizeof(float));
+	if (!rc)
+		rc = get(n, n->pack, pack_bytes(n->cfg));
+	if (!rc)
+		memset(n->ly[0].bp, 0, pack_bytes(n->cfg));
+	return rc;
+}
+
+static int put_whole_buffers(struct net *n)
+{
+	int rc = put(n, n->pack, pack_bytes(n->cfg));
+
+	if (!rc)
+		rc = put(n, n->g, largest_layer(n->cfg) * sizeof(float));
+	return rc ? rc : put(n, n->act, act_elems(n->cfg) * sizeof(float));
+}
+
+/* Follow the plan from its start, acquiring ahead unless told not to. */
+static int start_steps(struct net *n)
+{
+	int rc = make_plan(n);
+
+	if (!rc && !n->cfg->no_prefetch) {
+		rc = stager_start(&n->stager, n->ctx);
+		if (rc)
+			return fail(n, rc, "starting the stager thread");
+	}
+	if (rc)
+		return rc;
+	n->cursor = 0;
+	n->plan_end = (uint64_t)n->cfg->steps * n->plan_len;
+	return top_up(n);
+}
+
 /* Regions made and initialised: ready for step 0. */
 static int net_open(struct net *n, struct train_result *res)
 {
@@ -841,9 +1014,11 @@ static int net_open(struct net *n, struct train_result *res)
 		rc = make_teacher(n);
 	if (!rc)
 		rc = make_regions(n);
+	if (!rc)
+		rc = hold_whole_buffers(n);
 	for (l = 0; !rc && l < n->nl; l++)
 		rc = init_layer(n, l);
-	return rc;
+	return rc ? rc : start_steps(n);
 }
 
 static int net_step(struct net *n, unsigned int s, struct train_result *res)
@@ -862,11 +1037,15 @@ static int net_step(struct net *n, unsigned int s, struct train_result *res)
 /* After the last step: checksums and libum's stats into res. */
 static int net_finish(struct net *n, struct train_result *res)
 {
-	int rc = um_wait_all(n->ctx);
+	int rc;
 
+	n->plan_end = n->cursor;
+	rc = um_wait_all(n->ctx);
 	if (rc)
 		return fail(n, rc, "um_wait_all");
 	rc = checksums(n, res);
+	if (!rc)
+		rc = put_whole_buffers(n);
 	if (rc)
 		return rc;
 	res->st.size = sizeof(res->st);
@@ -879,6 +1058,12 @@ static int net_close(struct net *n, int rc)
 {
 	int leaks;
 
+	stager_stop(n->stager);
+	n->stager = NULL;
+	free(n->plan);
+	free(n->plan_bytes);
+	n->plan = NULL;
+	n->plan_bytes = NULL;
 	if (n->ctx) {
 		free_regions(n);
 		leaks = um_context_destroy(n->ctx);
