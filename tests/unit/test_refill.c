@@ -162,7 +162,8 @@ TEST(acquire_needing_room_grows_the_pool_off_the_lock)
 	acquire_a_third(_metadata, ctx, a, b);
 }
 
-TEST(budget_cut_grows_the_pool_off_the_lock)
+/* Both regions leave the device, by a budget cut to 0 or by um_shed. */
+static void both_leave(struct __test_metadata *_metadata, bool by_shed)
 {
 	struct um_context *ctx = ctx_refill(false);
 	um_region_t a, b;
@@ -170,25 +171,25 @@ TEST(budget_cut_grows_the_pool_off_the_lock)
 	ASSERT_NE(NULL, ctx);
 	two_on_device(_metadata, ctx, &a, &b);
 	probe_arm(ctx);
-	ASSERT_EQ(0, um_budget_set(ctx, 0, 0));
+	if (by_shed)
+		EXPECT_EQ((int64_t)(2 * SZ),
+			  um_shed(ctx, UM_TIER_GPU(0), 2 * SZ, UM_TIER_NONE));
+	else
+		ASSERT_EQ(0, um_budget_set(ctx, 0, 0));
 	EXPECT_EQ(0, on_gpu(ctx, a));
 	EXPECT_EQ(0, on_gpu(ctx, b));
 	check_off_lock(_metadata, ctx, a, b);
 	EXPECT_EQ(0, um_context_destroy(ctx));
 }
 
+TEST(budget_cut_grows_the_pool_off_the_lock)
+{
+	both_leave(_metadata, false);
+}
+
 TEST(shed_grows_the_pool_off_the_lock)
 {
-	struct um_context *ctx = ctx_refill(false);
-	um_region_t a, b;
-
-	ASSERT_NE(NULL, ctx);
-	two_on_device(_metadata, ctx, &a, &b);
-	probe_arm(ctx);
-	EXPECT_EQ((int64_t)(2 * SZ),
-		  um_shed(ctx, UM_TIER_GPU(0), 2 * SZ, UM_TIER_NONE));
-	check_off_lock(_metadata, ctx, a, b);
-	EXPECT_EQ(0, um_context_destroy(ctx));
+	both_leave(_metadata, true);
 }
 
 TEST(release_over_a_cut_budget_grows_the_pool_off_the_lock)
