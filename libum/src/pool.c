@@ -307,7 +307,7 @@ got:
 			continue;
 		if (flags & UM_POOL_NOGROW)
 			return -EAGAIN;
-		ret = um__pool_heap_grow(pool, hi, need, false);
+		ret = um__pool_heap_grow(pool, hi, need, NULL);
 		if (ret)
 			return ret;
 	}
@@ -387,15 +387,15 @@ int um__pool_reserve(struct um_pool *pool, int node, uint64_t bytes)
 	/* returns at once when a span that large is already free */
 	return um__pool_heap_grow(pool, hi,
 				  (bytes + UM_POOL_PAGE - 1) >>
-				  POOL_PAGE_SHIFT, false);
+				  POOL_PAGE_SHIFT, NULL);
 }
 
 int um__pool_top_up(struct um_pool *pool, int node, uint64_t free_bytes,
-		    uint64_t span_bytes, const bool *stop)
+		    uint64_t span_bytes, uint64_t trimmed_at, const bool *stop)
 {
 	int hi = heap_index(node), grown = 0;
 	struct um_pool_stats st;
-	uint64_t span = span_bytes, want;
+	uint64_t want;
 	int ret;
 
 	if (!pool || hi < 0 || !stop)
@@ -406,15 +406,18 @@ int um__pool_top_up(struct um_pool *pool, int node, uint64_t free_bytes,
 		ret = um__pool_stats(pool, node, &st);
 		if (ret)
 			return ret;
-		if (st.largest_free >= span && st.free_bytes >= free_bytes)
-			return grown;
-		if (__atomic_load_n(stop, __ATOMIC_ACQUIRE))
+		if ((st.largest_free >= span_bytes &&
+		     st.free_bytes >= free_bytes) ||
+		    __atomic_load_n(stop, __ATOMIC_ACQUIRE))
 			return grown;
 		/* the span first; then a chunk at a time, so stop is seen */
-		want = st.largest_free < span ? span : pool->chunk_bytes;
+		want = st.largest_free < span_bytes ? span_bytes :
+		       pool->chunk_bytes;
 		ret = um__pool_heap_grow(pool, hi,
 					 (want + UM_POOL_PAGE - 1) >>
-					 POOL_PAGE_SHIFT, true);
+					 POOL_PAGE_SHIFT, &trimmed_at);
+		if (ret == -ECANCELED)
+			return grown;	/* a trim meanwhile wins */
 		if (ret)
 			return ret;
 		grown++;

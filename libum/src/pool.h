@@ -161,12 +161,15 @@ int um__pool_reserve(struct um_pool *pool, int node, uint64_t bytes);
 /*
  * Grow node's heap, a chunk at a time and with no lock held, until at least
  * free_bytes are free there and one free span holds span_bytes; stops early
- * once *stop reads true (checked between chunks). For a background thread
- * that keeps evictions off the slow path. Returns the chunks added (>= 0),
- * -EINVAL, or -ENOMEM (the backend refused; what was added stays).
+ * once *stop reads true (checked between chunks) or once a trim has given
+ * bytes back since trimmed_at (um__pool_trimmed_at() as the caller last
+ * read it; checked under the growers' mutex, so no chunk is added after
+ * such a trim). For a background thread that keeps evictions off the slow
+ * path. Returns the chunks added (>= 0), -EINVAL, or -ENOMEM (the backend
+ * refused; what was added stays).
  */
 int um__pool_top_up(struct um_pool *pool, int node, uint64_t free_bytes,
-		    uint64_t span_bytes, const bool *stop);
+		    uint64_t span_bytes, uint64_t trimmed_at, const bool *stop);
 
 /*
  * CLOCK_MONOTONIC time (ns) of the last um__pool_trim that gave bytes back,

@@ -634,7 +634,7 @@ void um__pool_block_free(struct um_pool *pool, struct span *s, uint32_t idx)
 void (*um__pool_grow_hook)(void);
 
 int um__pool_heap_grow(struct um_pool *pool, int hi, size_t need_pages,
-		       bool always)
+		       const uint64_t *top_up_since)
 {
 	struct heap *h = &pool->heaps[hi];
 	uint64_t need = (uint64_t)need_pages << POOL_PAGE_SHIFT;
@@ -647,7 +647,13 @@ int um__pool_heap_grow(struct um_pool *pool, int hi, size_t need_pages,
 
 	pthread_mutex_lock(&pool->grow_mu);
 	pool_lock(pool);
-	if (!always && tlsf_find(h, need_pages)) {
+	if (top_up_since &&
+	    __atomic_load_n(&pool->trimmed_at_ns, __ATOMIC_RELAXED) !=
+	    *top_up_since) {
+		ret = -ECANCELED;	/* trims set it under grow_mu */
+		goto out_unlock;
+	}
+	if (!top_up_since && tlsf_find(h, need_pages)) {
 		ret = 0;
 		goto out_unlock;
 	}
@@ -671,6 +677,11 @@ int um__pool_heap_grow(struct um_pool *pool, int hi, size_t need_pages,
 
 	ret = -ENOMEM;
 	c = calloc(1, sizeof(*c));
+	/*
+	 * Reachable from the pool while the backend pins: a fork() child,
+	 * which has no copy of this thread, keeps it with the pool.
+	 */
+	pool->growing = c;
 	if (um__pool_grow_hook)
 		um__pool_grow_hook();
 	t0 = um__pool_now_ns();
@@ -716,6 +727,7 @@ int um__pool_heap_grow(struct um_pool *pool, int hi, size_t need_pages,
 	tlsf_insert(pool, h, s);
 	c = NULL;
 out_unlock:
+	pool->growing = NULL;
 	pool_unlock(pool);
 	pthread_mutex_unlock(&pool->grow_mu);
 	free(c);

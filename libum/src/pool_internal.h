@@ -164,6 +164,7 @@ struct um_pool {
 	int lk;				/* spinlock: everything below */
 	unsigned int gen;		/* bumped to make caches flush */
 	pthread_mutex_t grow_mu;	/* one grower at a time */
+	struct chunk *growing;		/* grow_mu: the chunk being made */
 	uint64_t bytes;			/* chunk bytes, all heaps */
 	struct span * **pm;		/* page map, PM_L1 entries */
 	struct span *spare;		/* free span structs */
@@ -259,11 +260,13 @@ size_t um__pool_slab_pages(unsigned int k);
 void um__pool_drop_empty_slabs(struct um_pool *pool, struct heap *h);
 size_t um__pool_largest_free(const struct heap *h);
 /*
- * Grow heap hi by a chunk of at least need_pages; no lock held. Unless
- * always, nothing is done when a free span of need_pages exists.
+ * Grow heap hi by a chunk of at least need_pages; no lock held. Without
+ * top_up_since, nothing is done when a free span of need_pages exists;
+ * with it, the chunk is added anyway unless a trim gave bytes back after
+ * *top_up_since (then -ECANCELED: trims win over a refill).
  */
 int um__pool_heap_grow(struct um_pool *pool, int hi, size_t need_pages,
-		       bool always);
+		       const uint64_t *top_up_since);
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t um__pool_now_ns(void);
 /* A free span of at least n pages exists. */

@@ -118,7 +118,8 @@ static void refill_round(struct um_context *ctx)
 	pthread_mutex_unlock(&ctx->lock);
 	if (!refill_due(ctx->pool, node, free_b, span))
 		return;
-	ret = um__pool_top_up(ctx->pool, node, free_b, span, &rf->stop);
+	ret = um__pool_top_up(ctx->pool, node, free_b, span, trimmed,
+			      &rf->stop);
 	__atomic_fetch_add(&rf->rounds, 1, __ATOMIC_RELAXED);
 	rf->failed_at_ns = ret < 0 ? mono_ns() : 0;
 	if (ret < 0) {
