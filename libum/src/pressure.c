@@ -716,11 +716,15 @@ static void trim_kept_off(struct um_pressure *pr)
 
 	if (pr->home_orig >= 0 && pr->home_orig < 32)
 		nodes |= 1u << pr->home_orig;
+	/*
+	 * Without the context lock: a trim waits for a growth in progress
+	 * (the refill thread pinning a chunk), which must not hold up the
+	 * trainer's calls; the pool is thread-safe on its own.
+	 */
 	for (int n = 0; n < 32 && n < UM_POOL_MAX_NODES; n++) {
-		if (!(nodes & (1u << n)) || um__enter(pr->ctx))
+		if (!(nodes & (1u << n)) || um__enter_const(pr->ctx))
 			continue;
 		(void)um__pool_trim(pr->ctx->pool, n, 0);
-		um__exit(pr->ctx);
 	}
 }
 
