@@ -46,6 +46,7 @@
 #include "backend.h"
 #include "backend_sim.h"
 #include "um_numa.h"
+#include "util.h"
 
 #ifndef MREMAP_DONTUNMAP
 #define MREMAP_DONTUNMAP 4
@@ -173,14 +174,6 @@ static void sim_log(struct sim *s, int level, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	s->be->log(s->be->log_arg, level, "sim: %s", msg);
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static inline uint64_t round_up(uint64_t x, uint64_t a)
@@ -388,7 +381,7 @@ static void fence_reach(struct sim *s, struct um_fence *f, uint64_t gen,
 	if (gen > f->done)
 		f->done = gen;
 	if (gen == f->gen) {
-		f->ts = now_ns();
+		f->ts = um__now_ns();
 		f->err = err;
 	}
 	f->refs--;
@@ -837,7 +830,7 @@ static int sim_stream_record_fence(struct um_backend *be, void *stream,
 		return -EINVAL;
 	pthread_mutex_lock(&s->fmu);
 	f->done = ++f->gen;
-	f->ts = now_ns();
+	f->ts = um__now_ns();
 	f->err = 0;
 	pthread_cond_broadcast(&s->fcv);
 	pthread_mutex_unlock(&s->fmu);

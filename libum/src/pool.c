@@ -485,7 +485,7 @@ int64_t um__pool_trim(struct um_pool *pool, int node, uint64_t keep)
 		free(gone);
 	}
 	if (total > 0)
-		__atomic_store_n(&pool->trimmed_at_ns, um__pool_now_ns(),
+		__atomic_store_n(&pool->trimmed_at_ns, um__now_ns(),
 				 __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&pool->grow_mu);
 	return total;

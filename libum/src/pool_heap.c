@@ -82,14 +82,6 @@ static inline unsigned int ffs64(uint64_t x)	/* x != 0 */
 	return (unsigned int)__builtin_ctzll(x);
 }
 
-uint64_t um__pool_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* Sequence count around changes of a span lock-free readers may see. */
 static inline void seq_begin(struct span *s)
 {
@@ -684,7 +676,7 @@ int um__pool_heap_grow(struct um_pool *pool, int hi, size_t need_pages,
 	pool->growing = c;
 	if (um__pool_grow_hook)
 		um__pool_grow_hook();
-	t0 = um__pool_now_ns();
+	t0 = um__now_ns();
 	if (c)
 		ret = pool->be->ops->host_alloc(pool->be, size, h->node, &mem);
 	if (!ret && ((uintptr_t)mem & (UM_POOL_PAGE - 1))) {
@@ -694,7 +686,7 @@ int um__pool_heap_grow(struct um_pool *pool, int hi, size_t need_pages,
 	}
 
 	pool_lock(pool);
-	h->st.grow_ns += um__pool_now_ns() - t0;
+	h->st.grow_ns += um__now_ns() - t0;
 	s = NULL;
 	if (!ret) {
 		s = span_get(pool);

@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "pool.h"
+#include "util.h"
 
 #define POOL_PAGE_SHIFT	12
 #define SL_BITS		4
@@ -267,8 +268,6 @@ size_t um__pool_largest_free(const struct heap *h);
  */
 int um__pool_heap_grow(struct um_pool *pool, int hi, size_t need_pages,
 		       const uint64_t *top_up_since);
-/* CLOCK_MONOTONIC in nanoseconds. */
-uint64_t um__pool_now_ns(void);
 /* A free span of at least n pages exists. */
 bool um__pool_fits(struct heap *h, size_t n);
 /* Put a detached chunk's span struct back, under the lock. */

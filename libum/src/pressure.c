@@ -112,14 +112,6 @@ struct um_pressure {
 	atomic_uint sources;
 };
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static struct um_pressure *pr_of(struct um_context *ctx)
 {
 	return ctx ? ctx->pressure : NULL;
@@ -384,7 +376,7 @@ static int send_report(struct um_pressure *pr, const struct books *b)
 static void maybe_report(struct um_pressure *pr, bool force)
 {
 	struct books b;
-	uint64_t t = now_ns();
+	uint64_t t = um__now_ns();
 	int ret;
 
 	if (pr->umm_fd < 0)
@@ -575,7 +567,7 @@ static void ack(struct um_pressure *pr, const struct umm_event *ev,
 			strerror(errno));
 		return;
 	}
-	lat = now_ns() - ev->ts_ns;
+	lat = um__now_ns() - ev->ts_ns;
 	pthread_mutex_lock(&pr->st_lock);
 	pr->st.acks++;
 	pr->st.acked_bytes += freed;
@@ -770,9 +762,9 @@ static void check_home(struct um_pressure *pr)
 	uint64_t free_b, total;
 
 	if (pr->home_orig < 0 ||
-	    now_ns() - pr->last_home_check_ns < HOME_CHECK_NS)
+	    um__now_ns() - pr->last_home_check_ns < HOME_CHECK_NS)
 		return;
-	pr->last_home_check_ns = now_ns();
+	pr->last_home_check_ns = um__now_ns();
 	if (!um__numa_node_mem(pr->home_orig, &free_b, &total))
 		try_home(pr, free_b);
 }
@@ -792,14 +784,14 @@ static void keep_away(struct um_pressure *pr)
 	pr->keep_yields = false;
 	trim_kept_off(pr);
 	check_home(pr);
-	pr->last_keep_ns = pr->keep_cut ? 0 : now_ns();
+	pr->last_keep_ns = pr->keep_cut ? 0 : um__now_ns();
 	pr->keep_cut = false;
 }
 
 static void maybe_keep_away(struct um_pressure *pr)
 {
 	if ((pr->hot || pr->home_orig >= 0) &&
-	    now_ns() - pr->last_keep_ns >= pr->report_ns)
+	    um__now_ns() - pr->last_keep_ns >= pr->report_ns)
 		keep_away(pr);
 }
 
@@ -841,7 +833,7 @@ static void handle_pressure(struct um_pressure *pr, const struct umm_event *ev)
 	}
 	pthread_mutex_lock(&pr->st_lock);
 	if (!pr->st.first_event_ns && ev->level >= UMM_LEVEL_LOW) {
-		pr->st.first_event_ns = now_ns();
+		pr->st.first_event_ns = um__now_ns();
 		pr->st.first_eta_ms = ev->eta_ms;
 	}
 	if (ev->level > pr->st.max_level)
@@ -850,13 +842,13 @@ static void handle_pressure(struct um_pressure *pr, const struct umm_event *ev)
 	post_event(pr->ctx, tier, dest, ev->bytes_to_free, ev->level);
 	if (!ev->bytes_to_free)
 		return;
-	t0 = now_ns();
+	t0 = um__now_ns();
 	freed = shed(pr, tier, ev->bytes_to_free, dest);
 	um__log(pr->ctx, UM_LOG_DEBUG,
 		"pressure: freed %llu of %llu bytes asked in %.1f ms",
 		(unsigned long long)freed,
 		(unsigned long long)ev->bytes_to_free,
-		(double)(now_ns() - t0) / 1e6);
+		(double)(um__now_ns() - t0) / 1e6);
 	if (ev->flags & UMM_EVENT_F_ACK)
 		ack(pr, ev, freed);
 	/*
@@ -958,7 +950,7 @@ static void handle_psi(struct um_pressure *pr)
 		   UMM_LEVEL_MEDIUM);
 	shed(pr, UM_TIER_HOST_ANY, want,
 	     pr->ctx->spill ? UM_TIER_DISK : UM_TIER_NONE);
-	pr->last_psi_ns = now_ns();
+	pr->last_psi_ns = um__now_ns();
 }
 
 /* ---- the loop ----------------------------------------------------------- */

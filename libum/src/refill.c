@@ -47,14 +47,6 @@
 /* Grow-and-retry rounds of one public call before it gives up. */
 #define SHORT_RETRIES		8
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* The bytes of r an eviction would put in a pool block, 0 if none. */
 static uint64_t block_need(const struct um_region *r)
 {
@@ -107,10 +99,10 @@ static void refill_round(struct um_context *ctx)
 	uint64_t free_b, span, trimmed = um__pool_trimmed_at(ctx->pool);
 	int node, ret;
 
-	if (trimmed && mono_ns() - trimmed < REFILL_HOLDOFF_NS)
+	if (trimmed && um__now_ns() - trimmed < REFILL_HOLDOFF_NS)
 		return;
 	/* the host refused: not again at every kick */
-	if (rf->failed_at_ns && mono_ns() - rf->failed_at_ns < REFILL_HOLDOFF_NS)
+	if (rf->failed_at_ns && um__now_ns() - rf->failed_at_ns < REFILL_HOLDOFF_NS)
 		return;
 	pthread_mutex_lock(&ctx->lock);
 	refill_want(ctx, &free_b, &span);
@@ -121,7 +113,7 @@ static void refill_round(struct um_context *ctx)
 	ret = um__pool_top_up(ctx->pool, node, free_b, span, trimmed,
 			      &rf->stop);
 	__atomic_fetch_add(&rf->rounds, 1, __ATOMIC_RELAXED);
-	rf->failed_at_ns = ret < 0 ? mono_ns() : 0;
+	rf->failed_at_ns = ret < 0 ? um__now_ns() : 0;
 	if (ret < 0) {
 		__atomic_fetch_add(&rf->failures, 1, __ATOMIC_RELAXED);
 		um__log(ctx, UM_LOG_DEBUG,

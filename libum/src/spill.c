@@ -31,6 +31,7 @@
 #include <xxhash.h>
 
 #include "spill.h"
+#include "util.h"
 
 #define SPILL_ALIGN	4096u
 #define SPILL_HDR	4096u
@@ -94,14 +95,6 @@ static atomic_uint spill_ctx_seq;
 		if ((sp)->log)						\
 			(sp)->log((sp)->log_arg, (lvl), __VA_ARGS__);	\
 	} while (0)
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static size_t round_up(size_t v, size_t a)
 {
@@ -653,7 +646,7 @@ int um__spill_write(struct um_spill *sp, uint64_t region, const void *src,
 		return -EINVAL;
 	file_name(sp, region, name, sizeof(name));
 	pthread_mutex_lock(&sp->lock);
-	t0 = now_ns();
+	t0 = um__now_ns();
 	/* replacing an older spill: it is stale by definition */
 	f = file_forget(sp, region, name);
 	if (!f) {
@@ -684,7 +677,7 @@ int um__spill_write(struct um_spill *sp, uint64_t region, const void *src,
 		sp->st.peak_bytes = sp->st.bytes;
 	sp->st.writes++;
 	sp->st.write_bytes += len;
-	sp->st.write_ns += now_ns() - t0;
+	sp->st.write_ns += um__now_ns() - t0;
 out:
 	pthread_mutex_unlock(&sp->lock);
 	return ret;
@@ -753,7 +746,7 @@ int um__spill_read(struct um_spill *sp, uint64_t region, void *dst,
 		return -EINVAL;
 	file_name(sp, region, name, sizeof(name));
 	pthread_mutex_lock(&sp->lock);
-	t0 = now_ns();
+	t0 = um__now_ns();
 	f = *file_slot(sp, region);
 	if (!f) {
 		ret = -ENOENT;
@@ -775,7 +768,7 @@ int um__spill_read(struct um_spill *sp, uint64_t region, void *dst,
 	}
 	sp->st.reads++;
 	sp->st.read_bytes += len;
-	sp->st.read_ns += now_ns() - t0;
+	sp->st.read_ns += um__now_ns() - t0;
 out:
 	pthread_mutex_unlock(&sp->lock);
 	return ret;

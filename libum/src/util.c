@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "um.h"
@@ -84,4 +85,12 @@ int um_tier_name(um_tier_t t, char *buf, size_t len)
 		n = -EINVAL;
 	}
 	return n;
+}
+
+uint64_t um__now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }

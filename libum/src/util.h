@@ -16,4 +16,7 @@ int um__read_num(const char *path, long long *out);
  */
 int um__struct_size_ok(const void *p, uint32_t size, size_t min, size_t full);
 
+/* CLOCK_MONOTONIC in nanoseconds. */
+uint64_t um__now_ns(void);
+
 #endif /* UM_UTIL_H */
