@@ -10,12 +10,14 @@
 #ifndef UM_TEST_HELPERS_H
 #define UM_TEST_HELPERS_H
 
+#include <dirent.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "um.h"
 
@@ -277,6 +279,39 @@ static H__UNUSED uint64_t dev_current(struct um_context *ctx)
 	if (um_stats_get(ctx, &st))
 		return UINT64_MAX;
 	return st.device[0].current;
+}
+
+/* Entries in a directory not starting with '.', or -1. */
+static H__UNUSED int dir_entries(const char *path)
+{
+	struct dirent *de;
+	DIR *d = opendir(path);
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((de = readdir(d)))
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/*
+ * This process's thread count once it is back to want, polled for up to
+ * 10 s: pthread_join() returns when the kernel clears the thread's tid,
+ * before the exited task leaves /proc/self/task (valgrind widens that
+ * window). A thread that never exits still fails the caller's check.
+ */
+static H__UNUSED int threads_settle(int want)
+{
+	struct timespec tick = { 0, 10 * 1000 * 1000 };
+	int n = dir_entries("/proc/self/task");
+
+	for (int i = 0; i < 1000 && n != want; i++) {
+		nanosleep(&tick, NULL);
+		n = dir_entries("/proc/self/task");
+	}
+	return n;
 }
 
 #endif /* UM_TEST_HELPERS_H */

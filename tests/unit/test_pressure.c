@@ -23,20 +23,6 @@
 #define NO_DEV	"/nonexistent/umm"
 #define NO_PSI	"/nonexistent/pressure"
 
-static int count_dir(const char *path)
-{
-	struct dirent *de;
-	DIR *d = opendir(path);
-	int n = 0;
-
-	if (!d)
-		return -1;
-	while ((de = readdir(d)))
-		n += de->d_name[0] != '.';
-	closedir(d);
-	return n;
-}
-
 /* A sim context with the pressure loop on (helpers.h turns it off). */
 static struct um_context *pctx(uint64_t budget, uint64_t capacity)
 {
@@ -146,7 +132,7 @@ TEST(disabled_by_environment)
 	setenv("LIBUM_PRESSURE", "0", 1);
 	setenv("LIBUM_UMM_DEV", "/dev/null", 1);
 	logcap_reset();
-	threads = count_dir("/proc/self/task");
+	threads = dir_entries("/proc/self/task");
 	ctx = ctx_sim(0, 64 * MiB);
 	ASSERT_NONNULL(ctx);
 	ASSERT_EQ(UM_PSRC_BUDGET, um__pressure_sources(ctx));
@@ -159,7 +145,7 @@ TEST(disabled_by_environment)
 	um__pressure_stop(ctx);
 	um__pressure_notify(ctx);
 	ASSERT_EQ(0, um_context_destroy(ctx));
-	ASSERT_EQ(threads, count_dir("/proc/self/task"));
+	ASSERT_EQ(threads, threads_settle(threads));
 }
 
 TEST(bad_arguments)
@@ -195,8 +181,8 @@ TEST(create_destroy_leaves_nothing)
 	setenv("LIBUM_PRESSURE_REPORT_MS", "5", 1);
 	/* one round first: lazily created process-wide state settles */
 	ASSERT_EQ(0, um_context_destroy(pctx(0, 16 * MiB)));
-	fds = count_dir("/proc/self/fd");
-	threads = count_dir("/proc/self/task");
+	fds = dir_entries("/proc/self/fd");
+	threads = dir_entries("/proc/self/task");
 	for (int i = 0; i < 20; i++) {
 		struct um_context *ctx = pctx(0, 16 * MiB);
 
@@ -206,8 +192,8 @@ TEST(create_destroy_leaves_nothing)
 			usleep(10000);	/* let the loop run a few ticks */
 		ASSERT_EQ(0, um_context_destroy(ctx));
 	}
-	ASSERT_EQ(fds, count_dir("/proc/self/fd"));
-	ASSERT_EQ(threads, count_dir("/proc/self/task"));
+	ASSERT_EQ(fds, dir_entries("/proc/self/fd"));
+	ASSERT_EQ(threads, threads_settle(threads));
 }
 
 /* Without any kernel source, the library's own budget still evicts. */

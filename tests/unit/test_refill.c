@@ -10,7 +10,6 @@
  * context is inert. With LIBUM_POOL_REFILL=0 the fallback alone keeps the
  * lock free. Every evicted byte comes back intact.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -255,21 +254,6 @@ TEST(refill_holds_off_after_a_trim)
 	EXPECT_EQ(0, um_context_destroy(ctx));
 }
 
-static int thread_count(void)
-{
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *e;
-	int n = 0;
-
-	if (!d)
-		return -1;
-	while ((e = readdir(d)))
-		if (e->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n;
-}
-
 TEST(refill_thread_stops_with_its_context)
 {
 	int before = -1, i;
@@ -288,9 +272,9 @@ TEST(refill_thread_stops_with_its_context)
 		EXPECT_EQ(0, um_context_destroy(ctx));
 		/* the first round may start threads a process keeps (TSan's) */
 		if (!i)
-			before = thread_count();
+			before = dir_entries("/proc/self/task");
 		else
-			EXPECT_EQ(before, thread_count());
+			EXPECT_EQ(before, threads_settle(before));
 	}
 	EXPECT_LT(0, before);
 }
