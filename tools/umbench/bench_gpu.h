@@ -71,6 +71,7 @@ struct bg_results {
 	int nmig;
 	double ovl_gbps;
 	int ovl_intact;
+	int repinned;		/* timed reps re-run: the pool grew in them */
 	char ovl_err[BG_ERR_LEN];
 	int modeled;				/* on the virtual GPU */
 	uint64_t adam_params, state_bytes;

@@ -24,7 +24,8 @@ grep -q '^MODELED: ' "$out.txt" && grep -q '"modeled":true' "$out.json"
 t umbench_gpu_vgpu.says_modeled $?
 python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$out.json" 2>&1
 t umbench_gpu_vgpu.json_parses $?
-! grep -qE '"(intact|identical)":false|"error":"|"libum_error":"' "$out.json"
+! grep -qE '"(intact|identical)":false|"error":"|"libum_error":"' "$out.json" &&
+	grep -qE '"repinned_reps":[0-9]+' "$out.json"
 t umbench_gpu_vgpu.all_intact_identical_no_error $?
 python3 - "$out.json" <<'PY'
 import json, sys
