@@ -157,6 +157,16 @@ int stager_take(struct stager *s, um_region_t r)
 	return rc;
 }
 
+void stager_drain(struct stager *s)
+{
+	if (!s)
+		return;
+	pthread_mutex_lock(&s->lock);
+	while (next_queued(s) || running(s))
+		pthread_cond_wait(&s->done, &s->lock);
+	pthread_mutex_unlock(&s->lock);
+}
+
 void stager_stop(struct stager *s)
 {
 	unsigned int i;

@@ -30,6 +30,9 @@ int stager_post(struct stager *s, um_region_t r);
  * started (withdrawn: the caller acquires it), or the acquire's -errno.
  */
 int stager_take(struct stager *s, um_region_t r);
+/* Wait until every region posted has been acquired (or failed). NULL is a
+ * no-op. */
+void stager_drain(struct stager *s);
 /* Withdraw what has not started, release what was acquired and never
  * taken, stop the thread. NULL is a no-op. */
 void stager_stop(struct stager *s);

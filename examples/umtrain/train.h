@@ -68,8 +68,10 @@ int train_run(const struct train_cfg *cfg, struct train_result *res,
 /*
  * Two runs (cfg[0] and cfg[1], the same number of steps) trained in
  * lockstep, one step of each in turn (odd steps the other first), so the
- * machine's load hits both alike; step_ns[k][s] is run k's step s. For
- * benchmarks. 0 or -errno, as train_run().
+ * machine's load hits both alike; step_ns[k][s] is run k's step s, up to
+ * when the work it left in the background (acquires ahead, migrations)
+ * has finished: none of it overlaps the other run's step. For benchmarks.
+ * 0 or -errno, as train_run().
  */
 int train_lockstep(const struct train_cfg *cfg[2],
 		   struct train_result res[2], uint64_t *step_ns[2],
