@@ -60,6 +60,23 @@ static int kept_copy(struct um_context *ctx, um_region_t r)
 	return ret;
 }
 
+/*
+ * Evict r, then: the evictions that copied and the clean ones so far, and
+ * r's bytes still seed's pattern.
+ */
+static void evict_expect(struct __test_metadata *_metadata,
+			 struct um_context *ctx, um_region_t r,
+			 uint64_t copied, uint64_t clean, uint64_t seed)
+{
+	struct um_stats s;
+
+	ASSERT_EQ(0, evict_wait(ctx, r));
+	s = stats(ctx);
+	EXPECT_EQ(copied, s.evict_count);
+	EXPECT_EQ(clean, s.evict_clean_count);
+	EXPECT_EQ(0, get_pattern(ctx, r, SZ, seed));
+}
+
 FIXTURE_SETUP(rm)
 {
 	self->ctx = ctx_sim(0, 64 * MiB);
@@ -233,8 +250,6 @@ TEST_F(rm, reacquire_during_clean_eviction_keeps_bytes)
 
 TEST_F(rm, failed_copying_eviction_keeps_no_copy)
 {
-	struct um_stats a;
-
 	ASSERT_EQ(0, put_pattern(self->ctx, self->r, SZ, 6));
 	ASSERT_EQ(0, advise(self->ctx, self->r, UM_ADVISE_READ_MOSTLY));
 	ASSERT_EQ(0, um__sim_fail_next(&self->ctx->be, -EIO, 1));
@@ -243,17 +258,11 @@ TEST_F(rm, failed_copying_eviction_keeps_no_copy)
 	EXPECT_TRUE(on_gpu(self->ctx, self->r));
 	/* the half-filled block went: it must not pass for a kept copy */
 	EXPECT_EQ(self->pool_base, stats(self->ctx).pool_used);
-	ASSERT_EQ(0, evict_wait(self->ctx, self->r));
-	a = stats(self->ctx);
-	EXPECT_EQ(1, a.evict_count);
-	EXPECT_EQ(0, a.evict_clean_count);
-	EXPECT_EQ(0, get_pattern(self->ctx, self->r, SZ, 6));
+	evict_expect(_metadata, self->ctx, self->r, 1, 0, 6);
 }
 
 TEST_F(rm, failed_restore_then_clean_cycle)
 {
-	struct um_stats a;
-
 	ASSERT_EQ(0, put_pattern(self->ctx, self->r, SZ, 7));
 	ASSERT_EQ(0, evict_wait(self->ctx, self->r));
 	ASSERT_EQ(0, advise(self->ctx, self->r, UM_ADVISE_READ_MOSTLY));
@@ -264,16 +273,11 @@ TEST_F(rm, failed_restore_then_clean_cycle)
 	EXPECT_EQ(0, dev_current(self->ctx));
 	/* the host copy is the region's bytes: restored, then kept */
 	ASSERT_EQ(0, get_pattern(self->ctx, self->r, SZ, 7));
-	ASSERT_EQ(0, evict_wait(self->ctx, self->r));
-	a = stats(self->ctx);
-	EXPECT_EQ(1, a.evict_count);
-	EXPECT_EQ(1, a.evict_clean_count);
-	EXPECT_EQ(0, get_pattern(self->ctx, self->r, SZ, 7));
+	evict_expect(_metadata, self->ctx, self->r, 1, 1, 7);
 }
 
 TEST_F(rm, unset_while_restore_in_flight)
 {
-	struct um_stats a;
 	void *p;
 
 	ASSERT_EQ(0, put_pattern(self->ctx, self->r, SZ, 8));
@@ -288,11 +292,7 @@ TEST_F(rm, unset_while_restore_in_flight)
 	EXPECT_EQ(-1, pattern_check(p, SZ, 8));
 	pattern_fill(p, SZ, 9);
 	ASSERT_EQ(0, um_release(self->ctx, self->r));
-	ASSERT_EQ(0, evict_wait(self->ctx, self->r));
-	a = stats(self->ctx);
-	EXPECT_EQ(2, a.evict_count);
-	EXPECT_EQ(0, a.evict_clean_count);
-	EXPECT_EQ(0, get_pattern(self->ctx, self->r, SZ, 9));
+	evict_expect(_metadata, self->ctx, self->r, 2, 0, 9);
 }
 
 TEST_F(rm, bad_input)
