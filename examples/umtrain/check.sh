@@ -33,6 +33,8 @@ compare_ok() {
 		'runs.*.device_peak_bytes:number' 'runs.*.host_peak_bytes:number' \
 		'runs.*.spill_peak_bytes:number' 'runs.*.migrations:number' \
 		'runs.*.migration_gbps' 'runs.*.evictions:number' \
+		'runs.*.clean_evictions:number' \
+		'runs.*.clean_evicted_bytes:number' \
 		'runs.*.weights_checksum:string' 'runs.*.state_checksum:string' &&
 	grep -q '"checksums_equal": true' "$TMP/cmp.json"
 }
@@ -46,6 +48,17 @@ evicts_under_budget() {
 	echo "evictions=$ev peak=$peak budget=$budget state=$state"
 	[ "${ev:-0}" -gt 0 ] && [ "$peak" -le "$budget" ] &&
 		[ "$budget" -lt "$state" ]
+}
+
+# The forward pass only reads the weights (READ_MOSTLY): some of the budget
+# run's evictions copy nothing back, and the bits stay those of the
+# unlimited run (compare_ok).
+forward_evictions_are_clean() {
+	local clean
+	clean=$(jnum "$TMP/cmp.json" clean_evictions 2)
+	echo "clean evictions=$clean"
+	[ "${clean:-0}" -gt 0 ] &&
+		[ "$(jnum "$TMP/cmp.json" clean_evicted_bytes 2)" -gt 0 ]
 }
 
 unlimited_never_evicts() {
@@ -118,9 +131,11 @@ help_ok() {
 	"$UMTRAIN" --help | grep -q -- '--budget' && "$UMTRAIN" --version
 }
 
-tap_begin 20
+tap_begin 21
 tap_check "compare run: valid JSON with every key, checksums equal" compare_ok
 tap_check "budget run evicts and stays within its budget" evicts_under_budget
+tap_check "weights evicted after the update copy nothing back" \
+	forward_evictions_are_clean
 tap_check "unlimited run never evicts" unlimited_never_evicts
 tap_check "loss at least halves in 80 steps" learns
 tap_check "thread count does not change the bits" threads_do_not_matter

@@ -301,7 +301,7 @@ static void print_header(const struct opts *o, const struct train_sizes *sz)
 	putchar('\n');
 }
 
-#define NROWS 17
+#define NROWS 18
 
 static void fill_column(const struct opts *o, const struct run *r,
 			char cells[NROWS][32])
@@ -325,6 +325,8 @@ static void fill_column(const struct opts *o, const struct run *r,
 		snprintf(cells[i++], 32, "-");
 	snprintf(cells[i++], 32, "%llu", (unsigned long long)st->evict_count);
 	snprintf(cells[i++], 32, "%s", ut_size_str(st->evict_bytes, b));
+	snprintf(cells[i++], 32, "%llu",
+		 (unsigned long long)st->evict_clean_count);
 	snprintf(cells[i++], 32, "%llu", (unsigned long long)st->restore_count);
 	snprintf(cells[i++], 32, "%llu", (unsigned long long)st->nomem);
 	snprintf(cells[i++], 32, "%.2f", r->res.seconds);
@@ -342,7 +344,8 @@ static void print_table(const struct opts *o, const struct run *runs,
 	static const char *const rows[NROWS] = {
 		"device budget", "loss first", "loss last", "device peak",
 		"host peak", "spill peak", "migrations", "migrated",
-		"migration GB/s", "evictions", "evicted", "restores",
+		"migration GB/s", "evictions", "evicted", "clean evictions",
+		"restores",
 		"refused (ENOMEM)", "train seconds", "ms per step",
 		"weights checksum", "state checksum",
 	};
@@ -394,6 +397,8 @@ static void json_run(struct ut_json *j, const struct opts *o,
 		    gbps(st->migrated_bytes, st->migration_ns));
 	ut_json_u64(j, "evictions", st->evict_count);
 	ut_json_u64(j, "evicted_bytes", st->evict_bytes);
+	ut_json_u64(j, "clean_evictions", st->evict_clean_count);
+	ut_json_u64(j, "clean_evicted_bytes", st->evict_clean_bytes);
 	ut_json_u64(j, "restores", st->restore_count);
 	ut_json_u64(j, "restored_bytes", st->restore_bytes);
 	ut_json_u64(j, "nomem", st->nomem);

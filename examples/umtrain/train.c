@@ -770,6 +770,29 @@ static int adam_layer(struct net *n, struct layer *ly,
 }
 
 /*
+ * Between two updates only the forward and backward passes use a layer's
+ * weights, and they only read them: under UM_ADVISE_READ_MOSTLY libum
+ * keeps the host copy it restored them from, so their evictions copy
+ * nothing back. Unset (which drops that copy) while Adam writes them.
+ * TIERED regions only: a MANAGED region would pass the advice to the
+ * driver, whose duplicated pages the CPU math (on a GPU machine) gains
+ * nothing from.
+ */
+static int weights_read_mostly(struct net *n, struct layer *ly, bool on)
+{
+	char name[96];
+	int rc;
+
+	if (n->backing == UM_BACKING_MANAGED)
+		return 0;
+	rc = um_advise(n->ctx, ly->w, on ? UM_ADVISE_READ_MOSTLY :
+					   UM_ADVISE_UNSET_READ_MOSTLY,
+		       UM_TIER_HOST_ANY);
+	return rc ? fail(n, rc, "advising %s",
+			 rname(n, ly->w, name, sizeof(name))) : 0;
+}
+
+/*
  * Backward pass with each layer's Adam update fused in: once layer l's
  * gradient (and the delta for layer l - 1, which needs l's weights before
  * the update) are computed, l is updated while its parameters are still
@@ -806,7 +829,11 @@ static int backward_and_update(struct net *n, unsigned int t)
 			workers_run(n->team, run_job, &j);
 			cur ^= 1;
 		}
-		rc = adam_layer(n, ly, &hp);
+		rc = weights_read_mostly(n, ly, false);
+		if (!rc)
+			rc = adam_layer(n, ly, &hp);
+		if (!rc)
+			rc = weights_read_mostly(n, ly, true);
 		if (!rc)
 			rc = put(n, ly->w, param_bytes(ly));
 		if (rc)

@@ -285,6 +285,9 @@ struct um_stats {
 	/* host copies moved between NUMA nodes: pages moved, or copied */
 	uint64_t node_moves_paged;
 	uint64_t node_moves_copied;
+	/* evictions of READ_MOSTLY regions that copied nothing (host copy kept) */
+	uint64_t evict_clean_count;
+	uint64_t evict_clean_bytes;	/* bytes they did not copy */
 };
 
 int um_stats_get(struct um_context *ctx, struct um_stats *st);

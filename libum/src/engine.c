@@ -339,17 +339,21 @@ static bool held_on_device(const struct um_region *r)
 
 /*
  * Bring r's resources in line with its residency once nothing is in
- * flight: host copy dropped when the bytes are on the device, device memory
- * given back when they are not (and nobody holds it).
+ * flight: host copy dropped when the bytes are on the device (unless kept
+ * for READ_MOSTLY), device memory given back when they are not (and nobody
+ * holds it).
  */
 void um__settle(struct um_context *ctx, struct um_region *r)
 {
 	struct um_backend *be = &ctx->be;
+	bool on_dev = um__tier_is_dev(r->residency);
 
 	if (r->pending)
 		return;
-	if ((um__tier_is_dev(r->residency) ||
-	     r->residency == UM_TIER_NONE) && r->host) {
+	if (!on_dev)
+		r->host_kept = false;
+	if ((on_dev || r->residency == UM_TIER_NONE) && r->host &&
+	    !r->host_kept) {
 		um__pool_free(ctx->pool, r->host);
 		r->host = NULL;
 	}
@@ -624,6 +628,9 @@ int um__restore(struct um_context *ctx, struct um_region *r)
 	mig_link(ctx, m);
 	set_residency(ctx, r, to);
 	r->zero_on_restore = false;
+	/* the device copy is the host copy: keep it for a clean eviction */
+	r->host_kept = r->read_mostly && r->host &&
+		       r->backing == UM_BACKING_TIERED && !m->fill;
 	return 0;
 undo:
 	um__settle(ctx, r);
@@ -634,6 +641,10 @@ undo:
  * Issue r's eviction from its device to host tier to on q_evict. r must be
  * released and resident on the device. The bytes land in a pool block
  * (TIERED, MANAGED + DISCARD_EVICT) or in the managed pages (MANAGED).
+ * A kept READ_MOSTLY host copy is already current: the eviction copies
+ * nothing, it only waits for the holders' release fences (their queued
+ * work may still read the device copy) before the device memory goes, and
+ * it lands on the node of the kept copy.
  */
 static bool evict_to_block(const struct um_region *r)
 {
@@ -690,7 +701,8 @@ static int evict_whole(struct um_context *ctx, struct um_mig *m,
 		mig_free(ctx, m);
 		return ret;
 	}
-	ret = evict_range(ctx, m, q, 0, m->bytes);
+	if (!m->clean)
+		ret = evict_range(ctx, m, q, 0, m->bytes);
 	if (!ret)
 		ret = ops->fence_record(&ctx->be, m->end, q);
 	if (ret)
@@ -724,7 +736,9 @@ int um__evict(struct um_context *ctx, struct um_region *r, um_tier_t to,
 	if (ret)
 		goto undo;
 	m->policy = policy;
-	if (paced(ctx))
+	m->clean = r->host_kept;
+	/* nothing to pace in a clean eviction: out whole, at once */
+	if (paced(ctx) && !m->clean)
 		m->issued = 0;
 	else
 		ret = evict_whole(ctx, m, q);
@@ -1006,10 +1020,16 @@ static int host_move(struct um_context *ctx, struct um_region *r, int node)
 int um__to_host(struct um_context *ctx, struct um_region *r, um_tier_t to)
 {
 	int node = um__tier_node(ctx, to);
+	int ret;
 
 	switch (UM_TIER_TYPE(r->residency)) {
 	case UM_TIER_DEVICE:
-		return um__evict(ctx, r, to, false);
+		ret = um__evict(ctx, r, to, false);
+		/* a kept copy lands on its own node: move it once landed */
+		if (!ret && UM_TIER_ID(to) != UM_TIER_ANY_NODE &&
+		    (int)UM_TIER_ID(r->residency) != node)
+			return -EINPROGRESS;
+		return ret;
 	case UM_TIER_SPILL:
 		return um__from_spill(ctx, r, node);
 	case UM_TIER_HOST:
@@ -1092,7 +1112,11 @@ static void finish(struct um_context *ctx, struct um_mig *m, int err)
 		return;
 	}
 	ctx->be.ops->fence_elapsed_ns(&ctx->be, m->start, m->end, &ns);
-	if (!m->fill) {
+	if (m->clean) {
+		/* nothing moved: no migration, counted apart */
+		ctx->books.evict_clean_count++;
+		ctx->books.evict_clean_bytes += m->bytes;
+	} else if (!m->fill) {
 		struct um_books *b = &ctx->books;
 
 		b->migrations++;

@@ -79,6 +79,7 @@ struct um_mig {
 	int waiters;			/* threads in fence_wait on end */
 	bool policy;			/* chosen by the policy (EVICTED event) */
 	bool fill;			/* first touch: zero fill, not a copy */
+	bool clean;			/* eviction of a kept host copy: no copy */
 	bool done;			/* reaped (kept alive for waiters) */
 	int err;			/* a paced piece failed to issue */
 	uint64_t issued;		/* bytes issued; end recorded at bytes */
@@ -116,6 +117,14 @@ struct um_region {
 	bool zero_on_restore;		/* bytes never written: fill, not copy */
 	void *host;			/* pool block holding the bytes */
 	int host_node;			/* pool node of host */
+	/* UM_ADVISE_READ_MOSTLY: the device promises not to write r */
+	bool read_mostly;
+	/*
+	 * With the bytes on the device: host is kept and equals the device
+	 * copy (set by a restore under READ_MOSTLY), so an eviction copies
+	 * nothing. Meaningless elsewhere; um__settle clears it.
+	 */
+	bool host_kept;
 
 	um_tier_t residency;		/* where the bytes are once work ends */
 	uint32_t acquired;
@@ -168,6 +177,7 @@ struct um_books {
 	struct um_counter kind[UM_KIND_COUNT];
 	uint64_t migrations, migrated_bytes, migration_ns;
 	uint64_t evict_count, evict_bytes, evict_ns;
+	uint64_t evict_clean_count, evict_clean_bytes;
 	uint64_t restore_count, restore_bytes, restore_ns;
 	uint64_t nomem;
 	uint64_t node_moves_paged, node_moves_copied;

@@ -323,7 +323,7 @@ static int collect(struct um_context *ctx, struct books *b)
 			int node = node_of(ctx, r);
 
 			b->host_res[node] += r->bytes;
-			if (idle)
+			if (idle && !um__tier_is_dev(r->residency))
 				b->host_rec[node] += r->bytes;
 		}
 		if (r->counted && r->device < MAX_GPUS) {
@@ -441,8 +441,10 @@ static int idle_copies(struct um_context *ctx, int node, struct idle_copy **out)
 		return ret;
 	v = malloc((ctx->nregions ? ctx->nregions : 1) * sizeof(*v));
 	for (r = ctx->regions.next; v && r != &ctx->regions; r = r->next)
+		/* a kept READ_MOSTLY copy of a device-resident region is
+		 * not one: um_evict would evict its device copy instead */
 		if (r->host && !r->acquired && !r->pending && !r->freeing &&
-		    node_of(ctx, r) == node)
+		    !um__tier_is_dev(r->residency) && node_of(ctx, r) == node)
 			v[n++] = (struct idle_copy){ r->handle, r->lru };
 	um__exit(ctx);
 	if (!v)

@@ -543,6 +543,21 @@ static bool tier_valid_for_advice(struct um_context *ctx, um_tier_t t)
 	}
 }
 
+/*
+ * TIERED: the flag decides whether the next restore keeps its host copy.
+ * Unset, the device copy may be written, so a kept copy of a device-resident
+ * region goes (once nothing in flight reads it: um__settle).
+ */
+static void advise_read_mostly(struct um_context *ctx, struct um_region *r,
+			       bool on)
+{
+	r->read_mostly = on;
+	if (on)
+		return;
+	r->host_kept = false;
+	um__settle(ctx, r);
+}
+
 int um_advise(struct um_context *ctx, um_region_t h, int advice,
 	      um_tier_t tier)
 {
@@ -570,9 +585,15 @@ int um_advise(struct um_context *ctx, um_region_t h, int advice,
 		ret = -ENOENT;
 		goto out;
 	}
-	/* TIERED memory has no driver-side placement: advice is a no-op. */
-	if (r->backing == UM_BACKING_MANAGED && be->ops->advise)
-		ret = be->ops->advise(be, r->ptr, r->dev_len, advice, tier);
+	if (r->backing == UM_BACKING_MANAGED) {
+		if (be->ops->advise)
+			ret = be->ops->advise(be, r->ptr, r->dev_len, advice,
+					      tier);
+	} else if (advice == UM_ADVISE_READ_MOSTLY ||
+		   advice == UM_ADVISE_UNSET_READ_MOSTLY) {
+		advise_read_mostly(ctx, r, advice == UM_ADVISE_READ_MOSTLY);
+	}
+	/* other advice on TIERED memory: no driver-side placement, a no-op */
 out:
 	um__exit(ctx);
 	return ret;

@@ -31,7 +31,9 @@
 	X(restore_bytes, "restore_bytes")			\
 	X(restore_ns, "restore_ns")				\
 	X(node_moves_paged, "node_moves_paged")			\
-	X(node_moves_copied, "node_moves_copied")
+	X(node_moves_copied, "node_moves_copied")		\
+	X(evict_clean_count, "evict_clean_count")		\
+	X(evict_clean_bytes, "evict_clean_bytes")
 
 static const char *const event_names[UM_EVENT_COUNT] = {
 	[UM_EVENT_NONE] = "none",

@@ -12,7 +12,8 @@
  * a budget cut or a shed start; the device memory of an eviction comes
  * back without another libum call; a restore overlaps an eviction (both
  * ways at once on the link) whether or not mapping waits for the
- * device's work in flight.
+ * device's work in flight; the clean eviction of a READ_MOSTLY region
+ * copies nothing and unmaps only after the holder's queued kernel.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -411,6 +412,79 @@ TEST(gpu_memory_comes_back_without_another_libum_call)
 	um_context_destroy(ctx);
 }
 
+/* A kernel that only reads: its mismatches land in *bad when it runs. */
+struct kread {
+	const void *p;
+	size_t bytes;
+	uint32_t salt;
+	int64_t *bad;
+};
+
+static int k_read(void *arg)
+{
+	struct kread *k = arg;
+	const void *d = vgpu_kptr(k->p, k->bytes);
+
+	if (!d)
+		return -1;
+	*k->bad = gu_host_check(d, k->bytes, k->salt, 4);
+	return 0;
+}
+
+TEST(clean_eviction_unmaps_after_the_holders_kernel)
+{
+	struct um_stats a = { .size = sizeof(a) }, b = { .size = sizeof(b) };
+	struct um_context *ctx = NULL;
+	void *s = NULL, *p = NULL;
+	um_region_t h = 0;
+	int64_t bad = -1;
+	struct kread k;
+	struct vgpu_range rg;
+	pthread_t opener;
+
+	ASSERT_EQ(0, gu_warmup());
+	ASSERT_EQ(0, gu_stream_create(&s));
+	ASSERT_EQ(0, ev_ctx(&ctx, 256 * MiB));
+	ASSERT_EQ(0, ev_filled(ctx, s, 16 * MiB, "frozen", 4, &h, &p));
+	ASSERT_EQ(0, um_evict(ctx, h, UM_TIER_HOST_ANY));
+	ASSERT_EQ(0, um_wait(ctx, h));
+	ASSERT_EQ(0, um_advise(ctx, h, UM_ADVISE_READ_MOSTLY,
+			       UM_TIER_HOST_ANY));
+	/* restored under the advice: the host copy stays */
+	ASSERT_EQ(0, um_acquire(ctx, h, UM_TIER_GPU(0), s));
+	ASSERT_EQ(0, gu_check(p, 16 * MiB, 4, s));
+	ASSERT_EQ(0, um_wait_all(ctx));
+	ASSERT_EQ(0, um_stats_get(ctx, &a));
+
+	/* a reading kernel held back on the holder's stream */
+	k = (struct kread){ p, 16 * MiB, 4, &bad };
+	rg = (struct vgpu_range){ p, 16 * MiB };
+	ASSERT_EQ(cudaSuccess, ev_gate_close(s));
+	ASSERT_EQ(cudaSuccess, vgpu_launch(s, k_read, &k, sizeof(k), &rg, 1,
+					   16 * MiB));
+	ASSERT_EQ(0, um_release(ctx, h));
+	ev_gate_open_in(300000, &opener);
+	ASSERT_EQ(0, um_evict(ctx, h, UM_TIER_HOST_ANY));
+	ASSERT_EQ(0, um_wait(ctx, h));
+	pthread_join(opener, NULL);
+	/* an unmap under the kernel would have made the device sticky */
+	ASSERT_EQ(0, gu_stream_sync(s)) TH_LOG("%s", gu_last_error());
+	EXPECT_EQ(0, bad);
+	ASSERT_EQ(0, um_stats_get(ctx, &b));
+	EXPECT_EQ(a.evict_clean_count + 1, b.evict_clean_count);
+	EXPECT_EQ(a.evict_count, b.evict_count);
+	EXPECT_EQ(a.evict_bytes, b.evict_bytes);
+	EXPECT_EQ(0, b.device[0].current);
+
+	ASSERT_EQ(0, um_acquire(ctx, h, UM_TIER_GPU(0), s));
+	EXPECT_EQ(0, gu_check(p, 16 * MiB, 4, s)) TH_LOG("bytes not back");
+	ASSERT_EQ(0, um_release(ctx, h));
+	ASSERT_EQ(0, gu_stream_sync(s));
+	ASSERT_EQ(0, um_free(ctx, h));
+	um_context_destroy(ctx);
+	gu_stream_destroy(s);
+}
+
 /* A context whose pool holds pinned memory for two 128 MiB host copies. */
 static int ctx_with_pool(struct um_context **ctx)
 {
@@ -509,5 +583,6 @@ TEST_TIMEOUT_SET(second_holders_stream_is_fenced_at_the_last_release, 60);
 TEST_TIMEOUT_SET(no_pinning_under_the_lock_when_acquire_needs_room, 60);
 TEST_TIMEOUT_SET(no_pinning_under_the_lock_when_the_budget_is_cut, 60);
 TEST_TIMEOUT_SET(no_pinning_under_the_lock_when_shedding, 60);
+TEST_TIMEOUT_SET(clean_eviction_unmaps_after_the_holders_kernel, 60);
 
 TEST_HARNESS_MAIN
