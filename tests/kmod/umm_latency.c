@@ -26,6 +26,8 @@
 #include <fcntl.h>
 #include <liburing.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,14 +166,44 @@ static int poke(struct bench *b, int m, int inject_fd)
  * the read client holds bytes on node 0, the io_uring client on node 1,
  * and each injection names one node, so it wakes one waiter.
  */
-static int run(struct bench *b, uint64_t **t_inject, int inject_fd)
+/*
+ * With two CPUs or more: the injecting thread on CPU 0, every waiter on
+ * CPU 1, so that each mode's wakeup crosses the same CPUs. Left to the
+ * scheduler, where the emulated CPUs happened to put each waiter weighed
+ * as much as the path (the p50 ratio to the floor moved from 0.5 to 4.5
+ * between boots). Returns true when pinned.
+ */
+static bool pin_placement(pthread_attr_t *waiter_attr)
 {
+	cpu_set_t main_cpu, waiter_cpu;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		return false;
+	CPU_ZERO(&main_cpu);
+	CPU_SET(0, &main_cpu);
+	CPU_ZERO(&waiter_cpu);
+	CPU_SET(1, &waiter_cpu);
+	return !pthread_setaffinity_np(pthread_self(), sizeof(main_cpu),
+				       &main_cpu) &&
+	       !pthread_attr_setaffinity_np(waiter_attr, sizeof(waiter_cpu),
+					    &waiter_cpu);
+}
+
+static int run(struct bench *b, uint64_t **t_inject, int inject_fd,
+	       bool *pinned)
+{
+	pthread_attr_t attr;
 	pthread_t t[M_NR];
 	int started = 0;
 
+	if (pthread_attr_init(&attr))
+		return -1;
+	*pinned = pin_placement(&attr);
 	for (int m = 0; m < M_NR; m++, started++)
-		if (pthread_create(&t[m], NULL, waiter, &b[m]))
+		if (pthread_create(&t[m], *pinned ? &attr : NULL, waiter,
+				   &b[m]))
 			break;
+	pthread_attr_destroy(&attr);
 	for (int i = 0; i < b[0].n && started == M_NR; i++) {
 		for (int m = 0; m < M_NR; m++) {
 			int r;
@@ -242,6 +274,7 @@ int main(int argc, char **argv)
 	struct bench b[M_NR];
 	uint64_t *t_inj[M_NR] = { NULL };
 	int n = 1000, json = 0, fail = 0, setup_ok = 1, passed = 0;
+	bool pinned = false;
 	uint64_t repeat_ms;
 	int inject_fd;
 
@@ -292,7 +325,7 @@ int main(int argc, char **argv)
 	inject_fd = open(UMM_SYSFS "/inject", O_WRONLY | O_CLOEXEC);
 	if (inject_fd < 0)
 		setup_ok = 0;
-	if (!setup_ok || run(b, t_inj, inject_fd)) {
+	if (!setup_ok || run(b, t_inj, inject_fd, &pinned)) {
 		fprintf(stderr, "%s: setup failed\n", argv[0]);
 		for (int m = 0; m < M_NR; m++)
 			b[m].bad = n;
@@ -339,7 +372,8 @@ int main(int argc, char **argv)
 		       n, b[m].bad);
 	}
 	if (json) {
-		printf("{\"n\":%d,\"unit\":\"us\"", n);
+		printf("{\"n\":%d,\"unit\":\"us\",\"pinned\":%s", n,
+		       pinned ? "true" : "false");
 		for (int m = 0; m < M_NR; m++)
 			printf(",\"%s\":{\"received\":%d,\"bad\":%d,\"io_wq_workers\":%d,"
 			       "\"inject_to_wakeup\":{\"p50\":%.1f,\"p99\":%.1f,\"max\":%.1f,\"mean\":%.1f},"
@@ -352,6 +386,9 @@ int main(int argc, char **argv)
 		       ratio(inj[M_READ].p99, inj[M_EVENTFD].p99),
 		       ratio(inj[M_URING].p99, inj[M_EVENTFD].p99));
 	} else {
+		printf("# placement: %s\n", pinned ?
+		       "injector on CPU 0, every waiter on CPU 1" :
+		       "left to the scheduler (one CPU)");
 		printf("# io_uring / read, inject->wakeup p50: %.2f\n",
 		       ratio(inj[M_URING].p50, inj[M_READ].p50));
 		printf("# over the eventfd floor, p50: read %.2f io_uring %.2f; p99: read %.2f io_uring %.2f\n",
