@@ -161,12 +161,6 @@ static int poke(struct bench *b, int m, int inject_fd)
 }
 
 /*
- * The three modes at once, in turn event by event, so that they see the
- * same conditions (an emulated machine shared with other work is noisy):
- * the read client holds bytes on node 0, the io_uring client on node 1,
- * and each injection names one node, so it wakes one waiter.
- */
-/*
  * With two CPUs or more: the injecting thread on CPU 0, every waiter on
  * CPU 1, so that each mode's wakeup crosses the same CPUs. Left to the
  * scheduler, where the emulated CPUs happened to put each waiter weighed
@@ -189,6 +183,12 @@ static bool pin_placement(pthread_attr_t *waiter_attr)
 					    &waiter_cpu);
 }
 
+/*
+ * The three modes at once, in turn event by event, so that they see the
+ * same conditions (an emulated machine shared with other work is noisy):
+ * the read client holds bytes on node 0, the io_uring client on node 1,
+ * and each injection names one node, so it wakes one waiter.
+ */
 static int run(struct bench *b, uint64_t **t_inject, int inject_fd,
 	       bool *pinned)
 {

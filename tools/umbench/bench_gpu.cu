@@ -438,6 +438,20 @@ fail:
 
 /* ---- libum: one region evicted and restored ---------------------------- */
 
+static int get_stats(struct um_context *ctx, struct um_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->size = sizeof(*st);
+	return um_stats_get(ctx, st);
+}
+
+static uint64_t pool_now(struct um_context *ctx)
+{
+	struct um_stats st;
+
+	return get_stats(ctx, &st) ? UINT64_MAX : st.pool_bytes;
+}
+
 /*
  * The timed reps of a libum row. A rep during which libum grew its pinned
  * pool (the refill thread pins when the pool falls below its mark, at a
@@ -449,15 +463,6 @@ struct bg_reps {
 	int kept, tries;
 	uint64_t pool0;
 };
-
-static uint64_t pool_now(struct um_context *ctx)
-{
-	struct um_stats st;
-
-	memset(&st, 0, sizeof(st));
-	st.size = sizeof(st);
-	return um_stats_get(ctx, &st) ? UINT64_MAX : st.pool_bytes;
-}
 
 static bool reps_more(const struct bg_opts *o, struct bg_reps *rp,
 		      struct um_context *ctx)
@@ -479,12 +484,6 @@ static int rep_kept(struct bg_reps *rp, struct um_context *ctx,
 	return rp->kept++;
 }
 
-static int get_stats(struct um_context *ctx, struct um_stats *st)
-{
-	memset(st, 0, sizeof(*st));
-	st->size = sizeof(*st);
-	return um_stats_get(ctx, st);
-}
 
 static void region_desc(struct um_region_desc *d, uint32_t backing,
 			uint32_t flags, uint64_t bytes, const char *name)
