@@ -35,6 +35,8 @@ compare_ok() {
 		'runs.*.migration_gbps' 'runs.*.evictions:number' \
 		'runs.*.clean_evictions:number' \
 		'runs.*.clean_evicted_bytes:number' \
+		'runs.*.threads:number' 'runs.*.steps_migrated_bytes:number' \
+		'runs.*.steps_migration_ns:number' \
 		'runs.*.weights_checksum:string' 'runs.*.state_checksum:string' &&
 	grep -q '"checksums_equal": true' "$TMP/cmp.json"
 }
@@ -62,7 +64,41 @@ forward_evictions_are_clean() {
 }
 
 unlimited_never_evicts() {
-	[ "$(jnum "$TMP/cmp.json" evictions 1)" = 0 ]
+	[ "$(jnum "$TMP/cmp.json" evictions 1)" = 0 ] &&
+		[ "$(jnum "$TMP/cmp.json" steps_migrated_bytes 1)" = 0 ]
+}
+
+# The steps' own migrations leave out set-up and checksums: fewer bytes
+# than the whole run's, yet some.
+steps_migrations_counted_apart() {
+	local steps all
+	steps=$(jnum "$TMP/cmp.json" steps_migrated_bytes 2)
+	all=$(jnum "$TMP/cmp.json" migrated_bytes 2)
+	echo "steps moved $steps of $all bytes"
+	[ "${steps:-0}" -gt 0 ] && [ "$steps" -lt "$all" ] &&
+		[ "$(jnum "$TMP/cmp.json" steps_migration_ns 2)" -gt 0 ]
+}
+
+# By default the sim's copies get a CPU the math leaves them (train.c's
+# train_threads()); --threads overrides it.
+default_threads_leave_copies_a_cpu() {
+	local cpus want got
+	cpus=$(nproc)
+	want=$((cpus > 1 ? cpus - 1 : 1))
+	[ "$want" -gt 16 ] && want=16
+	got=$(jnum "$TMP/cmp.json" threads)
+	echo "CPUs $cpus: default math threads $got, want $want"
+	[ "$got" = "$want" ] &&
+		[ "$(jnum "$TMP/cmp.json" threads 2)" = "$want" ] &&
+		[ "$(jnum "$TMP/cmp.json" threads 3)" = "$want" ] || return 1
+	"$UMTRAIN" "${SMALL[@]}" --steps 1 --threads 3 --json >"$TMP/t3.json" &&
+		[ "$(jnum "$TMP/t3.json" threads)" = 3 ] &&
+		[ "$(jnum "$TMP/t3.json" threads 2)" = 3 ] || return 1
+	# the CPUs the process may use count, not the machine's
+	[ "$cpus" -lt 3 ] ||
+		{ taskset -c 0,1 "$UMTRAIN" "${SMALL[@]}" --steps 1 --json \
+			>"$TMP/t1.json" &&
+		  [ "$(jnum "$TMP/t1.json" threads)" = 1 ]; }
 }
 
 learns() {
@@ -120,7 +156,8 @@ bench_reports_rates() {
 		return 1
 	"$JC" "$TMP/bench.json" step_rate.rounds:number \
 		step_rate.unlimited_steps_per_s:number \
-		step_rate.budget_steps_per_s:number step_rate.ratio:number &&
+		step_rate.budget_steps_per_s:number step_rate.ratio:number \
+		step_rate.mean_ratio:number &&
 	grep -q '"checksums_equal": true' "$TMP/bench.json" &&
 	[ "$(jnum "$TMP/bench.json" rounds)" = 2 ] &&
 	[ "$(jnum "$TMP/bench.json" steps_timed)" = 4 ] &&
@@ -131,12 +168,16 @@ help_ok() {
 	"$UMTRAIN" --help | grep -q -- '--budget' && "$UMTRAIN" --version
 }
 
-tap_begin 21
+tap_begin 24
 tap_check "compare run: valid JSON with every key, checksums equal" compare_ok
 tap_check "budget run evicts and stays within its budget" evicts_under_budget
 tap_check "weights evicted after the update copy nothing back" \
 	forward_evictions_are_clean
 tap_check "unlimited run never evicts" unlimited_never_evicts
+tap_check "the steps' migrations are counted apart from set-up" \
+	steps_migrations_counted_apart
+tap_check "default math threads leave the sim's copies a CPU" \
+	default_threads_leave_copies_a_cpu
 tap_check "loss at least halves in 80 steps" learns
 tap_check "thread count does not change the bits" threads_do_not_matter
 tap_check "the seed changes the result" seed_matters
@@ -146,6 +187,7 @@ tap_check "--help and --version" help_ok
 tap_check "bad --hidden" usage_error "invalid --hidden" --hidden 0
 tap_check "bad --layers" usage_error "invalid --layers" --layers 1
 tap_check "bad --batch" usage_error "invalid --batch" --batch x
+tap_check "bad --threads" usage_error "invalid --threads" --threads 0
 tap_check "bad --budget" usage_error "invalid --budget" --budget 12Q
 tap_check "budget below the working set" usage_error "below one step" \
 	--budget 4K

@@ -56,7 +56,8 @@ static void usage(void)
 "                       or 'auto' (default: a quarter of the optimizer state,\n"
 "                       at least one step's working set)\n"
 "      --shard SIZE     optimizer state per region, at most (default 2M)\n"
-"  -t, --threads N      math threads; never changes results (default: CPUs)\n"
+"  -t, --threads N      math threads; never changes results (default: one per\n"
+"                       CPU, less one on the sim backend for its copies)\n"
 "      --backend NAME   sim, cuda or auto (default sim: the math runs on the CPU)\n"
 "  -c, --compare        run with an unlimited budget, then with --budget, and\n"
 "                       fail unless the final checksums are equal\n"
@@ -84,13 +85,6 @@ static unsigned int parse_uint(const char *opt, const char *s,
 			     opt, s, (unsigned long long)min,
 			     (unsigned long long)max);
 	return (unsigned int)v;
-}
-
-static int default_threads(void)
-{
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
-
-	return n < 1 ? 1 : n > 16 ? 16 : (int)n;
 }
 
 static void parse_budget(struct opts *o, const char *s)
@@ -283,10 +277,10 @@ static void print_header(const struct opts *o, const struct train_sizes *sz)
 	char p[UT_SIZE_STR], g[UT_SIZE_STR], s[UT_SIZE_STR], a[UT_SIZE_STR];
 
 	printf("model: MLP %d -> %u x %u -> %d, %.2f M parameters, batch %u, "
-	       "%u steps, seed %llu, lr %g, %u threads\n",
+	       "%u steps, seed %llu, lr %g\n",
 	       TRAIN_IN_DIM, c->layers - 1, c->hidden, TRAIN_OUT_DIM,
 	       (double)sz->params / 1e6, c->batch, c->steps,
-	       (unsigned long long)c->seed, (double)c->lr, c->threads);
+	       (unsigned long long)c->seed, (double)c->lr);
 	printf("regions: %llu; parameters %s, gradients %s, optimizer state "
 	       "%s in %llu regions, activations %s\n",
 	       (unsigned long long)sz->regions,
@@ -301,7 +295,7 @@ static void print_header(const struct opts *o, const struct train_sizes *sz)
 	putchar('\n');
 }
 
-#define NROWS 18
+#define NROWS 19
 
 static void fill_column(const struct opts *o, const struct run *r,
 			char cells[NROWS][32])
@@ -311,6 +305,7 @@ static void fill_column(const struct opts *o, const struct run *r,
 	int i = 0;
 
 	snprintf(cells[i++], 32, "%s", budget_str(o, r, b));
+	snprintf(cells[i++], 32, "%u", r->res.threads);
 	snprintf(cells[i++], 32, "%.6f", r->res.loss_first);
 	snprintf(cells[i++], 32, "%.6f", r->res.loss_last);
 	snprintf(cells[i++], 32, "%s", ut_size_str(st->device[0].peak, b));
@@ -342,7 +337,7 @@ static void print_table(const struct opts *o, const struct run *runs,
 			int nruns)
 {
 	static const char *const rows[NROWS] = {
-		"device budget", "loss first", "loss last", "device peak",
+		"device budget", "math threads", "loss first", "loss last", "device peak",
 		"host peak", "spill peak", "migrations", "migrated",
 		"migration GB/s", "evictions", "evicted", "clean evictions",
 		"restores",
@@ -381,6 +376,7 @@ static void json_run(struct ut_json *j, const struct opts *o,
 	ut_json_obj_begin(j, NULL);
 	ut_json_str(j, "label", r->label);
 	ut_json_bool(j, "ok", r->ok);
+	ut_json_u64(j, "threads", r->res.threads);
 	if (r->label[0] == 'u')
 		ut_json_null(j, "budget_bytes");
 	else
@@ -393,6 +389,8 @@ static void json_run(struct ut_json *j, const struct opts *o,
 	ut_json_u64(j, "migrations", st->migrations);
 	ut_json_u64(j, "migrated_bytes", st->migrated_bytes);
 	ut_json_u64(j, "migration_ns", st->migration_ns);
+	ut_json_u64(j, "steps_migrated_bytes", r->res.steps_migrated_bytes);
+	ut_json_u64(j, "steps_migration_ns", r->res.steps_migration_ns);
 	ut_json_dbl(j, "migration_gbps",
 		    gbps(st->migrated_bytes, st->migration_ns));
 	ut_json_u64(j, "evictions", st->evict_count);
@@ -429,7 +427,7 @@ static void print_json(const struct opts *o, const struct train_sizes *sz,
 	ut_json_u64(&j, "steps", c->steps);
 	ut_json_u64(&j, "seed", c->seed);
 	ut_json_dbl(&j, "lr", c->lr);
-	ut_json_u64(&j, "threads", c->threads);
+	ut_json_u64(&j, "threads", runs[0].res.threads);
 	ut_json_u64(&j, "shard_bytes", c->shard_bytes);
 	ut_json_str(&j, "backend", runs[0].res.backend == UM_BACKEND_CUDA ?
 		    "cuda" : "sim");
@@ -471,12 +469,28 @@ static double median(double *v, size_t n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
 }
 
+static double mean(const double *v, size_t n)
+{
+	double sum = 0.0;
+
+	for (size_t i = 0; i < n; i++)
+		sum += v[i];
+	return sum / (double)n;
+}
+
 /* Steps per second at the median step time of each run. */
 static void step_rates(const struct timing *tm, double *unlimited,
 		       double *budget)
 {
 	*unlimited = 1.0 / median(tm->step_s[0], tm->n);
 	*budget = 1.0 / median(tm->step_s[1], tm->n);
+}
+
+/* The budget run's step rate over the unlimited run's at their mean step
+ * (every step counted, the slow ones included). */
+static double mean_ratio(const struct timing *tm)
+{
+	return mean(tm->step_s[0], tm->n) / mean(tm->step_s[1], tm->n);
 }
 
 static void json_step_rate(struct ut_json *j, const struct opts *o,
@@ -495,18 +509,28 @@ static void json_step_rate(struct ut_json *j, const struct opts *o,
 	ut_json_dbl(j, "unlimited_steps_per_s", u);
 	ut_json_dbl(j, "budget_steps_per_s", b);
 	ut_json_dbl(j, "ratio", b / u);
+	ut_json_dbl(j, "mean_ratio", mean_ratio(tm));
 	ut_json_obj_end(j);
 }
 
-static void print_step_rate(const struct opts *o, const struct timing *tm)
+static void print_step_rate(const struct opts *o, const struct timing *tm,
+			    const struct run *budget)
 {
-	double u, b;
+	const struct train_result *res = &budget->res;
+	double u, b, steps = (double)o->cfg.steps;
+	char moved[UT_SIZE_STR];
 
 	step_rates(tm, &u, &b);
 	printf("step rate: unlimited %.3f steps/s, budget %.3f steps/s, "
 	       "ratio %.3f (median step of %u lockstep round%s, %zu steps "
-	       "each run)\n", u, b, b / u, tm->rounds,
-	       tm->rounds == 1 ? "" : "s", tm->n);
+	       "each run); %.3f at the mean step\n", u, b, b / u, tm->rounds,
+	       tm->rounds == 1 ? "" : "s", tm->n, mean_ratio(tm));
+	printf("copies: the budget run's steps migrated %s each, in %.1f ms "
+	       "of copying (last round), beside %u math thread%s\n",
+	       ut_size_str((uint64_t)((double)res->steps_migrated_bytes /
+				      steps), moved),
+	       (double)res->steps_migration_ns / steps * 1e-6, res->threads,
+	       res->threads == 1 ? "" : "s");
 }
 
 static bool same_result(const struct train_result *a,
@@ -563,9 +587,11 @@ static bool do_lockstep(const struct opts *o, struct run runs[2],
 		for (k = 0; k < 2; k++) {
 			runs[k].res = res[k];
 			runs[k].ok = true;
-			for (s = 0; s < o->cfg.steps; s++)
+			for (s = 0; s < o->cfg.steps; s++) {
+				if (getenv("UMTRAIN_STEPS")) fprintf(stderr, "k%u s%u %.1f\n", k, s, ns[k][s]*1e-6);
 				tm->step_s[k][tm->n + s] = (double)ns[k][s] *
 							   1e-9;
+			}
 		}
 		tm->n += o->cfg.steps;
 		tm->rounds++;
@@ -593,7 +619,6 @@ int main(int argc, char **argv)
 	unsigned int r;
 
 	ut_set_progname(argv[0]);
-	o.cfg.threads = (unsigned int)default_threads();
 	parse_args(argc, argv, &o);
 	train_sizes(&o.cfg, &sz);
 	check_budget(&o, &sz);
@@ -649,6 +674,6 @@ int main(int argc, char **argv)
 		       (unsigned long long)runs[1].res.st.evict_count,
 		       (unsigned long long)runs[1].res.st.restore_count);
 	if (equal == 1 && !o.json && !o.quiet && tm.rounds)
-		print_step_rate(&o, &tm);
+		print_step_rate(&o, &tm, &runs[1]);
 	return 0;
 }

@@ -27,6 +27,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,6 +96,7 @@ struct net {
 	um_log_fn log_fn;
 	void *log_arg;
 	char last_log[256];
+	struct um_stats st_open;	/* when the steps began */
 };
 
 /* ---- errors and libum's log ------------------------------------------- */
@@ -1007,6 +1009,16 @@ static int put_whole_buffers(struct net *n)
 	return rc ? rc : put(n, n->act, act_elems(n->cfg) * sizeof(float));
 }
 
+/* libum's stats into st: 0 or the failure's -errno. */
+static int read_stats(struct net *n, struct um_stats *st)
+{
+	int rc;
+
+	st->size = sizeof(*st);
+	rc = um_stats_get(n->ctx, st);
+	return rc ? fail(n, rc, "um_stats_get") : 0;
+}
+
 /* Follow the plan from its start, acquiring ahead unless told not to. */
 static int start_steps(struct net *n)
 {
@@ -1021,7 +1033,39 @@ static int start_steps(struct net *n)
 		return rc;
 	n->cursor = 0;
 	n->plan_end = (uint64_t)n->cfg->steps * n->plan_len;
-	return top_up(n);
+	rc = read_stats(n, &n->st_open);
+	return rc ? rc : top_up(n);
+}
+
+/* CPUs this process may run on (its affinity: taskset, cpusets). */
+static unsigned int usable_cpus(void)
+{
+	cpu_set_t set;
+	int n;
+
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return 1;
+	n = CPU_COUNT(&set);
+	return n < 1 ? 1 : (unsigned int)n;
+}
+
+/*
+ * Math threads for a run of c on backend (the one in use). On a GPU the
+ * copies of a migration run on DMA engines beside the cores that compute;
+ * on sim they are memcpy on libum's threads and the stager's, and on CPUs
+ * that all compute every byte moved takes math time a card would not lose
+ * (Documentation/performance.rst). So on sim one CPU is left to the copies
+ * by default, as the card's copy engine.
+ */
+static unsigned int train_threads(const struct train_cfg *c, int backend)
+{
+	unsigned int n = usable_cpus();
+
+	if (c->threads)
+		return c->threads;
+	if (n > 1 && backend == UM_BACKEND_SIM)
+		n--;
+	return n > 16 ? 16 : n;
 }
 
 /* Regions made and initialised: ready for step 0. */
@@ -1031,14 +1075,16 @@ static int net_open(struct net *n, struct train_result *res)
 	unsigned int l;
 	int rc;
 
-	if (cfg->layers < 2 || !cfg->hidden || !cfg->batch || !cfg->threads)
+	if (cfg->layers < 2 || !cfg->hidden || !cfg->batch)
 		return fail(n, -EINVAL, "model shape");
-	rc = workers_start(&n->team, cfg->threads);
-	if (rc)
-		return fail(n, rc, "starting %u threads", cfg->threads);
 	rc = open_context(n, res);
-	if (!rc)
-		rc = make_teacher(n);
+	if (rc)
+		return rc;
+	res->threads = train_threads(cfg, res->backend);
+	rc = workers_start(&n->team, res->threads);
+	if (rc)
+		return fail(n, rc, "starting %u threads", res->threads);
+	rc = make_teacher(n);
 	if (!rc)
 		rc = make_regions(n);
 	if (!rc)
@@ -1070,14 +1116,17 @@ static int net_finish(struct net *n, struct train_result *res)
 	rc = um_wait_all(n->ctx);
 	if (rc)
 		return fail(n, rc, "um_wait_all");
+	rc = read_stats(n, &res->st);
+	if (rc)
+		return rc;
+	res->steps_migrated_bytes = res->st.migrated_bytes -
+				    n->st_open.migrated_bytes;
+	res->steps_migration_ns = res->st.migration_ns -
+				  n->st_open.migration_ns;
 	rc = checksums(n, res);
 	if (!rc)
 		rc = put_whole_buffers(n);
-	if (rc)
-		return rc;
-	res->st.size = sizeof(res->st);
-	rc = um_stats_get(n->ctx, &res->st);
-	return rc ? fail(n, rc, "um_stats_get") : 0;
+	return rc ? rc : read_stats(n, &res->st);
 }
 
 /* Frees everything net_open() made; returns rc, or the leak error. */
@@ -1137,10 +1186,8 @@ int train_run(const struct train_cfg *cfg, struct train_result *res,
 	for (s = 0; !rc && s < cfg->steps; s++) {
 		rc = net_step(&n, s, res);
 		if (!rc && step_fn) {
-			rc = um_stats_get(n.ctx, &st);
-			if (rc)
-				rc = fail(&n, rc, "um_stats_get");
-			else
+			rc = read_stats(&n, &st);
+			if (!rc)
 				step_fn(step_arg, s + 1, res->loss_last, &st);
 		}
 	}

@@ -22,7 +22,8 @@ struct train_cfg {
 	unsigned int layers;	/* linear layers, >= 2 */
 	unsigned int batch;
 	unsigned int steps;
-	unsigned int threads;
+	unsigned int threads;	/* math threads; 0: one per CPU, less one
+				 * on the sim backend (train.c) */
 	uint64_t seed;
 	float lr;
 	bool unlimited;		/* budget below is ignored */
@@ -44,12 +45,15 @@ struct train_sizes {
 
 struct train_result {
 	int backend;			/* enum um_backend_id in use */
+	unsigned int threads;		/* math threads the run used */
 	uint64_t budget;		/* the device budget set */
 	double loss_first, loss_last;
 	uint64_t checksum;		/* XXH3-64 of every final weight */
 	uint64_t state_checksum;	/* XXH3-64 of every final m and v */
 	double seconds;
 	struct um_stats st;
+	/* migrations made by the steps alone (set-up and checksums not) */
+	uint64_t steps_migrated_bytes, steps_migration_ns;
 };
 
 /* Called after every step with the step's loss and libum's stats. */
