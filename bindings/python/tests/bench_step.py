@@ -6,8 +6,11 @@ process (the order rotated every step, medians), plus the device peak
 against the budget at step 1 and the bits compared. A benchmark: it prints
 figures and fails only if the bits differ.
 
-Usage: bench_step.py [--steps N] [--layers N] [--width N] [--json]
-                     [--timeline PATH]
+Usage: bench_step.py [--steps N] [--layers N] [--width N] [--threads N]
+                     [--json] [--timeline PATH]
+--threads sets torch's threads for all three runs; by default one CPU is
+left to the sim's copies, which on a GPU run on DMA engines beside the
+cores that compute (as umtrain does; Documentation/performance.rst).
 --timeline writes the overlapped run's memory timeline (HTML, or SVG for
 a .svg path).
 """
@@ -24,6 +27,11 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [os.path.dirname(HERE)]
 import umtorch  # noqa: E402
+
+
+def default_threads():
+    """The CPUs this process may use, less one for the sim's copies."""
+    return max(1, len(os.sched_getaffinity(0)) - 1)
 
 
 def make_model(layers, width):
@@ -63,11 +71,15 @@ def main():
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--layers", type=int, default=8)
     ap.add_argument("--width", type=int, default=1024)
+    ap.add_argument("--threads", type=int, default=default_threads())
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--timeline")
     args = ap.parse_args()
-    if args.steps < 2 or args.layers < 1 or args.width < 16:
-        ap.error("need --steps >= 2, --layers >= 1, --width >= 16")
+    if (args.steps < 2 or args.layers < 1 or args.width < 16
+            or args.threads < 1):
+        ap.error("need --steps >= 2, --layers >= 1, --width >= 16, "
+                 "--threads >= 1")
+    torch.set_num_threads(args.threads)
     params = args.layers * (args.width + 1) * args.width
     state = 2 * 4 * params
     budget = (state // 3 + (1 << 20) - 1) // (1 << 20) << 20
@@ -87,7 +99,8 @@ def main():
     # step 1 creates the state: its own figure, not in the medians
     med = [statistics.median(r.times[1:]) * 1e3 for r in runs]
     out = {"params": params, "state_bytes": state, "budget_bytes": budget,
-           "steps": args.steps, "bit_identical": same,
+           "steps": args.steps, "threads": torch.get_num_threads(),
+           "bit_identical": same,
            "step1_device_peak_bytes": peaks,
            "median_step_ms": {r.label: m for r, m in zip(runs, med)},
            "ratio_to_plain": {r.label: m / med[0]
@@ -107,9 +120,9 @@ def main():
         print(json.dumps(out, indent=2))
     else:
         print("AdamW on %d x Linear(%d, %d): state %.1f MiB, budget %.1f MiB"
-              " (sim), %d steps" % (args.layers, args.width, args.width,
-                                    state / 2**20, budget / 2**20,
-                                    args.steps))
+              " (sim), %d steps, %d torch threads"
+              % (args.layers, args.width, args.width, state / 2**20,
+                 budget / 2**20, args.steps, torch.get_num_threads()))
         for r, m in zip(runs, med):
             print("  %-22s %8.2f ms per optimizer step  %.2fx plain"
                   % (r.label, m, m / med[0]))

@@ -103,3 +103,28 @@ def test_events_and_detach_keeps_optimizer_usable():
     train(m, off.optimizer, 2)
     assert all(v.numel() for s in off.optimizer.state.values()
                for v in s.values())
+
+
+def _bench_step(*args):
+    import json
+    import os
+    import subprocess
+    import sys
+    here = os.path.dirname(os.path.abspath(__file__))
+    out = subprocess.run(
+        [sys.executable, os.path.join(here, "bench_step.py"), "--steps", "3",
+         "--layers", "6", "--width", "512", "--json"] + list(args),
+        check=True, capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+def test_bench_step_reports_three_runs_bit_identical():
+    """The benchmark the docs quote runs, keeps the bits, stays in budget
+    at step 1 and leaves one CPU to the sim's copies unless told."""
+    import os
+    r = _bench_step()
+    assert r["bit_identical"], r
+    assert len(r["median_step_ms"]) == 3, r
+    assert all(p <= r["budget_bytes"] for p in r["step1_device_peak_bytes"])
+    assert r["threads"] == max(1, len(os.sched_getaffinity(0)) - 1), r
+    assert _bench_step("--threads", "3")["threads"] == 3
