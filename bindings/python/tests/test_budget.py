@@ -4,6 +4,8 @@ added mid-run), atomic steps, validation up front, schedulers first."""
 
 import errno
 import io
+import threading
+import time
 import warnings
 
 import torch
@@ -155,9 +157,21 @@ def test_validation_at_offload_time():
         assert "wrapped" in str(e)
 
 
+def acquired_soon(off, want):
+    """Regions of off acquired, polled for up to 10 s while want is true
+    (on sim the acquires ahead run on a thread of their own)."""
+    deadline = time.monotonic() + 10
+    while True:
+        held = [r.info()["acquired"] for r in off.regions]
+        if not want or any(held) or time.monotonic() > deadline:
+            return held
+        time.sleep(0.01)
+
+
 def test_overlap_restores_during_backward():
     """With overlap the first bucket's regions are acquired by backward's
-    first gradient, before step(); without it they are not; same bits."""
+    first gradient, before step(), from the ahead thread on sim; without
+    it they are not; same bits."""
     def run(overlap):
         with context() as ctx:
             m = model()
@@ -166,7 +180,10 @@ def test_overlap_restores_during_backward():
             train(m, opt, 2)
             opt.zero_grad()
             m(torch.ones(4, 64)).sum().backward()
-            held = [r.info()["acquired"] for r in off.regions]
+            held = acquired_soon(off, overlap)
+            names = [t.name for t in threading.enumerate()]
+            assert not overlap or any(n.startswith("umtorch-ahead")
+                                      for n in names), names
             opt.step()
             assert all(r.info()["acquired"] == 0 for r in off.regions)
             ev = ctx.stats()["migrations"]["evict_count"]
@@ -177,3 +194,20 @@ def test_overlap_restores_during_backward():
     print("# evictions: %d with overlap (behind each bucket), %d without"
           % (ev1, ev0))
     assert same_params(m0, m1)
+
+
+def test_detach_after_backward_releases_acquires_ahead():
+    """Backward started the first bucket's restore (on the ahead thread);
+    detaching before step() waits for it and releases it: every region is
+    freed and the context closes with no leak."""
+    with context() as ctx:
+        m = model()
+        opt = torch.optim.Adam(m.parameters(), lr=1e-3)
+        off = umtorch.offload_optimizer(opt, ctx)
+        train(m, opt, 2)
+        opt.zero_grad()
+        m(torch.ones(4, 64)).sum().backward()
+        off.detach()
+        assert ctx.stats()["regions"] == 0
+        assert ctx.close() == 0
+        train(m, opt, 1)		# a plain optimizer again

@@ -11,7 +11,9 @@ step() runs in buckets whose regions fit bucket_bytes: the optimizer's own
 step is called once per bucket of parameters (the param groups narrowed to
 that bucket) with that bucket's regions acquired, while the next bucket's
 are acquired ahead (restored during this bucket's math) and the previous
-one's are evicted behind it. Exact for every optimizer whose update is per
+one's are evicted behind it. On the sim backend an acquire returns once
+its bytes are there (the calling thread is the sim's stream), so there the
+acquires ahead are made on a thread of their own (_ahead_pool()). Exact for every optimizer whose update is per
 parameter (Adam, AdamW, SGD, RMSprop, Adagrad...); LBFGS is refused.
 
 Within budget at every instant: state that does not exist yet is created
@@ -22,10 +24,12 @@ bucket by bucket.
 """
 
 import collections
+import concurrent.futures
 import contextlib
 import copy
 import copyreg
 import errno
+import os
 import weakref
 
 import torch
@@ -68,6 +72,20 @@ def _state_tensors(optimizer):
     return 2
 
 
+_AHEAD = {"pid": None, "pool": None}
+
+
+def _ahead_pool():
+    """The one thread that makes acquires ahead on sim, for every offload
+    of this process (made again in a forked child, which has no thread).
+    Idle between steps; nothing waits on it at exit."""
+    if _AHEAD["pid"] != os.getpid():
+        _AHEAD["pool"] = concurrent.futures.ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="umtorch-ahead")
+        _AHEAD["pid"] = os.getpid()
+    return _AHEAD["pool"]
+
+
 class _Bucket:
     def __init__(self):
         self.params, self.slots, self.new = [], [], []
@@ -88,6 +106,7 @@ class OptimizerOffload:
         self._per_param = _state_tensors(optimizer)
         self._slots = []
         self._ahead = []		# slots acquired before their bucket
+        self._pending = {}		# id(slot): its acquire on _ahead_pool()
         self._hooks = []
         self._saved = {n: optimizer.__dict__[n] for n in _INSTALLED
                        if n in optimizer.__dict__}
@@ -299,14 +318,29 @@ class OptimizerOffload:
             return None
         return torch.cuda.current_stream().cuda_stream
 
+    def _settle(self, slot):
+        """Wait for slot's acquire on the ahead thread, if it had one;
+        raises what that acquire raised (slot then is not acquired)."""
+        fut = self._pending.pop(id(slot), None)
+        if fut is not None:
+            fut.result()
+
     def _acquire(self, slots):
-        """Start restoring slots (not already acquired ahead)."""
-        stream = self._stream()
-        for slot in slots:
-            if slot in self._ahead:
-                self._ahead.remove(slot)
-            else:
-                slot.region.acquire(stream=stream)
+        """Start restoring slots (not already acquired ahead); on failure
+        none of them stays acquired."""
+        stream, done = self._stream(), []
+        try:
+            for slot in slots:
+                if slot in self._ahead:
+                    self._ahead.remove(slot)
+                    self._settle(slot)
+                else:
+                    slot.region.acquire(stream=stream)
+                done.append(slot)
+        except BaseException:
+            for slot in reversed(done):
+                slot.region.release()
+            raise
 
     @contextlib.contextmanager
     def _held(self, slots):
@@ -330,9 +364,14 @@ class OptimizerOffload:
             return
         stream = self._stream()
         for slot in slots:
-            if slot not in self._ahead:
+            if slot in self._ahead:
+                continue
+            if self.ctx.backend == "cuda":
                 slot.region.acquire(stream=stream)
-                self._ahead.append(slot)
+            else:
+                self._pending[id(slot)] = _ahead_pool().submit(
+                    slot.region.acquire)
+            self._ahead.append(slot)
 
     def _on_grad(self, grad):
         """The first gradient of a backward pass: restore the first
@@ -345,9 +384,13 @@ class OptimizerOffload:
         return None
 
     def _drop_ahead(self):
-        for slot in self._ahead:
+        ahead, self._ahead = self._ahead, []
+        for slot in ahead:
+            try:
+                self._settle(slot)
+            except Exception:	# never acquired: nothing to release
+                continue
             slot.region.release()
-        self._ahead = []
 
     @contextlib.contextmanager
     def _only(self, params):
