@@ -337,8 +337,9 @@ static void print_table(const struct opts *o, const struct run *runs,
 			int nruns)
 {
 	static const char *const rows[NROWS] = {
-		"device budget", "math threads", "loss first", "loss last", "device peak",
-		"host peak", "spill peak", "migrations", "migrated",
+		"device budget", "math threads", "loss first", "loss last",
+		"device peak", "host peak", "spill peak", "migrations",
+		"migrated",
 		"migration GB/s", "evictions", "evicted", "clean evictions",
 		"restores",
 		"refused (ENOMEM)", "train seconds", "ms per step",
@@ -587,11 +588,9 @@ static bool do_lockstep(const struct opts *o, struct run runs[2],
 		for (k = 0; k < 2; k++) {
 			runs[k].res = res[k];
 			runs[k].ok = true;
-			for (s = 0; s < o->cfg.steps; s++) {
-				if (getenv("UMTRAIN_STEPS")) fprintf(stderr, "k%u s%u %.1f\n", k, s, ns[k][s]*1e-6);
+			for (s = 0; s < o->cfg.steps; s++)
 				tm->step_s[k][tm->n + s] = (double)ns[k][s] *
 							   1e-9;
-			}
 		}
 		tm->n += o->cfg.steps;
 		tm->rounds++;

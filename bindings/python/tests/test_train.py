@@ -2,6 +2,10 @@
 """Training with offloaded optimizer state gives the plain run's bits."""
 
 import io
+import json
+import os
+import subprocess
+import sys
 
 import torch
 
@@ -106,10 +110,6 @@ def test_events_and_detach_keeps_optimizer_usable():
 
 
 def _bench_step(*args):
-    import json
-    import os
-    import subprocess
-    import sys
     here = os.path.dirname(os.path.abspath(__file__))
     out = subprocess.run(
         [sys.executable, os.path.join(here, "bench_step.py"), "--steps", "3",
@@ -121,7 +121,6 @@ def _bench_step(*args):
 def test_bench_step_reports_three_runs_bit_identical():
     """The benchmark the docs quote runs, keeps the bits, stays in budget
     at step 1 and leaves one CPU to the sim's copies unless told."""
-    import os
     r = _bench_step()
     assert r["bit_identical"], r
     assert len(r["median_step_ms"]) == 3, r

@@ -13,8 +13,9 @@ that bucket) with that bucket's regions acquired, while the next bucket's
 are acquired ahead (restored during this bucket's math) and the previous
 one's are evicted behind it. On the sim backend an acquire returns once
 its bytes are there (the calling thread is the sim's stream), so there the
-acquires ahead are made on a thread of their own (_ahead_pool()). Exact for every optimizer whose update is per
-parameter (Adam, AdamW, SGD, RMSprop, Adagrad...); LBFGS is refused.
+acquires ahead are made on a thread of their own (_ahead_pool()). Exact
+for every optimizer whose update is per parameter (Adam, AdamW, SGD,
+RMSprop, Adagrad...); LBFGS is refused.
 
 Within budget at every instant: state that does not exist yet is created
 by the optimizer's own first step one bucket at a time, with libum's budget
