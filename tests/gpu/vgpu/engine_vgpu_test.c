@@ -228,12 +228,31 @@ TEST(sticky_error_mid_paced_eviction_is_data_loss)
 	sticky_eviction_is_loss(96 * MiB);
 }
 
+/*
+ * Evict h to the host while the gate holds back a kernel queued on stream
+ * (ev_gate_close()): the gate opens 0.3 s later, from another thread, and
+ * stream is synchronised after the eviction. 0, or the first failure: a
+ * libum -errno, or gu_stream_sync()'s (gu_last_error() names it).
+ */
+static int evict_past_gate(struct um_context *ctx, um_region_t h,
+			   void *stream)
+{
+	pthread_t opener;
+	int rc;
+
+	ev_gate_open_in(300000, &opener);
+	rc = um_evict(ctx, h, UM_TIER_HOST_ANY);
+	if (!rc)
+		rc = um_wait(ctx, h);
+	pthread_join(opener, NULL);
+	return rc ? rc : gu_stream_sync(stream);
+}
+
 TEST(second_holders_stream_is_fenced_at_the_last_release)
 {
 	struct um_context *ctx = NULL;
 	void *a = NULL, *b = NULL, *p = NULL;
 	um_region_t h = 0;
-	pthread_t opener;
 
 	ASSERT_EQ(0, gu_warmup());
 	ASSERT_EQ(0, gu_stream_create(&a));
@@ -249,12 +268,8 @@ TEST(second_holders_stream_is_fenced_at_the_last_release)
 	ASSERT_EQ(0, gu_fill(p, 16 * MiB, 2, b));
 	ASSERT_EQ(0, um_release(ctx, h));
 	ASSERT_EQ(0, um_release(ctx, h));
-	ev_gate_open_in(300000, &opener);
 	/* The eviction must wait for b's kernel, not only for a. */
-	ASSERT_EQ(0, um_evict(ctx, h, UM_TIER_HOST_ANY));
-	ASSERT_EQ(0, um_wait(ctx, h));
-	pthread_join(opener, NULL);
-	ASSERT_EQ(0, gu_stream_sync(b)) TH_LOG("%s", gu_last_error());
+	ASSERT_EQ(0, evict_past_gate(ctx, h, b)) TH_LOG("%s", gu_last_error());
 	ASSERT_EQ(0, um_acquire(ctx, h, UM_TIER_GPU(0), a));
 	ASSERT_EQ(0, gu_check(p, 16 * MiB, 2, a)) TH_LOG("stale bytes");
 	ASSERT_EQ(0, um_release(ctx, h));
@@ -440,7 +455,6 @@ TEST(clean_eviction_unmaps_after_the_holders_kernel)
 	int64_t bad = -1;
 	struct kread k;
 	struct vgpu_range rg;
-	pthread_t opener;
 
 	ASSERT_EQ(0, gu_warmup());
 	ASSERT_EQ(0, gu_stream_create(&s));
@@ -463,12 +477,8 @@ TEST(clean_eviction_unmaps_after_the_holders_kernel)
 	ASSERT_EQ(cudaSuccess, vgpu_launch(s, k_read, &k, sizeof(k), &rg, 1,
 					   16 * MiB));
 	ASSERT_EQ(0, um_release(ctx, h));
-	ev_gate_open_in(300000, &opener);
-	ASSERT_EQ(0, um_evict(ctx, h, UM_TIER_HOST_ANY));
-	ASSERT_EQ(0, um_wait(ctx, h));
-	pthread_join(opener, NULL);
 	/* an unmap under the kernel would have made the device sticky */
-	ASSERT_EQ(0, gu_stream_sync(s)) TH_LOG("%s", gu_last_error());
+	ASSERT_EQ(0, evict_past_gate(ctx, h, s)) TH_LOG("%s", gu_last_error());
 	EXPECT_EQ(0, bad);
 	ASSERT_EQ(0, um_stats_get(ctx, &b));
 	EXPECT_EQ(a.evict_clean_count + 1, b.evict_clean_count);
