@@ -47,6 +47,8 @@ static bool paced(const struct um_context *ctx);
 static void pace_pump(struct um_context *ctx, int dev);
 static void pace_flush(struct um_context *ctx, struct um_mig *m);
 static void pace_fini(struct um_context *ctx, struct um_dev *d);
+static int um__from_spill(struct um_context *ctx, struct um_region *r,
+			  int node);
 
 /* ---- fences ----------------------------------------------------------- */
 
@@ -110,7 +112,7 @@ int um__released_record(struct um_context *ctx, struct um_region *r)
 }
 
 /* -EAGAIN while some holder's work fenced at release may still run. */
-int um__released_query(struct um_context *ctx, struct um_region *r)
+static int um__released_query(struct um_context *ctx, struct um_region *r)
 {
 	uint32_t i;
 
@@ -902,7 +904,8 @@ static void pace_fini(struct um_context *ctx, struct um_dev *d)
 
 /* ---- host and spill moves (synchronous) ------------------------------- */
 
-int um__from_spill(struct um_context *ctx, struct um_region *r, int node)
+static int um__from_spill(struct um_context *ctx, struct um_region *r,
+			  int node)
 {
 	int ret;
 

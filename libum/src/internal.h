@@ -301,8 +301,6 @@ void um__registry_del(struct um_context *ctx);
 int um__enter(struct um_context *ctx);
 /* -ECHILD for a context this process inherited through fork(). */
 int um__enter_const(const struct um_context *ctx);
-/* ctx was created before this process was forked from its creator. */
-bool um__inherited(const struct um_context *ctx);
 void um__exit(struct um_context *ctx);
 /* um__enter_const without the registry lock on a thread's repeat calls. */
 int um__check_fast(const struct um_context *ctx);
@@ -328,7 +326,6 @@ struct um_region *um__region_get(struct um_context *ctx, um_region_t h);
 /* *out = the live region h: 0, -EINVAL for handle 0, -ENOENT otherwise. */
 int um__region_find(struct um_context *ctx, um_region_t h,
 		    struct um_region **out);
-void um__region_destroy(struct um_context *ctx, struct um_region *r);
 void um__regions_fini(struct um_context *ctx);
 
 /* engine.c */
@@ -343,7 +340,6 @@ int um__stream_wait_mig(struct um_context *ctx, struct um_mig *m,
 int um__wait_region(struct um_context *ctx, struct um_region *r);
 /* The fences of r's last release, one per holder's stream (engine.c). */
 int um__released_record(struct um_context *ctx, struct um_region *r);
-int um__released_query(struct um_context *ctx, struct um_region *r);
 void um__released_wait(struct um_context *ctx, struct um_region *r);
 void um__released_drop(struct um_context *ctx, struct um_region *r);
 int um__wait_all(struct um_context *ctx);
@@ -357,7 +353,6 @@ int um__to_host(struct um_context *ctx, struct um_region *r, um_tier_t to);
 int um__to_spill(struct um_context *ctx, struct um_region *r);
 int um__host_block(struct um_context *ctx, struct um_region *r, int node,
 		   bool zero);
-int um__from_spill(struct um_context *ctx, struct um_region *r, int node);
 int um__tier_node(const struct um_context *ctx, um_tier_t t);
 void um__settle(struct um_context *ctx, struct um_region *r);
 bool um__draining(const struct um_region *r);
@@ -366,8 +361,6 @@ um_tier_t um__host_tier(const struct um_context *ctx, int node);
 /* refill.c */
 void um__refill_start(struct um_context *ctx);
 void um__refill_stop(struct um_context *ctx);
-/* Something may have changed what evictions will need: look again. */
-void um__refill_kick(struct um_context *ctx);
 /*
  * After an operation under ctx->lock: when it stopped for want of pool
  * memory (UM__POOL_SHORT, or a shed that went on with less), grow the pool
@@ -382,13 +375,6 @@ bool um__pool_short_retry(struct um_context *ctx, int *rounds);
  * UM__POOL_SHORT (which never leaves libum) as -ENOMEM.
  */
 int64_t um__pool_short_end(struct um_context *ctx, int64_t ret);
-
-/* policy.c */
-int um__make_room(struct um_context *ctx, struct um_region *r, bool may_wait);
-int64_t um__shed_locked(struct um_context *ctx, um_tier_t tier,
-			uint64_t bytes, um_tier_t dest);
-int um__enforce_budget(struct um_context *ctx, int dev);
-int um__kind_rank(uint32_t kind);
 
 /* room.c */
 int um__room_init(struct um_context *ctx);

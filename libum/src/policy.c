@@ -31,6 +31,9 @@
 #include "internal.h"
 #include "um_numa.h"
 
+static int64_t um__shed_locked(struct um_context *ctx, um_tier_t tier,
+			       uint64_t bytes, um_tier_t dest);
+
 static const int kind_rank[UM_KIND_COUNT] = {
 	[UM_KIND_OPTIMIZER_STATE] = 0,
 	[UM_KIND_GRAD] = 1,
@@ -39,7 +42,7 @@ static const int kind_rank[UM_KIND_COUNT] = {
 	[UM_KIND_PARAM] = 4,
 };
 
-int um__kind_rank(uint32_t kind)
+static int um__kind_rank(uint32_t kind)
 {
 	return kind < UM_KIND_COUNT ? kind_rank[kind] : UM_KIND_COUNT;
 }
@@ -225,7 +228,8 @@ static int64_t evict_to_fit(struct um_context *ctx, int dev, uint64_t need,
  * hold leaves too little) is -ENOBUFS instead, with nothing logged: the
  * caller waits for room (room.c).
  */
-int um__make_room(struct um_context *ctx, struct um_region *r, bool may_wait)
+static int um__make_room(struct um_context *ctx, struct um_region *r,
+			 bool may_wait)
 {
 	struct um_dev *d = &ctx->dev[r->device];
 	uint64_t need = r->dev_len;
@@ -279,7 +283,7 @@ int um__make_room(struct um_context *ctx, struct um_region *r, bool may_wait)
  * Evict released regions until dev is within its budget. -EBUSY when what
  * is acquired alone is over it (the budget stays; later acquires fail).
  */
-int um__enforce_budget(struct um_context *ctx, int dev)
+static int um__enforce_budget(struct um_context *ctx, int dev)
 {
 	struct um_dev *d = &ctx->dev[dev];
 	int64_t over;
@@ -863,8 +867,8 @@ static int64_t shed_device(struct um_context *ctx, int dev, uint64_t bytes,
 	return done ? (int64_t)done : last;
 }
 
-int64_t um__shed_locked(struct um_context *ctx, um_tier_t tier,
-			uint64_t bytes, um_tier_t dest)
+static int64_t um__shed_locked(struct um_context *ctx, um_tier_t tier,
+			       uint64_t bytes, um_tier_t dest)
 {
 	if (dest != UM_TIER_NONE && dest != UM_TIER_DISK &&
 	    check_host_tier(ctx, dest, "shed"))

@@ -268,8 +268,6 @@ size_t um__pool_largest_free(const struct heap *h);
  */
 int um__pool_heap_grow(struct um_pool *pool, int hi, size_t need_pages,
 		       const uint64_t *top_up_since);
-/* A free span of at least n pages exists. */
-bool um__pool_fits(struct heap *h, size_t n);
 /* Put a detached chunk's span struct back, under the lock. */
 void um__pool_span_put(struct um_pool *pool, struct span *s);
 void um__pool_tlsf_remove(struct heap *h, struct span *s);

@@ -205,7 +205,8 @@ void um__refill_stop(struct um_context *ctx)
 	pthread_cond_destroy(&rf->cv);
 }
 
-void um__refill_kick(struct um_context *ctx)
+/* Something may have changed what evictions will need: look again. */
+static void um__refill_kick(struct um_context *ctx)
 {
 	struct um_refill *rf = &ctx->refill;
 

@@ -342,7 +342,7 @@ out:
 }
 
 /* Give back everything r holds; r must have no migration in flight. */
-void um__region_destroy(struct um_context *ctx, struct um_region *r)
+static void um__region_destroy(struct um_context *ctx, struct um_region *r)
 {
 	struct um_backend *be = &ctx->be;
 
