@@ -17,8 +17,6 @@
  * calls it in large chunks, and um_evict grows the pool off the context
  * lock.
  */
-#ifdef UM_HAVE_CUDA
-
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -739,9 +737,3 @@ int um__cuda_discard(struct um_backend *be, struct um_queue *q, void *p,
 							      s),
 			    "cudaMemDiscardBatchAsync");
 }
-
-#else /* !UM_HAVE_CUDA */
-
-typedef int um_backend_cuda_mem_absent;
-
-#endif /* UM_HAVE_CUDA */
