@@ -132,9 +132,9 @@ struct um_backend {
 	void *log_arg;
 };
 
-extern const struct um_backend_ops um_backend_sim;
+extern const struct um_backend_ops um__backend_sim;
 #ifdef UM_HAVE_CUDA
-extern const struct um_backend_ops um_backend_cuda;
+extern const struct um_backend_ops um__backend_cuda;
 #endif
 /*
  * The cuda backend's operations: linked in (backend_cuda_builtin.c) or

@@ -775,7 +775,7 @@ static int cuda_device_numa_node(struct um_backend *be, int dev)
 	return um__numa_pci_node(bdf);
 }
 
-const struct um_backend_ops um_backend_cuda = {
+const struct um_backend_ops um__backend_cuda = {
 	.id = UM_BACKEND_CUDA,
 	.name = "cuda",
 	.probe = cuda_probe,

@@ -1259,7 +1259,7 @@ static int sim_init(struct um_backend *be, const struct um_backend_config *cfg)
 
 static bool is_sim(struct um_backend *be)
 {
-	return be && be->ops == &um_backend_sim && be->priv;
+	return be && be->ops == &um__backend_sim && be->priv;
 }
 
 int um__sim_hold(struct um_backend *be, bool hold)
@@ -1312,7 +1312,7 @@ uint64_t um__sim_set_split_min(struct um_backend *be, uint64_t split_min)
 				   __ATOMIC_RELAXED);
 }
 
-const struct um_backend_ops um_backend_sim = {
+const struct um_backend_ops um__backend_sim = {
 	.id = UM_BACKEND_SIM,
 	.name = "sim",
 	.probe = sim_probe,

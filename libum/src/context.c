@@ -46,7 +46,7 @@ int um_set_event_callback(struct um_context *ctx, um_event_fn fn, void *arg)
 static const struct um_backend_ops *backend_by_id(int id, const char **why)
 {
 	if (id == UM_BACKEND_SIM)
-		return &um_backend_sim;
+		return &um__backend_sim;
 	if (id == UM_BACKEND_CUDA)
 		return um__backend_cuda_ops(why);
 	*why = "no such backend";
@@ -98,7 +98,7 @@ static int choose_backend(struct um_context *ctx,
 		um__log(ctx, UM_LOG_INFO,
 			"backend: using sim, cuda is not available (%s)", why);
 	}
-	*out = &um_backend_sim;
+	*out = &um__backend_sim;
 	n = (*out)->probe(&why);
 	if (n <= 0) {
 		um__log(ctx, UM_LOG_ERR, "backend sim is not usable: %s",
