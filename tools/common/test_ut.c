@@ -152,7 +152,8 @@ TEST(json_writer_shape)
 
 TEST(json_writer_line)
 {
-	const char *want = "{\"a\":1,\"l\":[true,{}],\"e\":[]}\n";
+	const char *want = "{\"a\":1,\"l\":[true,{}],\"e\":[],"
+			   "\"f\":0.6667,\"g\":null}\n";
 	struct ut_json j;
 	char buf[128];
 	FILE *f = tmpfile();
@@ -168,6 +169,8 @@ TEST(json_writer_line)
 	ut_json_arr_end(&j);
 	ut_json_arr_begin(&j, "e");
 	ut_json_arr_end(&j);
+	ut_json_fixed(&j, "f", 2.0 / 3.0, 4);
+	ut_json_fixed(&j, "g", 0.0 / 0.0, 4);
 	ut_json_obj_end(&j);
 	ut_json_finish(&j);
 	read_back(f, buf, sizeof(buf));

@@ -131,6 +131,9 @@ void ut_json_u64(struct ut_json *j, const char *key, uint64_t val);
 void ut_json_i64(struct ut_json *j, const char *key, int64_t val);
 /* Non-finite values are written as null. */
 void ut_json_dbl(struct ut_json *j, const char *key, double val);
+/* With decimals digits after the point (fixed-width figures); the same. */
+void ut_json_fixed(struct ut_json *j, const char *key, double val,
+		   int decimals);
 void ut_json_bool(struct ut_json *j, const char *key, bool val);
 void ut_json_null(struct ut_json *j, const char *key);
 /* Ends the document with a newline. */
