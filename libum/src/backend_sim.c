@@ -12,10 +12,10 @@
  * pointer would, no more than `capacity` bytes can ever be mapped (phys_map
  * returns -ENOMEM), and the same physical pages serve region after region.
  *
- * Why not a memfd mapped MAP_SHARED|MAP_FIXED (the first design): shmem
- * gets no huge pages unless the admin enables shmem THP, and on the 4 KiB
- * page path every restore paid a page-table rebuild that on the dev VM cost
- * 20x the copy itself (0.7 GB/s restores against 14 GB/s memcpy). Moving
+ * Why not a memfd mapped MAP_SHARED|MAP_FIXED: shmem gets no huge pages
+ * unless the admin enables shmem THP, and on the 4 KiB page path every
+ * restore pays a page-table rebuild that on the dev VM cost 20x the copy
+ * itself (0.7 GB/s restores against 14 GB/s memcpy). Moving
  * 2 MiB page-table entries with mremap costs tens of microseconds per
  * region. Measurements are in Documentation/design/pool.rst.
  *

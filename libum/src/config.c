@@ -3,12 +3,12 @@
  * config.c - um_config defaults and the LIBUM_* environment.
  *
  * One descriptor table drives parsing, validation and the DEBUG dump of
- * every option (the mimalloc way), by one rule for all of them: a field the
- * caller set wins, else its environment variable when set and not empty,
- * else the built-in default. Sizes take K, M, G or T suffixes (powers of
- * 1024, optional "B"/"iB"). Every variable that is set is checked, used or
- * not: a bad value fails context creation with -EINVAL and one ERR line
- * naming the variable, its value and what it takes.
+ * every option, so each is described once, and one rule holds for all of
+ * them: a field the caller set wins, else its environment variable when set
+ * and not empty, else the built-in default. Sizes take K, M, G or T
+ * suffixes (powers of 1024, optional "B"/"iB"). Every variable that is set
+ * is checked, used or not: a bad value fails context creation with -EINVAL
+ * and one ERR line naming the variable, its value and what it takes.
  */
 #include <errno.h>
 #include <stdarg.h>

@@ -3,7 +3,8 @@
  * pool_internal.h - structures shared by pool.c, pool_heap.c and
  * pool_cache.c. Not used outside the pool.
  *
- * Layers, each calling only the one below (mimalloc's shape):
+ * Layers, each calling only the one below, so the fast paths never reach
+ * the backend and only the heap knows how blocks sit in chunks:
  *
  *   pool.c        um__pool_* API: argument checks, fast path, slow path
  *   pool_cache.c  per-thread caches of small slots (no lock, no atomics)

@@ -3,10 +3,11 @@
  * stats.c - counters, um_stats_get, the JSON dump and the leak report; the
  * device unit (um_granularity).
  *
- * Scalar counters are listed once (X-macro, the mimalloc way) and drive
- * both the versioned struct copy and the JSON text. A caller built against
- * an older, smaller struct um_stats gets the prefix it knows (st->size);
- * a newer, larger one gets ours and zeroes beyond.
+ * Scalar counters are listed once (an X-macro) and drive both the
+ * versioned struct copy and the JSON text, so no counter can be missing
+ * from either. A caller built against an older, smaller struct um_stats
+ * gets the prefix it knows (st->size); a newer, larger one gets ours and
+ * zeroes beyond.
  */
 #include <errno.h>
 #include <inttypes.h>
