@@ -471,7 +471,7 @@ void umm_monitor_start(void)
 
 /**
  * umm_monitor_stop() - stop sampling and wait for a sample in progress.
- * Knob writes no longer start one.
+ * Clearing umm.running first keeps knob writes from queueing another.
  */
 void umm_monitor_stop(void)
 {

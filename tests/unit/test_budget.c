@@ -345,7 +345,7 @@ TEST(device_refuses_below_budget)
  * eviction while the books are over budget: it is -ENOMEM (the region alone
  * is larger than the budget), whether or not the eviction was reaped by
  * then. Repeated, since which of the two it meets depends on timing
- * (before the fix 294 of 300 rounds failed).
+ * (superseding there failed 294 of 300 rounds).
  */
 TEST_TIMEOUT_SET(reacquire_during_budget_eviction, 120);
 TEST(reacquire_during_budget_eviction)
