@@ -25,15 +25,12 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "internal.h"
 #include "pressure_internal.h"
 #include "util.h"
-
-#define DEF_REPORT_MS	100
 
 static struct um_pressure *pr_of(struct um_context *ctx)
 {
@@ -115,28 +112,6 @@ out:
 
 /* ---- start / stop ------------------------------------------------------- */
 
-static bool env_off(const char *name)
-{
-	const char *v = getenv(name);
-
-	return v && (!strcmp(v, "0") || !strcasecmp(v, "off") ||
-		     !strcasecmp(v, "no") || !strcasecmp(v, "false"));
-}
-
-static uint64_t env_ms(const char *name, uint64_t def)
-{
-	const char *v = getenv(name);
-	char *end;
-	unsigned long ms;
-
-	if (!v || !*v)
-		return def;
-	ms = strtoul(v, &end, 10);
-	if (*end || !ms || ms > 60000)
-		return def;
-	return ms;
-}
-
 static void close_sources(struct um_pressure *pr)
 {
 	for (int t = 0; t < UM_PTAG_SOURCES; t++)
@@ -159,7 +134,7 @@ int um__pressure_start(struct um_context *ctx)
 
 	if (!ctx || ctx->pressure)
 		return -EINVAL;
-	if (env_off("LIBUM_PRESSURE")) {
+	if (!ctx->set.pressure) {
 		um__log(ctx, UM_LOG_INFO,
 			"pressure: LIBUM_PRESSURE=0; sources: own budgets");
 		return 0;
@@ -171,8 +146,7 @@ int um__pressure_start(struct um_context *ctx)
 	pr->umm_fd = pr->psi_fd = pr->wake_fd = -1;
 	pr->home_orig = -1;
 	pthread_mutex_init(&pr->st_lock, NULL);
-	pr->report_ns = env_ms("LIBUM_PRESSURE_REPORT_MS", DEF_REPORT_MS) *
-			1000000ull;
+	pr->report_ns = (uint64_t)ctx->set.report_ms * 1000000ull;
 
 	pr->wake_fd = eventfd(0, EFD_CLOEXEC);
 	if (pr->wake_fd < 0) {

@@ -28,14 +28,15 @@
 #include "pressure_internal.h"
 #include "util.h"
 
+#define PSI_PATH	"/proc/pressure/memory"
 #define PSI_TRIGGER	"some 150000 2000000"	/* 150 ms stalled in 2 s */
 #define PSI_SHED_MIN	(64ull << 20)
 
 /* ---- sources ---------------------------------------------------------- */
 
-static void default_name(char *name)
+/* The name umm.ko shows for us: LIBUM_CLIENT_NAME, else the process's. */
+static void default_name(const char *env, char *name)
 {
-	const char *env = getenv("LIBUM_CLIENT_NAME");
 	char comm[64] = "";
 	size_t i, o = 0;
 	FILE *f;
@@ -91,7 +92,7 @@ static int module_query_enabled(int fd)
 /* Open and greet /dev/umm; *why explains a failure for the log. */
 static int module_open(struct um_pressure *pr, char *why, size_t len)
 {
-	const char *path = getenv("LIBUM_UMM_DEV");
+	const char *path = pr->ctx->set.umm_dev;
 	int fd, ret;
 
 	if (!path)
@@ -506,15 +507,12 @@ const struct um_psource um__psources[UM_PTAG_SOURCES] = {
 
 void um__pressure_open_sources(struct um_pressure *pr)
 {
+	const struct um_settings *set = &pr->ctx->set;
 	char why_umm[192] = "", why_psi[192] = "", src[96];
-	const char *v;
 
-	pr->psi_path = getenv("LIBUM_PSI_PATH");
-	if (!pr->psi_path)
-		pr->psi_path = "/proc/pressure/memory";
-	v = getenv("LIBUM_PRIORITY");
-	pr->umm_prio = v ? atoi(v) : 0;
-	default_name(pr->umm_name);
+	pr->psi_path = set->psi_path ? set->psi_path : PSI_PATH;
+	pr->umm_prio = set->priority;
+	default_name(set->client_name, pr->umm_name);
 
 	if (module_open(pr, why_umm, sizeof(why_umm)) || !pr->umm_enabled)
 		psi_open(pr, why_psi, sizeof(why_psi));
