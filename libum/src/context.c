@@ -155,8 +155,8 @@ static int devices_init(struct um_context *ctx)
 /*
  * Host copies near the GPU by default: the backend names device 0's node
  * (cuda: from its PCI address), um__numa_default_home() weighs it against
- * LIBUM_HOME_NODE and the machine's nodes. Done before the pool reserves
- * anything, so a pool_size reservation lands there too.
+ * the machine's nodes; LIBUM_HOME_NODE beats both. Done before the pool
+ * reserves anything, so a pool_size reservation lands there too.
  */
 void um__context_place_home(struct um_context *ctx)
 {
@@ -165,7 +165,9 @@ void um__context_place_home(struct um_context *ctx)
 
 	if (ops && ops->device_numa_node && ctx->ndev > 0)
 		dev_node = ops->device_numa_node(&ctx->be, 0);
-	node = um__numa_default_home(dev_node);
+	node = ctx->set.home_node;
+	if (node == UM_HOME_AUTO)
+		node = um__numa_default_home(dev_node);
 	if (node < 0 || node >= UM_POOL_MAX_NODES) {
 		ctx->home_node = UM_POOL_NODE_ANY;
 		return;
@@ -213,6 +215,7 @@ static int spill_init(struct um_context *ctx)
 {
 	struct um_spill_config sc = {
 		.dir = ctx->set.spill_dir,
+		.flags = ctx->set.spill_remove_stale ? UM_SPILL_REMOVE_STALE : 0,
 		.log = be_log,
 		.log_arg = ctx,
 	};

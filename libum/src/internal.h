@@ -47,7 +47,15 @@
 #define UM_MIN_CHUNK_BYTES	(64ull << 10)
 #define UM_DEFAULT_SIM_CAPACITY	(1ull << 30)
 
-/* Built-in defaults and the resolved configuration. */
+#define UM_DEFAULT_REPORT_MS	100
+/* LIBUM_HOME_NODE unset: the device's node (um__numa_default_home) */
+#define UM_HOME_AUTO		(-2)
+
+/*
+ * Built-in defaults and the resolved configuration: every LIBUM_* variable,
+ * read and checked once, by config.c alone, when a context is created.
+ * Strings are malloc'd or NULL (not set).
+ */
 struct um_settings {
 	int backend;			/* enum um_backend_id, as asked */
 	uint64_t device_budget;		/* 0: the device's total */
@@ -55,8 +63,18 @@ struct um_settings {
 	uint64_t pool_size;
 	uint64_t pool_chunk;
 	uint64_t chunk_bytes;
-	char *spill_dir;		/* malloc'd or NULL */
+	char *spill_dir;		/* NULL: no spill tier */
 	int log_level;
+	/* the environment only (no field of struct um_config) */
+	bool pool_refill;		/* the refill thread (refill.c) */
+	bool pressure;			/* the pressure loop (pressure.c) */
+	int report_ms;			/* its REPORT rate limit */
+	int priority;			/* what it tells umm.ko */
+	char *client_name;		/* NULL: the process name */
+	char *umm_dev;			/* NULL: UMM_DEVICE_PATH */
+	char *psi_path;			/* NULL: /proc/pressure/memory */
+	int home_node;			/* a node, UM_NUMA_ANY or UM_HOME_AUTO */
+	bool spill_remove_stale;	/* UM_SPILL_REMOVE_STALE at open */
 };
 
 enum um_mig_dir {
