@@ -35,6 +35,7 @@ enum um_tier_type {
 	UM_TIER_DEVICE = 1,
 	UM_TIER_HOST = 2,
 	UM_TIER_SPILL = 3,
+	UM_TIER_TYPE_COUNT
 };
 
 #define UM_TIER_ANY_NODE 0xffffu

@@ -147,7 +147,8 @@ static int devices_init(struct um_context *ctx)
 				(unsigned long long)total);
 			d->budget = total;
 		}
-		ctx->books.device[i].current = 0;
+		ctx->books.tier.device[i].current = 0;
+		um__tier_add(ctx, UM_TIER_GPU((unsigned int)i));
 	}
 	return 0;
 }
@@ -178,13 +179,16 @@ void um__context_place_home(struct um_context *ctx)
 		dev_node);
 }
 
+/* The host tiers: the nodes with memory, each a pool node. */
 static void host_nodes_init(struct um_context *ctx)
 {
-	_Static_assert(UM_POOL_MAX_NODES <= 32, "host_nodes is 32 bits");
+	_Static_assert(UM_POOL_MAX_NODES <= 32, "tier_ids are 32 bits");
+	_Static_assert(UM_POOL_MAX_NODES == UM_STATS_MAX_NODES,
+		       "the host row's ids are the pool's nodes");
 
 	for (int n = 0; n < UM_POOL_MAX_NODES && n <= um__numa_max_node(); n++)
 		if (um__numa_node_valid(n))
-			ctx->host_nodes |= 1u << n;
+			um__tier_add(ctx, UM_TIER_HOST_NODE((unsigned int)n));
 }
 
 static int pool_init(struct um_context *ctx)

@@ -25,6 +25,7 @@
 #include "um.h"
 #include "backend.h"
 #include "pool.h"
+#include "tier.h"
 #include "util.h"
 
 #define UM_CTX_MAGIC		0x756d2d6374782131ull	/* "um-ctx!1" */
@@ -188,10 +189,7 @@ struct um_slot {
 
 /* Counters kept by the core (the public struct is filled from these). */
 struct um_books {
-	struct um_counter device[UM_MAX_DEVICES];
-	struct um_counter host[UM_STATS_MAX_NODES];
-	struct um_counter host_total;
-	struct um_counter spill;
+	struct um__tier_books tier;	/* fed as the tier table says */
 	struct um_counter kind[UM_KIND_COUNT];
 	uint64_t migrations, migrated_bytes, migration_ns;
 	uint64_t evict_count, evict_bytes, evict_ns;
@@ -257,11 +255,13 @@ struct um_context {
 	int pool_need_node;
 	bool pool_grow_failed;		/* so short is -ENOMEM, for this call */
 	/*
-	 * Bit per host node with memory, read once at creation: asking the
-	 * kernel costs ~37 us, too much for every acquire or evict naming a
-	 * node (a node added later is refused until a new context).
+	 * Per tier type, a bit per id this context has (um__tier_exists):
+	 * its devices, its host nodes with memory. Set once at creation by
+	 * um__tier_add: asking the kernel for a node costs ~37 us, too much
+	 * for every acquire or evict naming one (a node added later is
+	 * refused until a new context).
 	 */
-	uint32_t host_nodes;
+	uint32_t tier_ids[UM_TIER_TYPE_COUNT];
 
 	/* regions */
 	struct um_slot *slots;
@@ -411,22 +411,44 @@ int um__room_wait(struct um_context *ctx, const struct um_region *r,
 /* books.c */
 void um__counter_add(struct um_counter *c, uint64_t bytes);
 void um__counter_sub(struct um_counter *c, uint64_t bytes);
+/* r's bytes moved from one tier to another: the counters the rows name. */
 void um__books_residency(struct um_context *ctx, struct um_region *r,
 			 um_tier_t from, um_tier_t to);
+/*
+ * r's device memory joins (add) or leaves its device's budget books:
+ * ctx->dev[].used and the counters of the device's row. The caller calls
+ * um__books_changed.
+ */
+void um__books_budget(struct um_context *ctx, struct um_region *r, bool add);
 /* Calls ctx->books_changed, if installed. */
 void um__books_changed(struct um_context *ctx);
 
 /* stats.c */
 int um__leak_report(struct um_context *ctx);
 
-static inline bool um__tier_is_dev(um_tier_t t)
+/* At creation: ctx has tier t (one of its devices, a node with memory). */
+static inline void um__tier_add(struct um_context *ctx, um_tier_t t)
 {
-	return UM_TIER_TYPE(t) == UM_TIER_DEVICE;
+	if (um__tier(t) && UM_TIER_ID(t) < 32)
+		ctx->tier_ids[UM_TIER_TYPE(t)] |= 1u << UM_TIER_ID(t);
 }
 
-static inline bool um__tier_is_host(um_tier_t t)
+/*
+ * t names a tier of ctx: any node, an id ctx has (um__tier_add), or id 0
+ * of a type with one tier only.
+ */
+static inline bool um__tier_exists(const struct um_context *ctx, um_tier_t t)
 {
-	return UM_TIER_TYPE(t) == UM_TIER_HOST;
+	const struct um__tier_desc *d = um__tier(t);
+	unsigned int id = UM_TIER_ID(t);
+
+	if (!d)
+		return false;
+	if (um__tier_is_any(t))
+		return true;
+	if (!d->numbered)
+		return id == 0;
+	return id < 32 && (ctx->tier_ids[UM_TIER_TYPE(t)] & (1u << id));
 }
 
 #endif /* UM_INTERNAL_H */

@@ -66,11 +66,7 @@ static int victim_cmp(const void *pa, const void *pb)
 
 static bool on_tier(const struct um_region *r, um_tier_t tier)
 {
-	if (UM_TIER_TYPE(r->residency) != UM_TIER_TYPE(tier))
-		return false;
-	if (um__tier_is_host(tier) && UM_TIER_ID(tier) == UM_TIER_ANY_NODE)
-		return true;
-	return UM_TIER_ID(r->residency) == UM_TIER_ID(tier);
+	return um__tier_within(r->residency, tier);
 }
 
 /*
@@ -322,33 +318,33 @@ static int enforce_budget_retry(struct um_context *ctx, int dev)
 /* ---- tiers ------------------------------------------------------------ */
 
 /*
- * A host tier names any node or one that exists with memory. Anything else
- * is -EINVAL with an ERR line that says which node and what the machine
- * has, before the pool is asked (it could only say it has no copy).
+ * t is a tier the call takes for use (enum um__tier_use) and ctx has it.
+ * A host node without memory is -EINVAL with an ERR line that says which
+ * node and what the machine has, before the pool is asked (it could only
+ * say it has no copy); anything else that is not is -EINVAL.
  */
-static int check_host_tier(struct um_context *ctx, um_tier_t t,
-			   const char *what)
+static int check_tier(struct um_context *ctx, um_tier_t t, unsigned int use,
+		      const char *what)
 {
-	unsigned int id = UM_TIER_ID(t);
-
-	if (UM_TIER_TYPE(t) != UM_TIER_HOST)
+	if (!um__tier_use(t, use))
 		return -EINVAL;
-	if (id == UM_TIER_ANY_NODE)
+	if (um__tier_exists(ctx, t))
 		return 0;
-	if (id < UM_POOL_MAX_NODES && (ctx->host_nodes & (1u << id)))
-		return 0;
-	um__log(ctx, UM_LOG_ERR,
-		"%s: host node %u does not exist or has no memory: this machine has %d node(s) with memory, numbered 0..%d",
-		what, id, um__numa_node_count(), um__numa_max_node());
+	if (um__tier_is_host(t))
+		um__log(ctx, UM_LOG_ERR,
+			"%s: host node %u does not exist or has no memory: this machine has %d node(s) with memory, numbered 0..%d",
+			what, UM_TIER_ID(t), um__numa_node_count(),
+			um__numa_max_node());
 	return -EINVAL;
 }
 
 static int check_acquire_tier(struct um_context *ctx, struct um_region *r,
 			      um_tier_t t)
 {
-	if (UM_TIER_TYPE(t) == UM_TIER_DEVICE)
+	/* a region is acquired on its own device */
+	if (um__tier_is_dev(t))
 		return UM_TIER_ID(t) == r->device ? 0 : -EINVAL;
-	return check_host_tier(ctx, t, "acquire");
+	return check_tier(ctx, t, UM__USE_ACQUIRE, "acquire");
 }
 
 /* ---- acquire / release ------------------------------------------------ */
@@ -727,7 +723,7 @@ static void reserve_host_copy(struct um_context *ctx, um_region_t h,
 	uint64_t bytes = 0;
 	int node = 0;
 
-	if (UM_TIER_TYPE(tier) != UM_TIER_HOST || um__enter(ctx))
+	if (!um__tier_is_host(tier) || um__enter(ctx))
 		return;
 	r = h ? um__region_get(ctx, h) : NULL;
 	if (r && !r->host && !r->acquired && um__tier_is_dev(r->residency)) {
@@ -745,16 +741,13 @@ static int evict_locked(struct um_context *ctx, um_region_t h, um_tier_t tier)
 
 	if (!h)
 		return -EINVAL;
-	if (UM_TIER_TYPE(tier) != UM_TIER_SPILL &&
-	    check_host_tier(ctx, tier, "evict"))
-		return -EINVAL;
-	if (UM_TIER_TYPE(tier) == UM_TIER_SPILL && UM_TIER_ID(tier) != 0)
+	if (check_tier(ctx, tier, UM__USE_EVICT_TO, "evict"))
 		return -EINVAL;
 	if (!r)
 		return -ENOENT;
 	if (r->acquired)
 		return -EBUSY;
-	if (UM_TIER_TYPE(tier) == UM_TIER_SPILL)
+	if (um__tier_via_host(tier))
 		return evict_to_spill(ctx, h);
 	return evict_to_host(ctx, h, tier);
 }
@@ -785,7 +778,7 @@ static int64_t shed_host(struct um_context *ctx, um_tier_t tier,
 
 	if (dest == UM_TIER_NONE)
 		dest = UM_TIER_DISK;
-	if (UM_TIER_TYPE(dest) == UM_TIER_SPILL && !ctx->spill)
+	if (um__tier_via_host(dest) && !ctx->spill)
 		return -EOPNOTSUPP;
 	n = victims(ctx, tier, NULL, &v, &vbytes);
 	if (n < 0)
@@ -795,7 +788,7 @@ static int64_t shed_host(struct um_context *ctx, um_tier_t tier,
 
 		if (v[i]->pending)
 			continue;
-		if (UM_TIER_TYPE(dest) == UM_TIER_SPILL)
+		if (um__tier_via_host(dest))
 			ret = um__to_spill(ctx, v[i]);
 		else
 			ret = um__to_host(ctx, v[i], dest);
@@ -820,12 +813,12 @@ static int64_t shed_device(struct um_context *ctx, int dev, uint64_t bytes,
 	um_region_t *spill = NULL;
 	int n, i, ns = 0, last = 0;
 
-	if (UM_TIER_TYPE(dest) == UM_TIER_SPILL && !ctx->spill)
+	if (um__tier_via_host(dest) && !ctx->spill)
 		return -EOPNOTSUPP;
 	n = victims(ctx, UM_TIER_GPU(dev), NULL, &v, &vbytes);
 	if (n < 0)
 		return n;
-	if (UM_TIER_TYPE(dest) == UM_TIER_SPILL) {
+	if (um__tier_via_host(dest)) {
 		spill = calloc((size_t)n + 1, sizeof(*spill));
 		if (!spill) {
 			free(v);
@@ -833,7 +826,7 @@ static int64_t shed_device(struct um_context *ctx, int dev, uint64_t bytes,
 		}
 	}
 	for (i = 0; i < n && done < bytes; i++) {
-		um_tier_t to = UM_TIER_TYPE(dest) == UM_TIER_HOST ? dest :
+		um_tier_t to = um__tier_is_host(dest) ? dest :
 			       UM_TIER_HOST_ANY;
 		int ret = evict(ctx, v[i], to);
 
@@ -870,26 +863,16 @@ static int64_t shed_device(struct um_context *ctx, int dev, uint64_t bytes,
 static int64_t um__shed_locked(struct um_context *ctx, um_tier_t tier,
 			       uint64_t bytes, um_tier_t dest)
 {
-	if (dest != UM_TIER_NONE && dest != UM_TIER_DISK &&
-	    check_host_tier(ctx, dest, "shed"))
+	if (check_tier(ctx, dest, UM__USE_SHED_TO, "shed") ||
+	    check_tier(ctx, tier, UM__USE_SHED_FROM, "shed"))
 		return -EINVAL;
-	switch (UM_TIER_TYPE(tier)) {
-	case UM_TIER_DEVICE:
-		if ((int)UM_TIER_ID(tier) >= ctx->ndev)
-			return -EINVAL;
-		if (!bytes)
-			return 0;
-		return shed_device(ctx, (int)UM_TIER_ID(tier), bytes, dest);
-	case UM_TIER_HOST:
-		if (check_host_tier(ctx, tier, "shed") ||
-		    dest == UM_TIER_HOST_ANY)
-			return -EINVAL;
-		if (!bytes)
-			return 0;
-		return shed_host(ctx, tier, bytes, dest);
-	default:
+	if (um__tier_is_dev(tier))
+		return bytes ? shed_device(ctx, (int)UM_TIER_ID(tier), bytes,
+					   dest) : 0;
+	/* from host memory: to a named node, or the spill */
+	if (dest == UM_TIER_HOST_ANY)
 		return -EINVAL;
-	}
+	return bytes ? shed_host(ctx, tier, bytes, dest) : 0;
 }
 
 int64_t um_shed(struct um_context *ctx, um_tier_t tier, uint64_t bytes,

@@ -364,8 +364,7 @@ static void um__region_destroy(struct um_context *ctx, struct um_region *r)
 		r->mapped = false;
 	}
 	if (r->counted) {
-		ctx->dev[r->device].used -= r->dev_len;
-		um__counter_sub(&ctx->books.device[r->device], r->dev_len);
+		um__books_budget(ctx, r, false);
 		r->counted = false;
 	}
 	if (r->host)
@@ -530,17 +529,16 @@ out:
 	return ret;
 }
 
+/*
+ * A device of ctx's; a host node need not have memory here (the driver
+ * places pages by the advice, or refuses).
+ */
 static bool tier_valid_for_advice(struct um_context *ctx, um_tier_t t)
 {
-	switch (UM_TIER_TYPE(t)) {
-	case UM_TIER_DEVICE:
-		return (int)UM_TIER_ID(t) < ctx->ndev;
-	case UM_TIER_HOST:
-		return UM_TIER_ID(t) == UM_TIER_ANY_NODE ||
-		       UM_TIER_ID(t) < UM_POOL_MAX_NODES;
-	default:
+	if (!um__tier_use(t, UM__USE_ADVISE))
 		return false;
-	}
+	return um__tier_is_dev(t) ? um__tier_exists(ctx, t) :
+				    um__tier_well_formed(t);
 }
 
 /*

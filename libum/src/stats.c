@@ -53,10 +53,10 @@ static void fill(struct um_context *ctx, struct um_stats *s)
 	memset(s, 0, sizeof(*s));
 	s->size = sizeof(*s);
 	s->regions = ctx->nregions;
-	memcpy(s->device, k->device, sizeof(s->device));
-	memcpy(s->host, k->host, sizeof(s->host));
-	s->host_total = k->host_total;
-	s->spill = k->spill;
+	memcpy(s->device, k->tier.device, sizeof(s->device));
+	memcpy(s->host, k->tier.host, sizeof(s->host));
+	s->host_total = k->tier.host_total;
+	s->spill = k->tier.spill;
 	memcpy(s->kind, k->kind, sizeof(s->kind));
 	for (int i = 0; i < ctx->ndev; i++)
 		s->budget[i] = ctx->dev[i].budget;
