@@ -177,7 +177,7 @@ uint64_t um__pressure_shed(struct um_pressure *pr, um_tier_t tier,
 			   uint64_t bytes, um_tier_t dest)
 {
 	struct um_context *ctx = pr->ctx;
-	bool host = UM_TIER_TYPE(tier) == UM_TIER_HOST;
+	bool host = um__tier_is_host(tier);
 	uint64_t freed = 0;
 	int64_t got, trimmed;
 
@@ -189,14 +189,14 @@ uint64_t um__pressure_shed(struct um_pressure *pr, um_tier_t tier,
 	}
 	if (freed >= bytes)
 		return freed;
-	if (host && UM_TIER_ID(tier) != UM_TIER_ANY_NODE &&
-	    (UM_TIER_TYPE(dest) == UM_TIER_SPILL ||
-	     (UM_TIER_TYPE(dest) == UM_TIER_HOST && dest != tier)))
+	if (host && !um__tier_is_any(tier) &&
+	    (um__tier_via_host(dest) ||
+	     (um__tier_is_host(dest) && dest != tier)))
 		got = move_off(pr, (int)UM_TIER_ID(tier), dest, bytes - freed);
 	else
 		got = um_shed(ctx, tier, bytes - freed, dest);
 	if ((got == -ENOSPC || got == -EOPNOTSUPP || got == 0) &&
-	    dest != UM_TIER_NONE && UM_TIER_TYPE(dest) != UM_TIER_SPILL)
+	    dest != UM_TIER_NONE && !um__tier_via_host(dest))
 		got = um_shed(ctx, tier, bytes - freed, UM_TIER_NONE);
 	/*
 	 * Host copies move to another node or the spill before um_evict and
@@ -457,7 +457,7 @@ bool um__pressure_answer(struct um_pressure *pr, const struct umm_event *ev,
 			if (ev->tier_id < 32 &&
 			    ev->bytes_free > pr->low_mark[ev->tier_id])
 				pr->low_mark[ev->tier_id] = ev->bytes_free;
-			if (UM_TIER_TYPE(dest) == UM_TIER_HOST)
+			if (um__tier_is_host(dest))
 				steer_home(pr, (int)ev->tier_id,
 					   ev->dest_node);
 			mark_hot(pr, ev->tier_id, ev->dest_node);
