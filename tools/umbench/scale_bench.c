@@ -7,8 +7,8 @@
  * At each count the same program runs: allocate every region, make them
  * all resident once, then rounds of acquire+release over a random
  * permutation (nearly every acquire restores its region and evicts
- * another: a "miss"), each followed by acquire+release of the last eighth
- * of the round, still resident (a "hit"); a um_lookup of every region's
+ * another: a "miss"), each followed by acquire+release of the last half
+ * of the resident regions, still resident (a "hit"); a um_lookup of every region's
  * pointer; the frees. Each call is timed
  * on its own; the table gives the mean per call and its ratio to the
  * smallest count measured in the same run. A flat library shows ratios
@@ -30,7 +30,12 @@ static const char *const call_names[C_COUNT] = {
 };
 
 #define SCALE_REGION_BYTES	(64u << 10)
-#define SCALE_MAX_COUNTS	16
+/*
+ * Resident regions at most: each takes a granule of the sim's memory, and
+ * the sim's device memory is real host memory (2 MiB granules land on
+ * transparent huge pages, so 64 KiB touched costs 2 MiB).
+ */
+#define SCALE_MAX_RESIDENT	1024u
 
 static const unsigned int default_counts[] = {
 	64, 512, 4096, 32768, 65536,
@@ -82,6 +87,13 @@ static void shuffle(struct scale_run *s, unsigned int n)
 	}
 }
 
+static unsigned int resident_max(unsigned int n)
+{
+	unsigned int q = n / 4 ? n / 4 : 1;
+
+	return q < SCALE_MAX_RESIDENT ? q : SCALE_MAX_RESIDENT;
+}
+
 static int open_context(struct scale_run *s, unsigned int n)
 {
 	struct um_config c;
@@ -102,7 +114,7 @@ static int open_context(struct scale_run *s, unsigned int n)
 	um_context_destroy(s->ctx);
 	s->ctx = NULL;
 	/* Each region takes at least one granule of the budget. */
-	budget = (uint64_t)(n / 4 ? n / 4 : 1) * granule;
+	budget = (uint64_t)resident_max(n) * granule;
 	c.device_budget = budget;
 	c.sim_capacity = budget + 8 * granule;
 	return um_context_create(&c, &s->ctx);
@@ -170,7 +182,7 @@ static int round_once(struct scale_run *s, unsigned int n,
 static int hit_tail(struct scale_run *s, unsigned int n,
 		    struct scale_point *p)
 {
-	unsigned int i, k = n / 8 ? n / 8 : 1;
+	unsigned int i, k = resident_max(n) / 2 ? resident_max(n) / 2 : 1;
 	int rc = 0;
 
 	for (i = n - k; !rc && i < n; i++) {
@@ -285,8 +297,9 @@ static void report_text(const struct scale_run *s, size_t np)
 	int c;
 
 	printf("scale: per-call cost by region count (%s regions, budget a "
-	       "quarter of them, %s backend), ratio to %u regions\n",
-	       ut_size_str(SCALE_REGION_BYTES, t),
+	       "quarter of them, at most %u, %s backend), ratio to %u "
+	       "regions\n",
+	       ut_size_str(SCALE_REGION_BYTES, t), SCALE_MAX_RESIDENT,
 	       bench_backend_name(s->o->backend), base->regions);
 	if (!tb)
 		return;
