@@ -306,6 +306,7 @@ static void count_on_device(struct um_context *ctx, struct um_region *r)
 		return;
 	r->counted = true;
 	ctx->dev[r->device].used += r->dev_len;
+	um__victims_sync(ctx, r);
 	um__counter_add(&ctx->books.device[r->device], r->dev_len);
 	um__books_changed(ctx);
 }
@@ -316,6 +317,7 @@ static void uncount(struct um_context *ctx, struct um_region *r)
 		return;
 	r->counted = false;
 	ctx->dev[r->device].used -= r->dev_len;
+	um__victims_sync(ctx, r);
 	um__counter_sub(&ctx->books.device[r->device], r->dev_len);
 	um__books_changed(ctx);
 }
@@ -325,6 +327,7 @@ static void set_residency(struct um_context *ctx, struct um_region *r,
 {
 	um__books_residency(ctx, r, r->residency, to);
 	r->residency = to;
+	um__victims_sync(ctx, r);
 }
 
 bool um__draining(const struct um_region *r)
