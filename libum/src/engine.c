@@ -308,6 +308,7 @@ static void count_on_device(struct um_context *ctx, struct um_region *r)
 		return;
 	r->counted = true;
 	um__books_budget(ctx, r, true);
+	um__victims_sync(ctx, r);
 	um__books_changed(ctx);
 }
 
@@ -317,6 +318,7 @@ static void uncount(struct um_context *ctx, struct um_region *r)
 		return;
 	r->counted = false;
 	um__books_budget(ctx, r, false);
+	um__victims_sync(ctx, r);
 	um__books_changed(ctx);
 }
 
@@ -325,6 +327,7 @@ static void set_residency(struct um_context *ctx, struct um_region *r,
 {
 	um__books_residency(ctx, r, r->residency, to);
 	r->residency = to;
+	um__victims_sync(ctx, r);
 }
 
 bool um__draining(const struct um_region *r)

@@ -114,6 +114,32 @@ struct um_mig {
 /* Distinct streams that may hold one region at once (um_acquire). */
 #define UM_HOLD_STREAMS 8
 
+/* victims.c: a region's place in an ordered set of victims */
+struct um_vkey {
+	uint32_t rank;			/* um__kind_rank(kind) */
+	int32_t prio;
+	uint64_t lru;
+	uint64_t bytes;
+	uint32_t idx;
+};
+
+struct um_vset;
+
+struct um_vnode {
+	struct um_vnode *left, *right;
+	uint32_t heap;			/* treap priority: hash of idx */
+	struct um_vkey key;
+	struct um_vset *set;		/* NULL: not a victim there */
+	struct um_region *owner;
+	uint64_t charged;		/* bytes added to set->bytes */
+};
+
+struct um_vset {
+	struct um_vnode *root;
+	uint64_t bytes;			/* dev_len (device) or bytes (host) */
+	uint32_t n;
+};
+
 struct um_region {
 	struct um_region *prev, *next;	/* ctx->regions */
 	struct um_context *ctx;
@@ -167,12 +193,17 @@ struct um_region {
 	int error;			/* last migration error, for um_wait */
 	pthread_t holder;		/* thread of the first acquire */
 	bool held_by_many;		/* nested acquires by other threads */
+	/* victims.c: [0] its tier's set, [1] the host-any set */
+	struct um_vnode victim[2];
+	uint64_t drain_charged;		/* dev_len on dev[drain_dev].draining */
+	uint32_t drain_dev;
 };
 
 struct um_dev {
 	uint64_t budget;
 	uint64_t total;			/* physical, from mem_info */
 	uint64_t used;			/* counted bytes (mapped/resident) */
+	uint64_t draining;		/* of used: evictions in flight */
 	size_t gran;
 	struct um_queue *q_evict;	/* D2H */
 	struct um_queue *q_restore;	/* H2D */
@@ -272,6 +303,10 @@ struct um_context {
 	uint32_t nregions;
 	uint16_t serial;
 	uint64_t tick;
+	/* victims.c: released regions in eviction order, per tier */
+	struct um_vset victims_dev[UM_MAX_DEVICES];
+	struct um_vset victims_host[UM_STATS_MAX_NODES];
+	struct um_vset victims_host_any;
 
 	/* migrations, issue order */
 	struct um_mig *migs, *migs_tail;
@@ -393,6 +428,16 @@ bool um__pool_short_retry(struct um_context *ctx, int *rounds);
  * UM__POOL_SHORT (which never leaves libum) as -ENOMEM.
  */
 int64_t um__pool_short_end(struct um_context *ctx, int64_t ret);
+
+/* victims.c: eviction order, and the victim sets (see there) */
+int um__kind_rank(uint32_t kind);
+void um__victims_sync(struct um_context *ctx, struct um_region *r);
+void um__victims_drop(struct um_context *ctx, struct um_region *r);
+/* tier's first victim after key (the first of all with key NULL) */
+struct um_region *um__victim_next(struct um_context *ctx, um_tier_t tier,
+				  const struct um_vkey *key);
+struct um_vkey um__victim_key(const struct um_region *r, um_tier_t tier);
+uint64_t um__victims_bytes(struct um_context *ctx, um_tier_t tier);
 
 /* room.c */
 int um__room_init(struct um_context *ctx);

@@ -357,6 +357,7 @@ static void um__region_destroy(struct um_context *ctx, struct um_region *r)
 		um__log(ctx, UM_LOG_WARN,
 			"free: \"%s\" was released without a fence; its device memory goes now",
 			r->name);
+	um__victims_drop(ctx, r);
 	um__books_residency(ctx, r, r->residency, UM_TIER_NONE);
 	if (r->mapped) {
 		be->ops->phys_unmap(be, (int)r->device, r->ptr, r->dev_len,
@@ -421,6 +422,7 @@ int um_free(struct um_context *ctx, um_region_t h)
 	 * gets -ENOENT), so r stays ours while the lock is dropped below.
 	 */
 	r->freeing = true;
+	um__victims_sync(ctx, r);
 	if (r->released_valid) {
 		/* the work fenced at release, with the lock dropped */
 		pthread_mutex_unlock(&ctx->lock);
@@ -431,6 +433,7 @@ int um_free(struct um_context *ctx, um_region_t h)
 	while (r->pending) {
 		if (um__wait_region(ctx, r) == -EPROTO) {
 			r->freeing = false;
+			um__victims_sync(ctx, r);
 			ret = -EIO;
 			goto out;
 		}
