@@ -44,10 +44,19 @@ TEST_TIMEOUT_SET(memory_high_below_max, 120);
 
 static int cg_ready(void)
 {
+	int ret = 0;
+
 	if (access(CG "/cgroup.controllers", F_OK) &&
 	    mount("none", CG, "cgroup2", 0, NULL))
 		return -errno;
-	return attr_write(CG "/cgroup.subtree_control", "+memory");
+	/* a v1 hierarchy just unmounted gives the controller back late */
+	for (int i = 0; i < 100; i++) {
+		ret = attr_write(CG "/cgroup.subtree_control", "+memory");
+		if (!ret)
+			break;
+		usleep(20000);
+	}
+	return ret;
 }
 
 /* Write @val to @file of cgroup @cg (a path under CG). */
@@ -389,6 +398,39 @@ static const char *level_name(uint32_t l)
 }
 
 /* ---- tests ------------------------------------------------------------ */
+
+/*
+ * With the memory controller on a cgroup v1 hierarchy there are no cgroup
+ * sources: the handshake leaves the feature out of its reply, nothing is
+ * watched, QUERY lists no cgroup. First: once the controller is enabled on
+ * cgroup v2 it cannot be mounted as v1.
+ */
+TEST(cgroup_v1_gives_node_sources_only)
+{
+	const char *dir = "/tmp/memcg-v1";
+	struct umm_api a;
+	int fd;
+
+	mkdir(dir, 0755);
+	if (mount("none", dir, "cgroup", 0, "memory"))
+		SKIP(return, "cannot mount the memory controller as v1: %s",
+		     strerror(errno));
+	/*
+	 * No child cgroup: memory charged in one would keep the hierarchy
+	 * (and the controller) on v1 after the umount, for the whole boot.
+	 */
+	fd = umm_open(0);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, umm_handshake(fd, "v1", 0, UMM_FEATURE_CGROUP, &a))
+		TH_LOG("the feature is granted anyway");
+	EXPECT_EQ(0, a.features & UMM_FEATURE_CGROUP)
+		TH_LOG("reported where it can do nothing");
+	EXPECT_EQ(0, query_cgroups(fd));
+	EXPECT_EQ(0, watched());
+	close(fd);
+	EXPECT_EQ(0, umount(dir));
+	rmdir(dir);
+}
 
 FIXTURE(cg) {
 	int ok;
