@@ -116,7 +116,7 @@ struct um_mig {
 
 /* victims.c: a region's place in an ordered set of victims */
 struct um_vkey {
-	uint32_t rank;			/* um__kind_rank(kind) */
+	uint32_t rank;			/* the kind's place: victims.c */
 	int32_t prio;
 	uint64_t lru;
 	uint64_t bytes;
@@ -429,8 +429,7 @@ bool um__pool_short_retry(struct um_context *ctx, int *rounds);
  */
 int64_t um__pool_short_end(struct um_context *ctx, int64_t ret);
 
-/* victims.c: eviction order, and the victim sets (see there) */
-int um__kind_rank(uint32_t kind);
+/* victims.c: the victim sets in eviction order (see there) */
 void um__victims_sync(struct um_context *ctx, struct um_region *r);
 void um__victims_drop(struct um_context *ctx, struct um_region *r);
 /* tier's first victim after key (the first of all with key NULL) */

@@ -28,7 +28,7 @@ static const int kind_rank[UM_KIND_COUNT] = {
 	[UM_KIND_PARAM] = 4,
 };
 
-int um__kind_rank(uint32_t kind)
+static int kind_rank_of(uint32_t kind)
 {
 	return kind < UM_KIND_COUNT ? kind_rank[kind] : UM_KIND_COUNT;
 }
@@ -134,7 +134,7 @@ static struct um_vset *wanted_set(struct um_context *ctx,
 static struct um_vkey key_of(const struct um_region *r)
 {
 	return (struct um_vkey){
-		.rank = (uint32_t)um__kind_rank(r->kind),
+		.rank = (uint32_t)kind_rank_of(r->kind),
 		.prio = r->priority,
 		.lru = r->lru,
 		.bytes = r->bytes,
