@@ -153,8 +153,8 @@ int ut_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 
 int ut_parse_bool(const char *s)
 {
-	static const char *const yes[] = { "1", "y", "yes", "on" };
-	static const char *const no[] = { "0", "n", "no", "off" };
+	static const char *const yes[] = { "1", "y", "yes", "on", "true" };
+	static const char *const no[] = { "0", "n", "no", "off", "false" };
 	size_t i;
 
 	if (!s)
@@ -217,9 +217,11 @@ int ut_parse_size(const char *s, uint64_t *out)
 	if (is_hex(s))
 		return ut_parse_num(s, out);
 	for (; *p >= '0' && *p <= '9'; p++) {
-		if (whole > (UINT64_MAX - 9) / 10)
+		uint64_t d = (uint64_t)(*p - '0');
+
+		if (whole > (UINT64_MAX - d) / 10)
 			return -ERANGE;
-		whole = whole * 10 + (uint64_t)(*p - '0');
+		whole = whole * 10 + d;
 	}
 	if (*p == '.') {
 		p++;

@@ -51,6 +51,7 @@ TEST(size_rejects_junk)
 	ASSERT_EQ(-EINVAL, ut_parse_size(NULL, &v));
 	ASSERT_EQ(-ERANGE, ut_parse_size("16E", &v));
 	ASSERT_EQ(-ERANGE, ut_parse_size("99999999999999999999", &v));
+	ASSERT_EQ(-ERANGE, ut_parse_size("18446744073709551616", &v));
 	ASSERT_EQ(7, v);	/* untouched on error */
 }
 
@@ -100,6 +101,10 @@ TEST(grammar_numbers_as_the_module)
 	ASSERT_EQ(-EINVAL, ut_parse_num("5 ", &v));
 	ASSERT_EQ(-EINVAL, ut_parse_num("", &v));
 	ASSERT_EQ(7, v);
+	/* sizes: every u64 the module takes; hex is plain bytes;
+	 * fractions round down */
+	ASSERT_EQ(0, ut_parse_size("18446744073709551615", &v));
+	ASSERT_EQ(UINT64_MAX, v);
 	/* sizes: hex is plain bytes; fractions round down */
 	ASSERT_EQ(0, ut_parse_size("0x1000", &v));
 	ASSERT_EQ(4096, v);
@@ -120,6 +125,8 @@ TEST(grammar_booleans_whole_words)
 	ASSERT_EQ(0, ut_parse_bool("n"));
 	ASSERT_EQ(0, ut_parse_bool("No"));
 	ASSERT_EQ(0, ut_parse_bool("off"));
+	ASSERT_EQ(1, ut_parse_bool("TRUE"));
+	ASSERT_EQ(0, ut_parse_bool("false"));
 	/* kstrtobool reads 0x1 as 0 and 10 as 1: numbers are refused */
 	ASSERT_EQ(-EINVAL, ut_parse_bool("0x1"));
 	ASSERT_EQ(-EINVAL, ut_parse_bool("10"));

@@ -143,7 +143,7 @@ static void parse_value(const struct ut_knob *k, const char *name,
 		return;
 	switch (k->kind) {
 	case UT_KNOB_BOOL:
-		ut_die_usage("%s: bad value '%s' (a boolean: 1/0, y/n, yes/no, on/off; not a number)",
+		ut_die_usage("%s: bad value '%s' (a boolean: 1/0, y/n, yes/no, on/off, true/false; not a number)",
 			     name, val);
 	case UT_KNOB_SIZE:
 		if (ret == -EDOM)
