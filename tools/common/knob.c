@@ -115,7 +115,8 @@ void ut_knobs_list(FILE *f)
 	for (i = 0; i < ut_nknobs; i++) {
 		const struct ut_knob *k = &ut_knobs[i];
 		const char *hash = strchr(k->pattern, '#');
-		int pre = hash ? (int)(hash - k->pattern) : (int)strlen(k->pattern);
+		int pre = (int)(hash ? (size_t)(hash - k->pattern) :
+				       strlen(k->pattern));
 
 		fprintf(f, "%.*s%s%s %s %" PRIu64 " %" PRIu64 " %" PRIu64
 			" %" PRIu64 "\n", pre, k->pattern, hash ? "N" : "",

@@ -27,21 +27,21 @@
 
 #include <stdint.h>
 
-#define UT_KNOBS_GLOBAL(X)						\
-	X(enabled,		BOOL,	0,	1,		1,	0)	\
-	X(interval_ms,		NUM,	10,	60000,		100,	0)	\
-	X(queue_len,		NUM,	4,	65536,		256,	0)	\
-	X(ring_bytes_max,	SIZE,	4096,	1ull << 40,	64ull << 20, 0)	\
-	X(hysteresis_bp,	NUM,	0,	5000,		200,	0)	\
-	X(event_min_interval_ms, NUM,	0,	60000,		100,	0)	\
-	X(repeat_interval_ms,	NUM,	0,	3600000,	1000,	0)
+#define UT_KNOBS_GLOBAL(X)                                               \
+	X(enabled,               BOOL, 0,    1,          1,           0) \
+	X(interval_ms,           NUM,  10,   60000,      100,         0) \
+	X(queue_len,             NUM,  4,    65536,      256,         0) \
+	X(ring_bytes_max,        SIZE, 4096, 1ull << 40, 64ull << 20, 0) \
+	X(hysteresis_bp,         NUM,  0,    5000,       200,         0) \
+	X(event_min_interval_ms, NUM,  0,    60000,      100,         0) \
+	X(repeat_interval_ms,    NUM,  0,    3600000,    1000,        0)
 
-#define UT_KNOBS_NODE(X)						\
-	X(low_bp,		WM,	0,	10000,		2000,	0)	\
-	X(medium_bp,		WM,	0,	10000,		1000,	0)	\
-	X(critical_bp,		WM,	0,	10000,		500,	0)
+#define UT_KNOBS_NODE(X)                                                 \
+	X(low_bp,                WM,   0,    10000,      2000,        0) \
+	X(medium_bp,             WM,   0,    10000,      1000,        0) \
+	X(critical_bp,           WM,   0,    10000,      500,         0)
 
-#define UT_KNOBS_GPU(X)							\
-	X(budget_bytes,		SIZE,	0,	UINT64_MAX,	0,	1ull << 20)
+#define UT_KNOBS_GPU(X)                                                  \
+	X(budget_bytes,          SIZE, 0,    UINT64_MAX, 0,    1ull << 20)
 
 #endif /* UT_KNOBS_H */

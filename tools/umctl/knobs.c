@@ -242,12 +242,26 @@ static void put_value(const struct umctl *u, struct ut_json *j,
 		printf("%" PRIu64 "\n", v);
 }
 
+/* The knobs of directory dir for id, values from v[] (a ut_umm's). */
+static void put_dir(const struct umctl *u, struct ut_json *j,
+		    enum ut_knob_dir dir, unsigned int id, const uint64_t *v)
+{
+	char name[96];
+	size_t i;
+
+	for (i = 0; i < ut_nknobs; i++) {
+		if (ut_knobs[i].dir != dir)
+			continue;
+		ut_knob_path(&ut_knobs[i], id, name, sizeof(name));
+		put_value(u, j, name, v[ut_knobs[i].field]);
+	}
+}
+
 /* Every knob: the global ones, then each node's and each GPU's. */
 static int get_all(const struct umctl *u, struct ut_json *j)
 {
 	struct ut_umm s;
-	char name[96];
-	size_t i, n;
+	size_t n;
 	int ret = ut_umm_read(u->root, &s);
 
 	if (ret) {
@@ -255,25 +269,11 @@ static int get_all(const struct umctl *u, struct ut_json *j)
 		ut_umm_free(&s);
 		return EX_RUNTIME;
 	}
-	for (i = 0; i < ut_nknobs; i++)
-		if (ut_knobs[i].dir == UT_KNOB_GLOBAL)
-			put_value(u, j, ut_knobs[i].name, s.g[ut_knobs[i].field]);
+	put_dir(u, j, UT_KNOB_GLOBAL, 0, s.g);
 	for (n = 0; n < s.nnodes; n++)
-		for (i = 0; i < ut_nknobs; i++)
-			if (ut_knobs[i].dir == UT_KNOB_NODE) {
-				ut_knob_path(&ut_knobs[i], s.nodes[n].id, name,
-					     sizeof(name));
-				put_value(u, j, name,
-					  s.nodes[n].v[ut_knobs[i].field]);
-			}
+		put_dir(u, j, UT_KNOB_NODE, s.nodes[n].id, s.nodes[n].v);
 	for (n = 0; n < s.ngpus; n++)
-		for (i = 0; i < ut_nknobs; i++)
-			if (ut_knobs[i].dir == UT_KNOB_GPU) {
-				ut_knob_path(&ut_knobs[i], s.gpus[n].id, name,
-					     sizeof(name));
-				put_value(u, j, name,
-					  s.gpus[n].v[ut_knobs[i].field]);
-			}
+		put_dir(u, j, UT_KNOB_GPU, s.gpus[n].id, s.gpus[n].v);
 	ut_umm_free(&s);
 	return EX_DONE;
 }
