@@ -46,7 +46,7 @@ self_check() {
 
 defaults() {
 	bad=0
-	while read -r name kind min max def floor; do
+	while read -r name _ _ _ def _; do
 		f=$(file_of "$name")
 		got=$(cat "$U/$f") || { echo "# $f: missing"; bad=1; continue; }
 		[ "$got" = "$def" ] ||
@@ -72,7 +72,7 @@ compare() {
 
 ranges() {
 	bad=0 seen=0
-	while read -r name kind min max def floor; do
+	while read -r name _ min max _ _; do
 		f=$(file_of "$name")
 		seen=$((seen + 1))
 		if [ "$max" = $U64_MAX ]; then above=18446744073709551616

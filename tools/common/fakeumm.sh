@@ -45,13 +45,14 @@ _fake_knobs_bin=${UT_KNOBS:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/build/
 # DIR (ROOT/kernel/mm/umm): the global ones, or those of KIND (nodes/node,
 # gpus/gpu) for its directory ID.
 _fake_knobs() {
-	local d=$1 kind=${2-} id=${3-} name type min max def floor f tab
+	local d=$1 kind=${2-} id=${3-} name def f tab
 	tab=$("$_fake_knobs_bin") || return 1
-	while read -r name type min max def floor; do
+	while read -r name _ _ _ def _; do
 		case $name in
 		'#'*) continue ;;
-		*/*) [ -n "$kind" ] && [ "${name%%N/*}" = "$kind" ] ||
+		*/*) if [ -z "$kind" ] || [ "${name%%N/*}" != "$kind" ]; then
 			continue
+		     fi
 		     f=$kind$id/${name#*N/} ;;
 		*) [ -z "$kind" ] || continue; f=$name ;;
 		esac
