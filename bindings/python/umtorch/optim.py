@@ -108,6 +108,7 @@ class OptimizerOffload:
         self._slots = []
         self._ahead = []		# slots acquired before their bucket
         self._pending = {}		# id(slot): its acquire on _ahead_pool()
+        self._warming = []		# restores started by backward
         self._hooks = []
         self._saved = {n: optimizer.__dict__[n] for n in _INSTALLED
                        if n in optimizer.__dict__}
@@ -375,16 +376,43 @@ class OptimizerOffload:
             self._ahead.append(slot)
 
     def _on_grad(self, grad):
-        """The first gradient of a backward pass: restore the first
-        bucket's state while the rest of backward runs."""
+        """The first gradient of a backward pass: start restoring the first
+        bucket's state while the rest of backward runs. The regions are
+        acquired and released again at once (warmed, not held): a backward
+        that no step follows (an eval pass, a skipped step, an idle
+        optimizer over the same parameters) leaves nothing acquired, and
+        libum may evict them again if another needs the room."""
         if self._armed and self.attached and not self.ctx.closed:
             self._armed = False
             buckets = self._buckets(grads_only=True)
             if buckets and not buckets[0].new:
-                self._prefetch(buckets[0].slots, self.ctx.budget())
+                self._warm(buckets[0].slots)
         return None
 
+    def _warm(self, slots):
+        if sum(s.cost for s in slots) > self.ctx.budget():
+            return
+        if self.ctx.backend == "cuda":
+            stream = self._stream()
+            for slot in slots:
+                try:
+                    slot.region.acquire(stream=stream)
+                except UmError:
+                    continue
+                slot.region.release()
+            return
+        self._warming.append(_ahead_pool().submit(
+            _warm_regions, [s.region for s in slots]))
+
+    def _settle_warm(self):
+        """Wait for the restores backward started (their failures only
+        mean the step's own acquire does the copy)."""
+        warming, self._warming = self._warming, []
+        for fut in warming:
+            fut.result()
+
     def _drop_ahead(self):
+        self._settle_warm()
         ahead, self._ahead = self._ahead, []
         for slot in ahead:
             try:
@@ -456,6 +484,7 @@ class OptimizerOffload:
         if closure is not None:
             with torch.enable_grad():
                 loss = closure()
+        self._settle_warm()
         buckets = self._buckets(grads_only=True)
         try:
             self._validate(buckets)
@@ -687,6 +716,17 @@ def _counting_step(offload):
     step._umtorch_offload = True
     step.__doc__ = offload.step.__doc__
     return step
+
+
+def _warm_regions(regions):
+    """On the ahead thread: restore regions onto the device without
+    holding them (acquire, release)."""
+    for region in regions:
+        try:
+            region.acquire()
+        except UmError:
+            continue
+        region.release()
 
 
 def _grad_hook(ref):
