@@ -177,7 +177,8 @@ class OptimizerOffload:
 
     def _offloadable(self, param, state):
         return [k for k, v in state.items() if torch.is_tensor(v)
-                and v.shape == param.shape and v.numel() > 1]
+                and v.layout == torch.strided and v.shape == param.shape
+                and v.numel() > 1]
 
     def _adopt(self, params):
         """Move the plain state of params into regions (packing those
@@ -585,6 +586,15 @@ class OptimizerOffload:
         for index, p in enumerate(self._params()):
             if p in by_param:
                 self._load_one(p, index, by_param[p])
+        known = set(saved)
+        for k, v in state_dict["state"].items():	# as torch keeps it
+            if k not in known:
+                self.optimizer.state[k] = copy.deepcopy(v)
+        # The optimizer's own conversion of what it loads (Adam's makes
+        # a numeric 'step' a tensor), as torch's load_state_dict runs it.
+        type(self.optimizer).__setstate__(self.optimizer, {
+            "state": self.optimizer.state,
+            "param_groups": self.optimizer.param_groups})
 
     def _load_one(self, p, index, saved):
         keys = self._offloadable(p, saved)
@@ -688,21 +698,22 @@ class OptimizerOffload:
         self.detach()
 
 
-_TORCH2 = int(torch.__version__.split(".")[0]) >= 2
-
-
 def _cast(param, value, key=None):
-    """A loaded state value as torch's load_state_dict casts it (1.13:
-    floating tensors to the parameter's dtype, all to its device; 2.x
-    leaves 'step' alone)."""
+    """A copy of a loaded state value, cast as torch's load_state_dict
+    casts it: tensors other than 'step' to the parameter's device (and,
+    floating ones, to its dtype); never the caller's own objects (torch
+    deep-copies the dict it loads)."""
     if torch.is_tensor(value):
-        if _TORCH2 and key == "step":
-            return value
-        if param.is_floating_point():
-            value = value.to(param.dtype)
-        return value.to(param.device)
+        out = value
+        if key != "step":
+            if param.is_floating_point():
+                out = out.to(param.dtype)
+            out = out.to(param.device)
+        return copy.deepcopy(value) if out is value else out
     if isinstance(value, dict):
         return {k: _cast(param, v, k) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_cast(param, v) for v in value)
     return copy.deepcopy(value)
 
 
