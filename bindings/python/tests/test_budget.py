@@ -38,8 +38,8 @@ def test_step1_creates_state_bucket_by_bucket_within_budget():
         total = state_bytes(opt)
         assert total > 1.5 * BUDGET, (total, BUDGET)
         device_peak_ok(ctx, off, "step 1")
-        # torch would hold all of it plain at once; a bucket is half
-        assert 0 < off.peak_plain <= BUDGET // 2 < total
+        # torch would hold all of it plain at once; here none is plain
+        assert off.peak_plain == 0		# made in its regions
         train(m, opt, 2, seed=3)
         names = sorted(r.name for r in off.regions)
         assert "optim.2.weight" in names, names		# parameter names

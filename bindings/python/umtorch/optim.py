@@ -34,6 +34,7 @@ import os
 import weakref
 
 import torch
+from torch.overrides import TorchFunctionMode
 
 from . import views
 from .context import Context
@@ -71,6 +72,113 @@ def _state_tensors(optimizer):
     if isinstance(optimizer, torch.optim.Adagrad):
         return 1
     return 2
+
+
+class _Space:
+    """Where one parameter's new state goes: cap bytes of region at
+    offset, handed out tensor by tensor."""
+
+    def __init__(self, region, offset, cap, param):
+        self.region, self.offset, self.cap = region, offset, cap
+        self.param, self.used, self.made = param, 0, []
+
+    def take(self, dtype, shape):
+        n = _round(views.nbytes(dtype, shape), ALIGN)
+        if self.used + n > self.cap:
+            return None		# more than estimated: made plain
+        t = views.make(self.region, dtype, shape, self.offset + self.used)
+        self.used += n
+        self.made.append(t)
+        return t
+
+    def empty(self):
+        for t in self.made:
+            views.empty(t)
+        self.made = []
+
+
+_LIKE = {torch.zeros_like: 0, torch.ones_like: 1, torch.full_like: None,
+         torch.empty_like: 0}
+
+
+def _like_plainly(src, kwargs):
+    """Whether torch.*_like(src, **kwargs) makes a contiguous tensor on
+    src's device and layout, as a region's tensor is."""
+    if kwargs.get("device") not in (None, src.device) or \
+            kwargs.get("layout") not in (None, torch.strided) or \
+            kwargs.get("requires_grad") or kwargs.get("pin_memory") or \
+            src.layout != torch.strided:
+        return False
+    fmt = kwargs.get("memory_format", torch.preserve_format)
+    if fmt is torch.contiguous_format or src.is_contiguous():
+        return fmt in (torch.contiguous_format, torch.preserve_format)
+    if fmt is not torch.preserve_format:
+        return False
+    return torch.empty_like(src, device="meta").is_contiguous()
+
+
+class _InPlace(TorchFunctionMode):
+    """Inside a step that creates state: the tensors the optimizer's init
+    makes from a new parameter (or its gradient) come from that
+    parameter's _Space instead of torch's allocator: zeros_like,
+    ones_like, full_like, empty_like; x.new().resize_as_(grad) (Rprop's
+    step_size); clone(d_p) for SGD's momentum buffers (spaces in clones,
+    in the order SGD makes them). Anything else, or more than the space
+    holds, is torch's own."""
+
+    def __init__(self, spaces, clones):
+        super().__init__()
+        self.spaces, self.clones = spaces, list(clones)
+        self.inside = False
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if not self.inside:
+            self.inside = True
+            try:
+                out = self._made(func, args, kwargs)
+            finally:
+                self.inside = False
+            if out is not None:
+                return out
+        return func(*args, **kwargs)
+
+    def _made(self, func, args, kwargs):
+        if func in _LIKE and args and torch.is_tensor(args[0]):
+            src = args[0]
+            space = self.spaces.get(id(src))
+            if space is None or not _like_plainly(src, kwargs):
+                return None
+            value = _LIKE[func]
+            if value is None:
+                value = args[1] if len(args) > 1 else kwargs["fill_value"]
+            t = space.take(kwargs.get("dtype") or src.dtype, src.shape)
+            if t is not None:
+                t.fill_(value)
+            return t
+        if func is torch.Tensor.resize_as_ and len(args) == 2:
+            fresh, like = args
+            space = self.spaces.get(id(like))
+            if space is None or fresh.numel() or fresh._base is not None \
+                    or not like.is_contiguous() or kwargs:
+                return None
+            t = space.take(fresh.dtype, like.shape)
+            if t is not None:
+                fresh.set_(t)
+                space.made.append(fresh)
+                return fresh
+            return None
+        if func in (torch.clone, torch.Tensor.clone) and self.clones:
+            src, space = args[0], self.clones[0]
+            if src.shape != space.param.shape or src.is_sparse or \
+                    not _like_plainly(src, kwargs):
+                return None
+            self.clones.pop(0)
+            t = space.take(src.dtype, src.shape)
+            if t is not None:
+                t.copy_(src)
+            return t
+        return None
 
 
 _AHEAD = {"pid": None, "pool": None}
@@ -157,23 +265,23 @@ class OptimizerOffload:
 
     def _estimate(self, p):
         """Device bytes p's state will take once it exists."""
-        n = p.numel() * p.element_size() * self._per_param
-        return n if n < self.pack_below else _granules(n)
+        return self._per_param * _round(p.numel() * p.element_size(), ALIGN)
 
     def _check_fits_budget(self):
         """Refuse now what step() could never do: a parameter whose state
-        needs more than a bucket may hold."""
+        needs more than a bucket may hold (the device budget, or the
+        bucket_bytes given)."""
         limit = self._new_limit()
         for index, p in enumerate(self._params()):
-            need = self._estimate(p)
+            need = _granules(self._estimate(p))
             if need > limit:
                 raise UmError(-errno.ENOMEM, "offload_optimizer",
                               "the state of %s (%d bytes on the device) "
                               "exceeds the %d bytes one bucket may hold "
-                              "while its state is created (bucket_bytes, "
-                              "at most half the %d-byte device budget)" % (
+                              "(%s)" % (
                                   self._pname(p, index), need, limit,
-                                  self.ctx.budget()))
+                                  "bucket_bytes" if self._bucket_bytes
+                                  is not None else "the device budget"))
 
     def _offloadable(self, param, state):
         return [k for k, v in state.items() if torch.is_tensor(v)
@@ -263,9 +371,12 @@ class OptimizerOffload:
         return self.ctx.budget() // 2
 
     def _new_limit(self):
-        """A bucket whose state is created holds it twice for a moment
-        (plain, then in regions): half the budget at most."""
-        return min(self.bucket_bytes, self.ctx.budget() // 2)
+        """The most one parameter's state may take: new state is made in
+        its regions, so a bucket of one parameter may use the whole
+        budget (or the bucket_bytes given)."""
+        if self._bucket_bytes is not None:
+            return min(self._bucket_bytes, self.ctx.budget())
+        return self.ctx.budget()
 
     def _small(self, p):
         """Whether p's state is (or will be) packed with others'."""
@@ -291,10 +402,9 @@ class OptimizerOffload:
             cost = 0
             if new:			# packed: the granules the pack grows by
                 est = self._estimate(p)
-                cost = est if est >= self.pack_below else \
+                cost = _granules(est) if est >= self.pack_below else \
                     _granules(cur.packed + est) - _granules(cur.packed)
-            limit = self._new_limit() if new or cur.new \
-                else self.bucket_bytes
+            limit = self.bucket_bytes
             if slot is not None and slot not in cur.slots:
                 cost = slot.cost
             if cur.params and cur.cost + cost > limit:
@@ -327,6 +437,9 @@ class OptimizerOffload:
         fut = self._pending.pop(id(slot), None)
         if fut is not None:
             fut.result()
+
+    def _acquire_one(self, region, stream):
+        region.acquire(stream=stream)
 
     def _acquire(self, slots):
         """Start restoring slots (not already acquired ahead); on failure
@@ -436,22 +549,6 @@ class OptimizerOffload:
             for g, params_of in zip(groups, saved):
                 g["params"] = params_of
 
-    @contextlib.contextmanager
-    def _reserved(self, nbytes):
-        """Lower libum's budget by nbytes, the plain state a bucket's
-        first step is about to create, for the with block."""
-        budget = self.ctx.budget()
-        try:
-            try:
-                self.ctx.set_budget(max(budget - nbytes, 0))
-            except UmError as e:	# set, and met as regions release
-                if e.rc != -errno.EBUSY:
-                    raise
-            self.ctx.wait_all()		# evictions in flight still hold it
-            yield
-        finally:
-            self.ctx.set_budget(budget)
-
     def _live(self, what):
         if not self.attached:
             raise UmError(-errno.EBADF, what, "offload detached")
@@ -469,12 +566,16 @@ class OptimizerOffload:
                     raise RuntimeError("%s does not support sparse "
                                        "gradients" % type(opt).__name__)
         budget = self.ctx.budget()
-        for b in buckets:	# new state is held twice for a moment
-            need = b.cost + b.new_cost
-            if need > budget:
+        index_of = {id(p): i for i, p in enumerate(self._params())}
+        for b in buckets:
+            if b.cost > budget:
+                names = ", ".join(self._pname(p, index_of[id(p)])
+                                  for p in b.params[:4])
                 raise UmError(-errno.ENOMEM, "step",
-                              "a bucket needs %d device bytes, the budget "
-                              "is %d" % (need, budget))
+                              "the state of %s%s needs %d device bytes, "
+                              "the budget is %d" % (
+                                  names, " ..." if len(b.params) > 4
+                                  else "", b.cost, budget))
 
     # ---- the optimizer's methods ----------------------------------------
 
@@ -487,6 +588,7 @@ class OptimizerOffload:
                 loss = closure()
         self._settle_warm()
         buckets = self._buckets(grads_only=True)
+        self._index_of = {id(p): i for i, p in enumerate(self._params())}
         try:
             self._validate(buckets)
         except BaseException:
@@ -527,10 +629,7 @@ class OptimizerOffload:
             with self._only(bucket.params) if narrow \
                     else contextlib.nullcontext():
                 if bucket.new:
-                    with self._reserved(bucket.new_cost):
-                        self._step()
-                        self._note_plain(bucket.new)
-                        self._adopt(bucket.new)
+                    self._step_creating(bucket.new)
                 else:
                     self._step()
         finally:
@@ -542,15 +641,136 @@ class OptimizerOffload:
                 if evict_behind and slot not in self._ahead:
                     slot.region.evict("host")
 
-    def _note_plain(self, params):
-        """Record the device bytes while new state is still plain. Only
-        parameter-shaped tensors count: scalars such as Adam's 'step' stay
-        plain for good (on the CPU in torch's default mode)."""
+    # ---- new state, made in its regions --------------------------------
+
+    def _plan(self, params):
+        """Regions for the new state of params, as _buckets() counted
+        them: [(bytes, [(param, bytes)])], each big one alone, the small
+        ones packed into one."""
+        out, pack = [], []
+        for p in params:
+            size = self._estimate(p)
+            if size >= self.pack_below:
+                out.append((size, [(p, size)]))
+            else:
+                pack.append((p, size))
+        if pack:
+            out.append((sum(n for _, n in pack), pack))
+        return out
+
+    def _step_creating(self, new):
+        """The optimizer's own step for a bucket whose params in new have
+        no state yet: the tensors its init makes from a parameter
+        (zeros_like, full_like, ...; SGD's momentum clone) are made in
+        regions allocated for them beforehand (_InPlace), so the state
+        never exists plain on the device. State the init made otherwise
+        is moved into regions after the step."""
+        index_of = self._index_of
+        made, spaces, stream = [], {}, self._stream()
+        try:
+            for size, members in self._plan(new):
+                first = members[0][0]
+                name = "%s.%s" % (self.name, self._pname(
+                    first, index_of[id(first)]))
+                if len(members) > 1:
+                    name += "+%d" % (len(members) - 1)
+                region = self.ctx.alloc(size, "optimizer_state", name[:63],
+                                        self.priority)
+                try:
+                    self._acquire_one(region, stream)
+                except BaseException:
+                    region.free()
+                    raise
+                made.append((region, [p for p, _ in members]))
+                offset = 0
+                for p, cap in members:
+                    space = _Space(region, offset, cap, p)
+                    spaces[id(p)] = space
+                    if p.grad is not None:
+                        spaces[id(p.grad)] = space
+                    offset += cap
+            for region, _ in made:
+                region.wait()
+            mode = _InPlace(spaces, self._clone_order(new, spaces))
+            with mode:
+                self._step()
+            self._note_plain(new, made)
+            self._install(made, index_of)
+        finally:
+            for region, _ in made:
+                if not region.freed:
+                    region.release()
+            for space in set(spaces.values()):
+                space.empty()
+        for region, _ in made:
+            if not region.freed and not any(
+                    s.region is region for s in self._slots):
+                region.free()
+
+    def _clone_order(self, new, spaces):
+        """SGD makes a momentum buffer as clone(d_p), parameter by
+        parameter in group order: the spaces those clones go to."""
+        if not isinstance(self.optimizer, torch.optim.SGD):
+            return []
+        ids = set(map(id, new))
+        return [spaces[id(p)] for g in self.optimizer.param_groups
+                if g.get("momentum", 0) != 0 for p in g["params"]
+                if id(p) in ids and p.grad is not None]
+
+    def _install(self, made, index_of):
+        """ParamStates over the regions the step's init wrote into; a
+        region whose state is not all in it is replaced by one made from
+        the state as it is (then freed, by the caller)."""
+        for region, params in made:
+            lo, hi = region.ptr, region.ptr + region.nbytes
+            slot, moved, entries = _Slot(region), False, []
+            states = []
+            for p in params:
+                state = self.optimizer.state.get(p)
+                if not state or isinstance(state, ParamState):
+                    continue
+                keys = self._offloadable(p, state)
+                layout, plain = {}, {}
+                for k, v in list(state.items()):
+                    here = torch.is_tensor(v) and v.layout == torch.strided \
+                        and v.numel() and lo <= v.data_ptr() < hi
+                    if k in keys and here and v.is_contiguous():
+                        layout[k] = (v.data_ptr() - lo, v.dtype,
+                                     tuple(v.shape))
+                    elif k in keys:
+                        moved = True
+                    else:		# a scalar, say: never over the region
+                        state[k] = plain[k] = v.clone() if here else v
+                size = sum(_round(state[k].numel() * state[k].element_size(),
+                                  ALIGN) for k in keys)
+                entries.append((p, index_of[id(p)], state, keys, size))
+                states.append((p, state, layout, plain))
+            if not entries:
+                continue
+            if moved:		# copied out of this region while held
+                self._make_slot(entries)
+                continue
+            for p, state, layout, plain in states:
+                for k in layout:
+                    views.empty(state[k])
+                ps = ParamState(self, slot, layout, plain, list(state))
+                self.optimizer.state[p] = ps
+                slot.states.append(ps)
+            self._slots.append(slot)
+
+    def _note_plain(self, params, made=()):
+        """Record the device bytes while new state is still plain (made
+        by an init _InPlace did not catch, not in the regions of made).
+        Only parameter-shaped tensors count: scalars such as Adam's 'step'
+        stay plain for good (on the CPU in torch's default mode)."""
+        ranges = [(r.ptr, r.ptr + r.nbytes) for r, _ in made]
         plain = 0
         for p in params:
             state = self.optimizer.state.get(p, {})
             for k in self._offloadable(p, state):
-                plain += state[k].numel() * state[k].element_size()
+                v = state[k]
+                if not any(lo <= v.data_ptr() < hi for lo, hi in ranges):
+                    plain += v.numel() * v.element_size()
         device = self.ctx.device_bytes()
         self.peak_plain = max(self.peak_plain, plain)
         self.peak_device = max(self.peak_device, device + plain)
