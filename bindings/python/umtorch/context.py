@@ -46,7 +46,10 @@ def _close_at_exit():
     """Close what is still open while the interpreter still works (a
     __del__ at teardown may find modules half gone)."""
     for ctx in list(_LIVE):
-        ctx.close()
+        try:
+            ctx.close()
+        except Exception:	# logged: a traceback at exit helps nobody
+            log.exception("umtorch: closing %r at exit failed", ctx)
 
 
 def live_contexts():
@@ -118,7 +121,14 @@ class Context:
             cfg.backend = _lib.BACKENDS[backend]
         for field, value in sizes.items():
             if value is not None:
-                setattr(cfg, field, parse_size(value, field))
+                value = parse_size(value, field)
+                if field == "device_budget" and value == 0:
+                    # libum reads 0 as "the whole device" (and refuses
+                    # LIBUM_DEVICE_BUDGET=0): None says that plainly
+                    raise UmValueError(
+                        -errno.EINVAL, field, "0 is no budget; None "
+                        "takes LIBUM_DEVICE_BUDGET or the whole device")
+                setattr(cfg, field, value)
         if spill_dir is not None:
             self._spill_dir = str(spill_dir).encode()
             cfg.spill_dir = self._spill_dir

@@ -461,11 +461,19 @@ class OptimizerOffload:
     @contextlib.contextmanager
     def _held(self, slots):
         """Acquire the regions of slots (and wait for their bytes) for the
-        with block."""
+        with block. Regions larger than the budget (lowered since they
+        were made) are reachable only on the device: the budget is raised
+        to their size for the block, and they are evicted before it is
+        set back, so that their state can always be read out."""
         held, stream = [], self._stream()
+        need = sum(s.cost for s in slots)
+        budget = self.ctx.budget()
+        raised = need > budget
+        if raised:
+            self.ctx.set_budget(need)
         try:
             for slot in slots:
-                slot.region.acquire(stream=stream)
+                self._acquire_one(slot.region, stream)
                 held.append(slot)
             for slot in held:
                 slot.region.wait()
@@ -473,6 +481,15 @@ class OptimizerOffload:
         finally:
             for slot in reversed(held):
                 slot.region.release()
+            if raised:
+                for slot in held:
+                    slot.region.evict("host")
+                self.ctx.wait_all()
+                try:
+                    self.ctx.set_budget(budget)
+                except UmError as e:	# set; met as regions release
+                    if e.rc != -errno.EBUSY:
+                        raise
 
     def _prefetch(self, slots, room):
         """Acquire slots ahead of their bucket if they fit room."""
