@@ -148,6 +148,8 @@ class Context:
         text = msg.decode(errors="replace")
         if level <= 3:		# kept for the exception of the failing call
             self._tls.last_err = text
+            if getattr(self._tls, "quiet", False):
+                level = 7	# an attempt that may fail: not an error
         log.log(_PY_LEVELS.get(level, logging.DEBUG), "%s", text)
 
     def _call(self, name, *args):
@@ -155,6 +157,19 @@ class Context:
         self._tls.last_err = None
         rc = getattr(_lib.lib, name)(*args)
         return check(rc, name, self._tls.last_err)
+
+    def _try_acquire(self, region, stream=None):
+        """region.acquire() that may fail (an acquire ahead, to restore
+        early): libum's ERR line for it is logged at debug level. Returns
+        whether it was acquired."""
+        self._tls.quiet = True
+        try:
+            region.acquire(stream=stream)
+            return True
+        except UmError:
+            return False
+        finally:
+            self._tls.quiet = False
 
     def _ctx(self, what):
         """The C context pointer; -EBADF once the context is closed."""
@@ -168,10 +183,12 @@ class Context:
                       self._regions.get(ev.region, ev.region),
                       tier_name(ev.from_), tier_name(ev.to), ev.bytes,
                       ev.error, ev.level, ev.ns)
+        free = None
         if self._handle is not None:
-            self.raw_stats()		# samples the peaks
+            st = self.raw_stats()	# samples the peaks
+            free = max(st.budget[0] - st.device[0].current, 0)
         if self._history is not None:
-            self._history.event(event)
+            self._history.event(event, free)
         for fn, types in list(self._handlers):
             if types is None or event.type in types:
                 try:

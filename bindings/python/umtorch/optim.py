@@ -30,6 +30,7 @@ import contextlib
 import copy
 import copyreg
 import errno
+import math
 import os
 import weakref
 
@@ -37,7 +38,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from . import views
-from .context import Context
+from .context import Context, _timeout_ns
 from .errors import UmError, UmValueError, bad_type, parse_size
 from .state import GRANULE, ParamState, _Slot
 
@@ -206,9 +207,13 @@ class OptimizerOffload:
     """The offload of one optimizer's state; see offload_optimizer()."""
 
     def __init__(self, optimizer, ctx, pack_below, bucket_bytes, priority,
-                 name, param_names, overlap):
+                 name, param_names, overlap, timeout=60.0,
+                 per_parameter=None):
         self.optimizer, self.ctx = optimizer, ctx
         self.overlap = overlap
+        self.timeout = timeout
+        self.per_parameter = _per_parameter(optimizer) \
+            if per_parameter is None else per_parameter
         self.pack_below, self.priority, self.name = pack_below, priority, name
         self._bucket_bytes = bucket_bytes
         self._param_names = param_names
@@ -272,6 +277,12 @@ class OptimizerOffload:
         needs more than a bucket may hold (the device budget, or the
         bucket_bytes given)."""
         limit = self._new_limit()
+        if not self.per_parameter:
+            total = sum(b.cost for b in self._buckets())
+            if total > self.ctx.budget():
+                raise UmError(-errno.ENOMEM, "offload_optimizer",
+                              _whole_message(self.optimizer, total,
+                                             self.ctx.budget()))
         for index, p in enumerate(self._params()):
             need = _granules(self._estimate(p))
             if need > limit:
@@ -404,7 +415,7 @@ class OptimizerOffload:
                 est = self._estimate(p)
                 cost = _granules(est) if est >= self.pack_below else \
                     _granules(cur.packed + est) - _granules(cur.packed)
-            limit = self.bucket_bytes
+            limit = self.bucket_bytes if self.per_parameter else math.inf
             if slot is not None and slot not in cur.slots:
                 cost = slot.cost
             if cur.params and cur.cost + cost > limit:
@@ -439,7 +450,10 @@ class OptimizerOffload:
             fut.result()
 
     def _acquire_one(self, region, stream):
-        region.acquire(stream=stream)
+        """Acquire for a step or a read: waits up to the offload's timeout
+        for room that other threads' releases make (two threads stepping
+        optimizers on one Context take turns)."""
+        region.acquire(stream=stream, timeout=self.timeout)
 
     def _acquire(self, slots):
         """Start restoring slots (not already acquired ahead); on failure
@@ -447,11 +461,15 @@ class OptimizerOffload:
         stream, done = self._stream(), []
         try:
             for slot in slots:
-                if slot in self._ahead:
+                ahead = slot in self._ahead
+                if ahead:
                     self._ahead.remove(slot)
-                    self._settle(slot)
-                else:
-                    slot.region.acquire(stream=stream)
+                    try:
+                        self._settle(slot)
+                    except UmError:	# no room then: wait for it now
+                        ahead = False
+                if not ahead:
+                    self._acquire_one(slot.region, stream)
                 done.append(slot)
         except BaseException:
             for slot in reversed(done):
@@ -499,11 +517,12 @@ class OptimizerOffload:
         for slot in slots:
             if slot in self._ahead:
                 continue
-            if self.ctx.backend == "cuda":
-                slot.region.acquire(stream=stream)
+            if self.ctx.backend == "cuda":	# only if there is room now
+                if not self.ctx._try_acquire(slot.region, stream):
+                    continue
             else:
                 self._pending[id(slot)] = _ahead_pool().submit(
-                    slot.region.acquire)
+                    _acquire_ahead, slot.region)
             self._ahead.append(slot)
 
     def _on_grad(self, grad):
@@ -526,11 +545,8 @@ class OptimizerOffload:
         if self.ctx.backend == "cuda":
             stream = self._stream()
             for slot in slots:
-                try:
-                    slot.region.acquire(stream=stream)
-                except UmError:
-                    continue
-                slot.region.release()
+                if self.ctx._try_acquire(slot.region, stream):
+                    slot.region.release()
             return
         self._warming.append(_ahead_pool().submit(
             _warm_regions, [s.region for s in slots]))
@@ -585,6 +601,9 @@ class OptimizerOffload:
         budget = self.ctx.budget()
         index_of = {id(p): i for i, p in enumerate(self._params())}
         for b in buckets:
+            if b.cost > budget and not self.per_parameter:
+                raise UmError(-errno.ENOMEM, "step", _whole_message(
+                    self.optimizer, b.cost, budget))
             if b.cost > budget:
                 names = ", ".join(self._pname(p, index_of[id(p)])
                                   for p in b.params[:4])
@@ -764,6 +783,9 @@ class OptimizerOffload:
                 states.append((p, state, layout, plain))
             if not entries:
                 continue
+            # less made than estimated: a region the size of the state
+            moved = moved or _granules(sum(e[4] for e in entries)) < \
+                _granules(region.nbytes)
             if moved:		# copied out of this region while held
                 self._make_slot(entries)
                 continue
@@ -954,6 +976,42 @@ def _cast(param, value, key=None):
     return copy.deepcopy(value)
 
 
+# torch's optimizers whose step updates each parameter from its own
+# gradient and state alone: bucket by bucket is their unbucketed step.
+_PER_PARAMETER = tuple(getattr(torch.optim, n) for n in (
+    "SGD", "Adam", "AdamW", "Adagrad", "Adadelta", "Adamax", "ASGD",
+    "NAdam", "RAdam", "RMSprop", "Rprop", "SparseAdam")
+    if hasattr(torch.optim, n))
+# Known to scale every update by a norm over all parameters.
+_GLOBAL_NORM = ("FusedLAMB", "DistributedFusedLAMB",
+                "FusedMixedPrecisionLamb")
+
+
+def _unwrapped(fn):
+    """A step without the wrappers functools.wraps marks (torch 1.13's
+    profiling hook, which it sets on the optimizer's own class)."""
+    while hasattr(fn, "__wrapped__"):
+        fn = fn.__wrapped__
+    return fn
+
+
+def _per_parameter(optimizer):
+    """Whether optimizer's step is one of _PER_PARAMETER's own (a subclass
+    that overrides step is not: what it does is not knowable here)."""
+    step = _unwrapped(type(optimizer).step)
+    return any(step is _unwrapped(k.step) for k in _PER_PARAMETER)
+
+
+def _whole_message(optimizer, need, budget):
+    return ("%s.step is not known to update each parameter on its own "
+            "(torch's %s are), so it runs once over all parameters with "
+            "their whole state on the device: %d bytes, over the %d-byte "
+            "budget; raise the budget, or pass per_parameter=True if its "
+            "update is per parameter" % (
+                type(optimizer).__name__,
+                ", ".join(k.__name__ for k in _PER_PARAMETER), need, budget))
+
+
 def _counting_step(offload):
     """optimizer.step as LR schedulers want it: marked _with_counter, so a
     scheduler made later leaves it alone (offload.step counts) and one
@@ -970,11 +1028,15 @@ def _warm_regions(regions):
     """On the ahead thread: restore regions onto the device without
     holding them (acquire, release)."""
     for region in regions:
-        try:
-            region.acquire()
-        except UmError:
-            continue
-        region.release()
+        if region.ctx._try_acquire(region):
+            region.release()
+
+
+def _acquire_ahead(region):
+    """On the ahead thread: acquire region if there is room now (the
+    bucket's own acquire waits for room otherwise)."""
+    if not region.ctx._try_acquire(region):
+        raise UmError(-errno.ENOMEM, "acquire ahead", region.name)
 
 
 def _grad_hook(ref):
@@ -1001,7 +1063,8 @@ def _local_optimizer(optimizer):
 
 def offload_optimizer(optimizer, ctx, *, min_bytes=64 << 10,
                       bucket_bytes=None, priority=0, name="optim",
-                      model=None, overlap=True):
+                      model=None, overlap=True, timeout=60.0,
+                      per_parameter=None):
     """Keep optimizer's state in libum regions of ctx; returns the
     OptimizerOffload (detach() undoes it; so does ctx.close()).
 
@@ -1015,7 +1078,14 @@ def offload_optimizer(optimizer, ctx, *, min_bytes=64 << 10,
     off acquiring ahead (during backward, and the next bucket during this
     one) and evicting behind, for comparison. For a
     ZeroRedundancyOptimizer, this rank's shard (its .optim) is offloaded.
-    Between steps, optimizer.state reads give copies.
+    timeout: seconds an acquire of a step (or a state read) waits for room
+    that other threads' releases make (math.inf: no limit; 0: none).
+    per_parameter: whether the optimizer's update is per parameter, so
+    that its step may run bucket by bucket; None: only torch's own
+    per-parameter optimizers are (see _per_parameter()), any other runs
+    one step over all parameters with all the state on the device.
+    Between steps, optimizer.state reads give copies whose in-place edits
+    reach the regions.
     """
     if not isinstance(optimizer, torch.optim.Optimizer):
         raise bad_type("optimizer", optimizer, "torch.optim.Optimizer")
@@ -1040,7 +1110,15 @@ def offload_optimizer(optimizer, ctx, *, min_bytes=64 << 10,
         if not isinstance(model, torch.nn.Module):
             raise bad_type("model", model, "torch.nn.Module")
         names = {id(p): n for n, p in model.named_parameters()}
+    _timeout_ns(timeout)		# checked as acquire() checks it
+    if per_parameter not in (None, True, False):
+        raise bad_type("per_parameter", per_parameter, "None, True or False")
+    if per_parameter and type(optimizer).__name__ in _GLOBAL_NORM:
+        raise UmValueError(-errno.EINVAL, "offload_optimizer",
+                           "%s scales its updates by a norm over all "
+                           "parameters: per_parameter=True would compute "
+                           "something else" % type(optimizer).__name__)
     return OptimizerOffload(optimizer, ctx, parse_size(min_bytes,
                             "min_bytes"), bucket_bytes, priority, name,
-                            names, bool(overlap))
+                            names, bool(overlap), timeout, per_parameter)
 

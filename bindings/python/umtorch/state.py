@@ -137,15 +137,18 @@ class ParamState(collections.abc.MutableMapping):
         self._plain = plain
         self._order = order	# keys in the optimizer's order
         self._live = {}
+        self._bound = False	# inside a step, in the bucket stepped
 
     # ---- binding, by the offload ---------------------------------------
 
     def _bind(self):
+        self._bound = True
         region = self._slot.region
         for key, (off, dtype, shape) in self._layout.items():
             self._live[key] = views.make(region, dtype, shape, off)
 
     def _unbind(self):
+        self._bound = False
         for view in self._live.values():
             views.empty(view)
         self._live = {}
@@ -160,10 +163,15 @@ class ParamState(collections.abc.MutableMapping):
     def __getitem__(self, key):
         if key in self._live:
             return self._live[key]
+        if self._offload.stepping and not self._bound:
+            # the step reads another bucket's state: its update is not
+            # per parameter (and one to a copy would be lost)
+            raise RuntimeError(
+                "%s's step read optimizer state of a parameter outside the "
+                "bucket being stepped: its update is not per parameter "
+                "(offload it with per_parameter=False)"
+                % type(self._offload.optimizer).__name__)
         if key in self._layout:
-            if self._offload.stepping:	# an update would go to a copy
-                raise RuntimeError("optimizer state of a parameter outside "
-                                   "the bucket being stepped")
             return _state_copy(self.to_dict(keys=[key])[key], self, key)
         return self._plain[key]
 
