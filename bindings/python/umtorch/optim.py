@@ -32,6 +32,7 @@ import copyreg
 import errno
 import math
 import os
+import time
 import weakref
 
 import torch
@@ -222,6 +223,8 @@ class OptimizerOffload:
         self._ahead = []		# slots acquired before their bucket
         self._pending = {}		# id(slot): its acquire on _ahead_pool()
         self._warming = []		# restores started by backward
+        self._reverse = False		# this step runs the buckets backwards
+        self.timing = None		# a Counter: where step() spends time
         self._hooks = []
         self._saved = {n: optimizer.__dict__[n] for n in _INSTALLED
                        if n in optimizer.__dict__}
@@ -534,7 +537,7 @@ class OptimizerOffload:
         libum may evict them again if another needs the room."""
         if self._armed and self.attached and not self.ctx.closed:
             self._armed = False
-            buckets = self._buckets(grads_only=True)
+            buckets = self._ordered(self._buckets(grads_only=True))
             if buckets and not buckets[0].new:
                 self._warm(buckets[0].slots)
         return None
@@ -622,6 +625,7 @@ class OptimizerOffload:
         if closure is not None:
             with torch.enable_grad():
                 loss = closure()
+        t0 = time.perf_counter()
         self._settle_warm()
         buckets = self._buckets(grads_only=True)
         self._index_of = {id(p): i for i, p in enumerate(self._params())}
@@ -636,21 +640,41 @@ class OptimizerOffload:
                                              0) + 1
         evict_behind = self.overlap and \
             sum(b.cost for b in buckets) > self.ctx.budget()
+        buckets = self._ordered(buckets)
         try:
             self.stepping = True
             for i, bucket in enumerate(buckets):
                 following = buckets[i + 1] if i + 1 < len(buckets) else None
-                self._run_bucket(bucket, following, evict_behind,
-                                 len(buckets) > 1)
+                # the last bucket stays: the next step starts with it
+                self._run_bucket(bucket, following, evict_behind and
+                                 following is not None, len(buckets) > 1)
         finally:
             self.stepping = False
             self._drop_ahead()
             self._armed = True
+        if len(buckets) > 1:
+            self._reverse = not self._reverse
+        if self.timing is not None:
+            self.timing["step"] += time.perf_counter() - t0
+            self.timing["steps"] += 1
         self.steps += 1
         self.ctx._history_step(self)
         return loss
 
+    def _ordered(self, buckets):
+        """Every other step runs the buckets last to first, so a step
+        starts with the buckets the one before ended with, still on the
+        device (a cyclic order would find each evicted): the same bits,
+        each parameter's update being its own, and a bucket's restore and
+        eviction fewer each step."""
+        if self._reverse and self.per_parameter and \
+                not any(b.new for b in buckets):
+            return buckets[::-1]
+        return buckets
+
     def _run_bucket(self, bucket, following, evict_behind, narrow):
+        clock = self.timing is not None and time.perf_counter
+        t0 = clock and clock()
         self._acquire(bucket.slots)
         try:
             if following is not None and not following.new \
@@ -659,15 +683,18 @@ class OptimizerOffload:
                                self.ctx.budget() - bucket.cost)
             for slot in bucket.slots:
                 slot.region.wait()
+            t1 = clock and clock()
             for slot in bucket.slots:
                 for ps in slot.states:
                     ps._bind()
             with self._only(bucket.params) if narrow \
                     else contextlib.nullcontext():
+                t2 = clock and clock()
                 if bucket.new:
                     self._step_creating(bucket.new)
                 else:
                     self._step()
+                t3 = clock and clock()
         finally:
             for slot in bucket.slots:
                 for ps in slot.states:
@@ -676,6 +703,12 @@ class OptimizerOffload:
                 slot.region.release()
                 if evict_behind and slot not in self._ahead:
                     slot.region.evict("host")
+        if clock:
+            t = self.timing
+            t["acquire and wait"] += t1 - t0
+            t["bind, narrow, unbind"] += (t2 - t1) + (clock() - t3)
+            t["optimizer math"] += t3 - t2
+            t["buckets"] += 1
 
     # ---- new state, made in its regions --------------------------------
 
@@ -777,6 +810,8 @@ class OptimizerOffload:
                         moved = True
                     else:		# a scalar, say: never over the region
                         state[k] = plain[k] = v.clone() if here else v
+                if not keys:		# nothing for a region: stays plain
+                    continue
                 size = sum(_round(state[k].numel() * state[k].element_size(),
                                   ALIGN) for k in keys)
                 entries.append((p, index_of[id(p)], state, keys, size))
