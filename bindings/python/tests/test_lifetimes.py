@@ -122,7 +122,7 @@ def test_closure_that_raises():
             scaler_loop(m, opt, 2, (), g)
 
             def closure():
-                opt.zero_grad()
+                m.zero_grad()
                 loss_of(m, g).backward()
                 raise FloatingPointError("loss is nan")
             try:
