@@ -120,9 +120,9 @@ def main():
         out.setdefault("migrated_bytes", {})[r.label] = st["migrations.bytes"]
         t = r.off.timing
         n = max(t["steps"], 1)
-        parts = {k: t[k] / n * 1e3 for k in ("acquire and wait",
-                                             "bind, narrow, unbind",
-                                             "optimizer math")}
+        parts = {k: t[k] / n * 1e3 for k in (
+            "wait for restores and evictions before", "acquire and wait",
+            "bind, unbind, release, evict", "optimizer math")}
         parts["bucketing and the rest"] = t["step"] / n * 1e3 - \
             sum(parts.values())
         out.setdefault("mean_step_ms_by_part", {})[r.label] = parts

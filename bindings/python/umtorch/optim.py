@@ -554,15 +554,26 @@ class OptimizerOffload:
         self._warming.append(_ahead_pool().submit(
             _warm_regions, [s.region for s in slots]))
 
+    def _evict(self, region):
+        """Evict behind a bucket. On sim the eviction's copy is made by
+        the calling thread, so there it is made on the ahead thread,
+        beside the next bucket's math (and, after the last, the next
+        forward pass); the acquires ahead queued behind it find its room."""
+        if self.ctx.backend == "cuda":
+            region.evict("host")
+        else:
+            self._warming.append(_ahead_pool().submit(_evict_quietly,
+                                                      region))
+
     def _settle_warm(self):
-        """Wait for the restores backward started (their failures only
-        mean the step's own acquire does the copy)."""
+        """Wait for the restores backward started and the evictions behind
+        the last step (their failures only mean a later acquire does the
+        copy)."""
         warming, self._warming = self._warming, []
         for fut in warming:
             fut.result()
 
     def _drop_ahead(self):
-        self._settle_warm()
         ahead, self._ahead = self._ahead, []
         for slot in ahead:
             try:
@@ -627,6 +638,9 @@ class OptimizerOffload:
                 loss = closure()
         t0 = time.perf_counter()
         self._settle_warm()
+        if self.timing is not None:
+            self.timing["wait for restores and evictions before"] += \
+                time.perf_counter() - t0
         buckets = self._buckets(grads_only=True)
         self._index_of = {id(p): i for i, p in enumerate(self._params())}
         try:
@@ -702,11 +716,11 @@ class OptimizerOffload:
             for slot in bucket.slots:
                 slot.region.release()
                 if evict_behind and slot not in self._ahead:
-                    slot.region.evict("host")
+                    self._evict(slot.region)
         if clock:
             t = self.timing
             t["acquire and wait"] += t1 - t0
-            t["bind, narrow, unbind"] += (t2 - t1) + (clock() - t3)
+            t["bind, unbind, release, evict"] += (t2 - t1) + (clock() - t3)
             t["optimizer math"] += t3 - t2
             t["buckets"] += 1
 
@@ -818,12 +832,18 @@ class OptimizerOffload:
                 states.append((p, state, layout, plain))
             if not entries:
                 continue
-            # less made than estimated: a region the size of the state
-            moved = moved or _granules(sum(e[4] for e in entries)) < \
+            # less made than estimated: a region the size of the state,
+            # where one fits beside this one for the copy
+            smaller = _granules(sum(e[4] for e in entries)) < \
                 _granules(region.nbytes)
-            if moved:		# copied out of this region while held
-                self._make_slot(entries)
-                continue
+            if moved or smaller:	# copied out of this region while held
+                try:
+                    self._make_slot(entries)
+                    continue
+                except UmError as e:
+                    if moved or e.rc not in (-errno.ENOMEM, -errno.EDEADLK,
+                                             -errno.ETIMEDOUT):
+                        raise
             for p, state, layout, plain in states:
                 for k in layout:
                     views.empty(state[k])
@@ -868,6 +888,7 @@ class OptimizerOffload:
         if not isinstance(state_dict, dict) or "state" not in state_dict:
             raise bad_type("state_dict", state_dict,
                            "an optimizer state_dict")
+        self._settle_warm()
         self._drop_ahead()
         self._load(dict(state_dict, state={}))	# checks the groups
         self._free_slots()
@@ -958,6 +979,7 @@ class OptimizerOffload:
         for h in self._hooks:
             h.remove()
         self._hooks = []
+        self._settle_warm()
         if not self.ctx.closed:
             self._drop_ahead()
             for p, state in list(self.optimizer.state.items()):
@@ -1065,6 +1087,15 @@ def _warm_regions(regions):
     for region in regions:
         if region.ctx._try_acquire(region):
             region.release()
+
+
+def _evict_quietly(region):
+    """On the ahead thread: evict region to the host; a region freed or
+    acquired again meanwhile stays as it is."""
+    try:
+        region.evict("host")
+    except UmError:
+        pass
 
 
 def _acquire_ahead(region):
