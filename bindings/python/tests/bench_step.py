@@ -8,6 +8,10 @@ figures and fails only if the bits differ.
 
 Usage: bench_step.py [--steps N] [--layers N] [--width N] [--threads N]
                      [--json] [--timeline PATH]
+Where the time of umtorch's step goes (acquiring and waiting for the
+bytes, binding the state and narrowing the groups, the optimizer's own
+math, the rest: bucketing and bookkeeping) is printed per run, with the
+load average before and after (a loaded machine's figures say so).
 --threads sets torch's threads for all three runs; by default one CPU is
 left to the sim's copies, which on a GPU run on DMA engines beside the
 cores that compute (as umtrain does; Documentation/performance.rst).
@@ -16,6 +20,7 @@ a .svg path).
 """
 
 import argparse
+import collections
 import json
 import os
 import statistics
@@ -56,6 +61,7 @@ class Run:
                 umtorch.record_history(self.ctx)
             self.off = umtorch.offload_optimizer(
                 self.opt, self.ctx, model=self.model, overlap=overlap)
+            self.off.timing = collections.Counter()
 
     def step(self, x, y):
         self.opt.zero_grad()
@@ -87,6 +93,7 @@ def main():
             Run("umtorch, no overlap", args, budget, False),
             Run("umtorch, overlap", args, budget, True)]
     gen = torch.Generator().manual_seed(2)
+    load0 = os.getloadavg()
     for s in range(args.steps):
         x = torch.randn(32, args.width, generator=gen)
         y = torch.randn(32, args.width, generator=gen)
@@ -94,6 +101,8 @@ def main():
             runs[(s + k) % len(runs)].step(x, y)
         if s == 0:
             peaks = [r.off.peak_device for r in runs[1:]]
+            for r in runs[1:]:		# step 1 creates the state
+                r.off.timing.clear()
     same = all(torch.equal(p, q) for r in runs[1:] for p, q in
                zip(runs[0].model.parameters(), r.model.parameters()))
     # step 1 creates the state: its own figure, not in the medians
@@ -105,9 +114,19 @@ def main():
            "median_step_ms": {r.label: m for r, m in zip(runs, med)},
            "ratio_to_plain": {r.label: m / med[0]
                               for r, m in zip(runs, med)}}
+    out["load_average"] = {"before": load0, "after": os.getloadavg()}
     for r in runs[1:]:
         st = umtorch.memory_stats(r.ctx)
         out.setdefault("migrated_bytes", {})[r.label] = st["migrations.bytes"]
+        t = r.off.timing
+        n = max(t["steps"], 1)
+        parts = {k: t[k] / n * 1e3 for k in (
+            "wait for restores and evictions before", "acquire and wait",
+            "bind, unbind, release, evict", "optimizer math")}
+        parts["bucketing and the rest"] = t["step"] / n * 1e3 - \
+            sum(parts.values())
+        out.setdefault("mean_step_ms_by_part", {})[r.label] = parts
+        out.setdefault("buckets_per_step", {})[r.label] = t["buckets"] / n
     if args.timeline:
         umtorch.timeline(args.timeline, runs[2].ctx,
                          title="umtorch: AdamW, %d steps, state %.0f MiB, "
@@ -126,6 +145,13 @@ def main():
         for r, m in zip(runs, med):
             print("  %-22s %8.2f ms per optimizer step  %.2fx plain"
                   % (r.label, m, m / med[0]))
+        for r in runs[1:]:
+            parts = out["mean_step_ms_by_part"][r.label]
+            print("  %-22s where the time goes (mean ms): %s" % (
+                r.label, ", ".join("%s %.2f" % kv for kv in parts.items())))
+        print("  load average %s before, %s after" % (
+            " ".join("%.2f" % x for x in load0),
+            " ".join("%.2f" % x for x in os.getloadavg())))
         print("  step-1 device peak: %s bytes (budget %d)"
               % (" / ".join(map(str, peaks)), budget))
         print("  bit-identical: %s" % ("yes" if same else "NO"))

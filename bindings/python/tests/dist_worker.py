@@ -46,7 +46,10 @@ def run(rank, zero, offload):
             torch.nn.functional.cross_entropy(m(x), y).backward()
             opt.step()
         if off is not None:
-            assert off.nbytes > 0 and ctx.stats()["migrations"]["evict_count"]
+            # evicted where it exceeds the budget (a ZeRO shard may not)
+            assert off.nbytes > 0
+            assert off.nbytes <= ctx.budget() or \
+                ctx.stats()["migrations"]["evict_count"]
             if zero:	# only this rank's shard is offloaded
                 assert off.optimizer is opt.optim
             off.detach()

@@ -3,6 +3,7 @@
 torch's snapshot format read by torch's own _memory_viz, the timeline and
 the leak check."""
 
+import gc
 import os
 import pickle
 import subprocess
@@ -81,6 +82,53 @@ def test_history_snapshot_read_by_torch_memory_viz():
                              capture_output=True, text=True, timeout=120)
         assert out.returncode == 0 and "active_allocated" in out.stdout, \
             out.stderr
+
+
+def test_snapshot_frames_and_2_1_traces_as_torch_writes_them():
+    """Frames innermost first (torch's viewer roots a flame graph at the
+    outermost); the 2.1+ dict: device_traces with torch's own actions and
+    the regions' real addresses, each alloc paired with its frees by
+    address; um's migrations, evictions and pressure in um_traces."""
+    with context() as ctx:
+        m, opt = recorded_offload(ctx)
+        train(m, opt, 3)
+        snap = umtorch.snapshot(ctx)
+        seg = [s for s in snap if s["name"] == "optim.2.weight"][0]
+        frames = seg["blocks"][0]["history"][0]["frames"]
+        assert frames[0]["name"] == "alloc" and \
+            frames[0]["filename"].endswith("context.py"), frames[0]
+        assert "umtorch" not in frames[-1]["filename"], frames[-1]
+        from torch.cuda import _memory_viz
+        lines = _memory_viz.memory(snap, format_flamegraph=lambda s: s)
+        line = [x for x in lines.splitlines() if "_step_creating" in x][0]
+        leaf = line.rsplit(" ", 1)[0].split(";")[-1]
+        assert leaf.startswith("context.py:") and leaf.endswith(":alloc"), \
+            line
+        opt2 = torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+        umtorch.offload_optimizer(opt2, ctx)
+        train(m, opt2, 1)
+        del opt2
+        gc.collect()			# its regions freed: frees traced
+        d = umtorch.memory._snapshot(ctx, True)
+        torch_actions = {"alloc", "free_requested", "free_completed",
+                         "segment_alloc", "segment_free", "oom",
+                         "segment_map", "segment_unmap", "snapshot"}
+        traces = d["device_traces"][0]
+        assert {t["action"] for t in traces} <= torch_actions
+        allocs = {t["addr"] for t in traces if t["action"] == "alloc"}
+        frees = [t["addr"] for t in traces
+                 if t["action"] == "free_completed"]
+        assert 0 not in allocs and len(allocs) == len(
+            [t for t in traces if t["action"] == "alloc"])
+        assert frees and all(a in allocs for a in frees), (allocs, frees)
+        live = {s["address"] for s in d["segments"]}
+        assert live <= allocs and not live & set(frees)
+        assert all(b["address"] >= s["address"] for s in d["segments"]
+                   for b in s["blocks"])
+        um = {t["um_action"] for t in d["um_traces"]}
+        assert {"migrated", "evicted"} <= um, um
+        assert all(t["addr"] in allocs for t in d["um_traces"]
+                   if t["um_action"] == "evicted")
 
 
 def test_timeline_and_leak_check():

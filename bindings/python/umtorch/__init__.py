@@ -23,11 +23,11 @@ from .memory import (dump_snapshot, leak_check, memory_stats,
                      memory_summary, record_history,
                      reset_peak_memory_stats, snapshot, step_mark, timeline)
 from .optim import OptimizerOffload, offload_optimizer
-from .state import ParamState
+from .state import ParamState, StateCopy
 
 __all__ = ["Context", "Event", "Region", "UmError", "UmTypeError",
            "UmValueError", "parse_size", "OptimizerOffload",
-           "offload_optimizer", "ParamState", "cuda", "memory",
+           "offload_optimizer", "ParamState", "StateCopy", "cuda", "memory",
            "memory_stats", "reset_peak_memory_stats", "memory_summary",
            "record_history", "snapshot", "dump_snapshot", "timeline",
            "leak_check", "step_mark"]

@@ -46,7 +46,10 @@ def _close_at_exit():
     """Close what is still open while the interpreter still works (a
     __del__ at teardown may find modules half gone)."""
     for ctx in list(_LIVE):
-        ctx.close()
+        try:
+            ctx.close()
+        except Exception:	# logged: a traceback at exit helps nobody
+            log.exception("umtorch: closing %r at exit failed", ctx)
 
 
 def live_contexts():
@@ -118,7 +121,14 @@ class Context:
             cfg.backend = _lib.BACKENDS[backend]
         for field, value in sizes.items():
             if value is not None:
-                setattr(cfg, field, parse_size(value, field))
+                value = parse_size(value, field)
+                if field == "device_budget" and value == 0:
+                    # libum reads 0 as "the whole device" (and refuses
+                    # LIBUM_DEVICE_BUDGET=0): None says that plainly
+                    raise UmValueError(
+                        -errno.EINVAL, field, "0 is no budget; None "
+                        "takes LIBUM_DEVICE_BUDGET or the whole device")
+                setattr(cfg, field, value)
         if spill_dir is not None:
             self._spill_dir = str(spill_dir).encode()
             cfg.spill_dir = self._spill_dir
@@ -138,6 +148,8 @@ class Context:
         text = msg.decode(errors="replace")
         if level <= 3:		# kept for the exception of the failing call
             self._tls.last_err = text
+            if getattr(self._tls, "quiet", False):
+                level = 7	# an attempt that may fail: not an error
         log.log(_PY_LEVELS.get(level, logging.DEBUG), "%s", text)
 
     def _call(self, name, *args):
@@ -145,6 +157,19 @@ class Context:
         self._tls.last_err = None
         rc = getattr(_lib.lib, name)(*args)
         return check(rc, name, self._tls.last_err)
+
+    def _try_acquire(self, region, stream=None):
+        """region.acquire() that may fail (an acquire ahead, to restore
+        early): libum's ERR line for it is logged at debug level. Returns
+        whether it was acquired."""
+        self._tls.quiet = True
+        try:
+            region.acquire(stream=stream)
+            return True
+        except UmError:
+            return False
+        finally:
+            self._tls.quiet = False
 
     def _ctx(self, what):
         """The C context pointer; -EBADF once the context is closed."""
@@ -158,10 +183,12 @@ class Context:
                       self._regions.get(ev.region, ev.region),
                       tier_name(ev.from_), tier_name(ev.to), ev.bytes,
                       ev.error, ev.level, ev.ns)
+        free = None
         if self._handle is not None:
-            self.raw_stats()		# samples the peaks
+            st = self.raw_stats()	# samples the peaks
+            free = max(st.budget[0] - st.device[0].current, 0)
         if self._history is not None:
-            self._history.event(event)
+            self._history.event(event, free)
         for fn, types in list(self._handlers):
             if types is None or event.type in types:
                 try:

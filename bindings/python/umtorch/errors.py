@@ -59,4 +59,7 @@ def parse_size(value, what):
         value = int(number) * _UNITS[unit]
     if value < 0:
         raise UmValueError(-errno.EINVAL, what, "negative size %d" % value)
+    if value >= 1 << 64:		# would wrap in libum's uint64_t
+        raise UmValueError(-errno.EINVAL, what, "size %d does not fit 64 "
+                           "bits" % value)
     return value

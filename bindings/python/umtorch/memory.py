@@ -155,33 +155,39 @@ class History:
             self.events.append(entry)
 
     def alloc(self, region):
+        # innermost first, as torch records them (its viewer reverses)
         frames = [{"filename": f.filename, "line": f.lineno, "name": f.name}
-                  for f in traceback.extract_stack()[-self.stack_depth - 2:
-                                                     -2]]
+                  for f in reversed(traceback.extract_stack()[
+                      -self.stack_depth - 2:-2])]
         self.frames[region.handle] = frames
         self.names[region.handle] = (region.name or hex(region.handle),
-                                     region.nbytes)
+                                     region.nbytes, region.ptr)
         self._add({"action": "alloc", "region": self.names[region.handle][0],
-                   "bytes": region.nbytes, "frames": frames})
+                   "bytes": region.nbytes, "addr": region.ptr,
+                   "frames": frames})
 
     def free(self, region):
         self.free_handle(region.handle)
 
     def free_handle(self, handle):
-        name, nbytes = self.names.pop(handle, (hex(handle), 0))
+        name, nbytes, addr = self.names.pop(handle, (hex(handle), 0, 0))
         self.frames.pop(handle, None)
-        self._add({"action": "free", "region": name, "bytes": nbytes})
+        self._add({"action": "free", "region": name, "bytes": nbytes,
+                   "addr": addr})
 
-    def event(self, ev):
+    def event(self, ev, device_free=None):
         region = getattr(ev.region, "name", None) or str(ev.region)
+        handle = getattr(ev.region, "handle", ev.region)
+        addr = self.names.get(handle, (None, 0, 0))[2]
         self._add({"action": ev.type, "region": region, "bytes": ev.bytes,
-                   "from": ev.from_tier, "to": ev.to_tier,
-                   "error": ev.error, "level": ev.level, "ns": ev.ns})
+                   "addr": addr, "from": ev.from_tier, "to": ev.to_tier,
+                   "error": ev.error, "level": ev.level, "ns": ev.ns,
+                   "device_free": device_free})
 
     def step(self, ctx, offload):
         st = ctx.raw_stats()
         counts = {}
-        for name, _ in self.names.values():
+        for name, _, _ in self.names.values():
             group = re.sub(r"\d+$", "", name)
             counts[group] = counts.get(group, 0) + 1
         self.samples.append({
@@ -228,8 +234,21 @@ def history(ctx):
 def snapshot(ctx):
     """Live regions in torch.cuda.memory._snapshot()'s format: torch 1.13's
     list of segments (one per region: its bytes as an active_allocated
-    block with the allocating stack, the granule's rest inactive); torch
-    2.1 and later's dict adds device_traces from the history."""
+    block with the allocating stack, innermost frame first, the granule's
+    rest inactive); torch 2.1 and later's dict adds device_traces from the
+    history."""
+    return _snapshot(ctx, _snapshot_is_dict())
+
+
+# torch's trace actions for umtorch's history entries; migrations,
+# evictions and pressure have none: they go to um_traces.
+_TRACE_ACTIONS = {"alloc": ("segment_alloc", "alloc"),
+                  "free": ("free_requested", "free_completed",
+                           "segment_free"),
+                  "nomem": ("oom",)}
+
+
+def _snapshot(ctx, as_dict):
     hist = ctx._history
     segments = []
     for region in sorted((r for r in list(ctx._regions.values())
@@ -244,23 +263,41 @@ def snapshot(ctx):
         if total > region.nbytes:
             blocks.append({"size": total - region.nbytes,
                            "state": "inactive"})
+        if as_dict:		# 2.1's block fields beside 1.13's
+            addr = region.ptr
+            for b in blocks:
+                b.update(address=addr, requested_size=b["size"]
+                         if b["state"] != "inactive" else 0,
+                         frames=frames if b["state"] != "inactive" else [])
+                addr += b["size"]
         segments.append({"device": region.device, "address": region.ptr,
                          "total_size": total,
                          "allocated_size": region.nbytes,
-                         "active_size": region.nbytes, "stream": 0,
+                         "active_size": region.nbytes,
+                         "requested_size": region.nbytes, "stream": 0,
                          "segment_type": "large", "blocks": blocks,
                          "name": region.name, "kind": region.kind,
                          "tier": info["residency"]})
-    if not _snapshot_is_dict():
+    if not as_dict:
         return segments
-    traces = []
+    traces, um_traces = [], []
     for e in (hist.events if hist else []):
-        action = {"alloc": "alloc", "free": "free_completed"}.get(
-            e["action"], e["action"])
-        traces.append({"action": action, "addr": 0, "size": e["bytes"],
-                       "stream": 0, "frames": e.get("frames", []),
-                       "time_us": e["t_us"], "region": e["region"]})
-    return {"segments": segments, "device_traces": [traces]}
+        size = e["bytes"]
+        base = {"addr": e.get("addr", 0), "size": size, "stream": 0,
+                "frames": e.get("frames", []), "time_us": e["t_us"],
+                "region": e["region"], "um_action": e["action"]}
+        for action in _TRACE_ACTIONS.get(e["action"], ()):
+            entry = dict(base, action=action)
+            if action.startswith("segment_"):
+                entry["size"] = -(-size // GRANULE) * GRANULE
+            if action == "oom":	# torch: addr holds the bytes free
+                entry["addr"] = entry["device_free"] = e["device_free"] or 0
+            traces.append(entry)
+        if e["action"] not in _TRACE_ACTIONS:
+            um_traces.append(dict(base, **{k: e[k] for k in (
+                "from", "to", "error", "level", "ns") if k in e}))
+    return {"segments": segments, "device_traces": [traces],
+            "um_traces": um_traces}
 
 
 def _snapshot_is_dict():

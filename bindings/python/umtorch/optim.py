@@ -30,13 +30,16 @@ import contextlib
 import copy
 import copyreg
 import errno
+import math
 import os
+import time
 import weakref
 
 import torch
+from torch.overrides import TorchFunctionMode
 
 from . import views
-from .context import Context
+from .context import Context, _timeout_ns
 from .errors import UmError, UmValueError, bad_type, parse_size
 from .state import GRANULE, ParamState, _Slot
 
@@ -73,6 +76,113 @@ def _state_tensors(optimizer):
     return 2
 
 
+class _Space:
+    """Where one parameter's new state goes: cap bytes of region at
+    offset, handed out tensor by tensor."""
+
+    def __init__(self, region, offset, cap, param):
+        self.region, self.offset, self.cap = region, offset, cap
+        self.param, self.used, self.made = param, 0, []
+
+    def take(self, dtype, shape):
+        n = _round(views.nbytes(dtype, shape), ALIGN)
+        if self.used + n > self.cap:
+            return None		# more than estimated: made plain
+        t = views.make(self.region, dtype, shape, self.offset + self.used)
+        self.used += n
+        self.made.append(t)
+        return t
+
+    def empty(self):
+        for t in self.made:
+            views.empty(t)
+        self.made = []
+
+
+_LIKE = {torch.zeros_like: 0, torch.ones_like: 1, torch.full_like: None,
+         torch.empty_like: 0}
+
+
+def _like_plainly(src, kwargs):
+    """Whether torch.*_like(src, **kwargs) makes a contiguous tensor on
+    src's device and layout, as a region's tensor is."""
+    if kwargs.get("device") not in (None, src.device) or \
+            kwargs.get("layout") not in (None, torch.strided) or \
+            kwargs.get("requires_grad") or kwargs.get("pin_memory") or \
+            src.layout != torch.strided:
+        return False
+    fmt = kwargs.get("memory_format", torch.preserve_format)
+    if fmt is torch.contiguous_format or src.is_contiguous():
+        return fmt in (torch.contiguous_format, torch.preserve_format)
+    if fmt is not torch.preserve_format:
+        return False
+    return torch.empty_like(src, device="meta").is_contiguous()
+
+
+class _InPlace(TorchFunctionMode):
+    """Inside a step that creates state: the tensors the optimizer's init
+    makes from a new parameter (or its gradient) come from that
+    parameter's _Space instead of torch's allocator: zeros_like,
+    ones_like, full_like, empty_like; x.new().resize_as_(grad) (Rprop's
+    step_size); clone(d_p) for SGD's momentum buffers (spaces in clones,
+    in the order SGD makes them). Anything else, or more than the space
+    holds, is torch's own."""
+
+    def __init__(self, spaces, clones):
+        super().__init__()
+        self.spaces, self.clones = spaces, list(clones)
+        self.inside = False
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if not self.inside:
+            self.inside = True
+            try:
+                out = self._made(func, args, kwargs)
+            finally:
+                self.inside = False
+            if out is not None:
+                return out
+        return func(*args, **kwargs)
+
+    def _made(self, func, args, kwargs):
+        if func in _LIKE and args and torch.is_tensor(args[0]):
+            src = args[0]
+            space = self.spaces.get(id(src))
+            if space is None or not _like_plainly(src, kwargs):
+                return None
+            value = _LIKE[func]
+            if value is None:
+                value = args[1] if len(args) > 1 else kwargs["fill_value"]
+            t = space.take(kwargs.get("dtype") or src.dtype, src.shape)
+            if t is not None:
+                t.fill_(value)
+            return t
+        if func is torch.Tensor.resize_as_ and len(args) == 2:
+            fresh, like = args
+            space = self.spaces.get(id(like))
+            if space is None or fresh.numel() or fresh._base is not None \
+                    or not like.is_contiguous() or kwargs:
+                return None
+            t = space.take(fresh.dtype, like.shape)
+            if t is not None:
+                fresh.set_(t)
+                space.made.append(fresh)
+                return fresh
+            return None
+        if func in (torch.clone, torch.Tensor.clone) and self.clones:
+            src, space = args[0], self.clones[0]
+            if src.shape != space.param.shape or src.is_sparse or \
+                    not _like_plainly(src, kwargs):
+                return None
+            self.clones.pop(0)
+            t = space.take(src.dtype, src.shape)
+            if t is not None:
+                t.copy_(src)
+            return t
+        return None
+
+
 _AHEAD = {"pid": None, "pool": None}
 
 
@@ -98,9 +208,13 @@ class OptimizerOffload:
     """The offload of one optimizer's state; see offload_optimizer()."""
 
     def __init__(self, optimizer, ctx, pack_below, bucket_bytes, priority,
-                 name, param_names, overlap):
+                 name, param_names, overlap, timeout=60.0,
+                 per_parameter=None):
         self.optimizer, self.ctx = optimizer, ctx
         self.overlap = overlap
+        self.timeout = timeout
+        self.per_parameter = _per_parameter(optimizer) \
+            if per_parameter is None else per_parameter
         self.pack_below, self.priority, self.name = pack_below, priority, name
         self._bucket_bytes = bucket_bytes
         self._param_names = param_names
@@ -108,6 +222,9 @@ class OptimizerOffload:
         self._slots = []
         self._ahead = []		# slots acquired before their bucket
         self._pending = {}		# id(slot): its acquire on _ahead_pool()
+        self._warming = []		# restores started by backward
+        self._reverse = False		# this step runs the buckets backwards
+        self.timing = None		# a Counter: where step() spends time
         self._hooks = []
         self._saved = {n: optimizer.__dict__[n] for n in _INSTALLED
                        if n in optimizer.__dict__}
@@ -156,27 +273,34 @@ class OptimizerOffload:
 
     def _estimate(self, p):
         """Device bytes p's state will take once it exists."""
-        n = p.numel() * p.element_size() * self._per_param
-        return n if n < self.pack_below else _granules(n)
+        return self._per_param * _round(p.numel() * p.element_size(), ALIGN)
 
     def _check_fits_budget(self):
         """Refuse now what step() could never do: a parameter whose state
-        needs more than a bucket may hold."""
+        needs more than a bucket may hold (the device budget, or the
+        bucket_bytes given)."""
         limit = self._new_limit()
+        if not self.per_parameter:
+            total = sum(b.cost for b in self._buckets())
+            if total > self.ctx.budget():
+                raise UmError(-errno.ENOMEM, "offload_optimizer",
+                              _whole_message(self.optimizer, total,
+                                             self.ctx.budget()))
         for index, p in enumerate(self._params()):
-            need = self._estimate(p)
+            need = _granules(self._estimate(p))
             if need > limit:
                 raise UmError(-errno.ENOMEM, "offload_optimizer",
                               "the state of %s (%d bytes on the device) "
                               "exceeds the %d bytes one bucket may hold "
-                              "while its state is created (bucket_bytes, "
-                              "at most half the %d-byte device budget)" % (
+                              "(%s)" % (
                                   self._pname(p, index), need, limit,
-                                  self.ctx.budget()))
+                                  "bucket_bytes" if self._bucket_bytes
+                                  is not None else "the device budget"))
 
     def _offloadable(self, param, state):
         return [k for k, v in state.items() if torch.is_tensor(v)
-                and v.shape == param.shape and v.numel() > 1]
+                and v.layout == torch.strided and v.shape == param.shape
+                and v.numel() > 1]
 
     def _adopt(self, params):
         """Move the plain state of params into regions (packing those
@@ -261,9 +385,12 @@ class OptimizerOffload:
         return self.ctx.budget() // 2
 
     def _new_limit(self):
-        """A bucket whose state is created holds it twice for a moment
-        (plain, then in regions): half the budget at most."""
-        return min(self.bucket_bytes, self.ctx.budget() // 2)
+        """The most one parameter's state may take: new state is made in
+        its regions, so a bucket of one parameter may use the whole
+        budget (or the bucket_bytes given)."""
+        if self._bucket_bytes is not None:
+            return min(self._bucket_bytes, self.ctx.budget())
+        return self.ctx.budget()
 
     def _small(self, p):
         """Whether p's state is (or will be) packed with others'."""
@@ -289,10 +416,9 @@ class OptimizerOffload:
             cost = 0
             if new:			# packed: the granules the pack grows by
                 est = self._estimate(p)
-                cost = est if est >= self.pack_below else \
+                cost = _granules(est) if est >= self.pack_below else \
                     _granules(cur.packed + est) - _granules(cur.packed)
-            limit = self._new_limit() if new or cur.new \
-                else self.bucket_bytes
+            limit = self.bucket_bytes if self.per_parameter else math.inf
             if slot is not None and slot not in cur.slots:
                 cost = slot.cost
             if cur.params and cur.cost + cost > limit:
@@ -326,17 +452,27 @@ class OptimizerOffload:
         if fut is not None:
             fut.result()
 
+    def _acquire_one(self, region, stream):
+        """Acquire for a step or a read: waits up to the offload's timeout
+        for room that other threads' releases make (two threads stepping
+        optimizers on one Context take turns)."""
+        region.acquire(stream=stream, timeout=self.timeout)
+
     def _acquire(self, slots):
         """Start restoring slots (not already acquired ahead); on failure
         none of them stays acquired."""
         stream, done = self._stream(), []
         try:
             for slot in slots:
-                if slot in self._ahead:
+                ahead = slot in self._ahead
+                if ahead:
                     self._ahead.remove(slot)
-                    self._settle(slot)
-                else:
-                    slot.region.acquire(stream=stream)
+                    try:
+                        self._settle(slot)
+                    except UmError:	# no room then: wait for it now
+                        ahead = False
+                if not ahead:
+                    self._acquire_one(slot.region, stream)
                 done.append(slot)
         except BaseException:
             for slot in reversed(done):
@@ -346,11 +482,19 @@ class OptimizerOffload:
     @contextlib.contextmanager
     def _held(self, slots):
         """Acquire the regions of slots (and wait for their bytes) for the
-        with block."""
+        with block. Regions larger than the budget (lowered since they
+        were made) are reachable only on the device: the budget is raised
+        to their size for the block, and they are evicted before it is
+        set back, so that their state can always be read out."""
         held, stream = [], self._stream()
+        need = sum(s.cost for s in slots)
+        budget = self.ctx.budget()
+        raised = need > budget
+        if raised:
+            self.ctx.set_budget(need)
         try:
             for slot in slots:
-                slot.region.acquire(stream=stream)
+                self._acquire_one(slot.region, stream)
                 held.append(slot)
             for slot in held:
                 slot.region.wait()
@@ -358,6 +502,15 @@ class OptimizerOffload:
         finally:
             for slot in reversed(held):
                 slot.region.release()
+            if raised:
+                for slot in held:
+                    slot.region.evict("host")
+                self.ctx.wait_all()
+                try:
+                    self.ctx.set_budget(budget)
+                except UmError as e:	# set; met as regions release
+                    if e.rc != -errno.EBUSY:
+                        raise
 
     def _prefetch(self, slots, room):
         """Acquire slots ahead of their bucket if they fit room."""
@@ -367,22 +520,58 @@ class OptimizerOffload:
         for slot in slots:
             if slot in self._ahead:
                 continue
-            if self.ctx.backend == "cuda":
-                slot.region.acquire(stream=stream)
+            if self.ctx.backend == "cuda":	# only if there is room now
+                if not self.ctx._try_acquire(slot.region, stream):
+                    continue
             else:
                 self._pending[id(slot)] = _ahead_pool().submit(
-                    slot.region.acquire)
+                    _acquire_ahead, slot.region)
             self._ahead.append(slot)
 
     def _on_grad(self, grad):
-        """The first gradient of a backward pass: restore the first
-        bucket's state while the rest of backward runs."""
+        """The first gradient of a backward pass: start restoring the first
+        bucket's state while the rest of backward runs. The regions are
+        acquired and released again at once (warmed, not held): a backward
+        that no step follows (an eval pass, a skipped step, an idle
+        optimizer over the same parameters) leaves nothing acquired, and
+        libum may evict them again if another needs the room."""
         if self._armed and self.attached and not self.ctx.closed:
             self._armed = False
-            buckets = self._buckets(grads_only=True)
+            buckets = self._ordered(self._buckets(grads_only=True))
             if buckets and not buckets[0].new:
-                self._prefetch(buckets[0].slots, self.ctx.budget())
+                self._warm(buckets[0].slots)
         return None
+
+    def _warm(self, slots):
+        if sum(s.cost for s in slots) > self.ctx.budget():
+            return
+        if self.ctx.backend == "cuda":
+            stream = self._stream()
+            for slot in slots:
+                if self.ctx._try_acquire(slot.region, stream):
+                    slot.region.release()
+            return
+        self._warming.append(_ahead_pool().submit(
+            _warm_regions, [s.region for s in slots]))
+
+    def _evict(self, region):
+        """Evict behind a bucket. On sim the eviction's copy is made by
+        the calling thread, so there it is made on the ahead thread,
+        beside the next bucket's math (and, after the last, the next
+        forward pass); the acquires ahead queued behind it find its room."""
+        if self.ctx.backend == "cuda":
+            region.evict("host")
+        else:
+            self._warming.append(_ahead_pool().submit(_evict_quietly,
+                                                      region))
+
+    def _settle_warm(self):
+        """Wait for the restores backward started and the evictions behind
+        the last step (their failures only mean a later acquire does the
+        copy)."""
+        warming, self._warming = self._warming, []
+        for fut in warming:
+            fut.result()
 
     def _drop_ahead(self):
         ahead, self._ahead = self._ahead, []
@@ -407,22 +596,6 @@ class OptimizerOffload:
             for g, params_of in zip(groups, saved):
                 g["params"] = params_of
 
-    @contextlib.contextmanager
-    def _reserved(self, nbytes):
-        """Lower libum's budget by nbytes, the plain state a bucket's
-        first step is about to create, for the with block."""
-        budget = self.ctx.budget()
-        try:
-            try:
-                self.ctx.set_budget(max(budget - nbytes, 0))
-            except UmError as e:	# set, and met as regions release
-                if e.rc != -errno.EBUSY:
-                    raise
-            self.ctx.wait_all()		# evictions in flight still hold it
-            yield
-        finally:
-            self.ctx.set_budget(budget)
-
     def _live(self, what):
         if not self.attached:
             raise UmError(-errno.EBADF, what, "offload detached")
@@ -440,12 +613,19 @@ class OptimizerOffload:
                     raise RuntimeError("%s does not support sparse "
                                        "gradients" % type(opt).__name__)
         budget = self.ctx.budget()
-        for b in buckets:	# new state is held twice for a moment
-            need = b.cost + b.new_cost
-            if need > budget:
+        index_of = {id(p): i for i, p in enumerate(self._params())}
+        for b in buckets:
+            if b.cost > budget and not self.per_parameter:
+                raise UmError(-errno.ENOMEM, "step", _whole_message(
+                    self.optimizer, b.cost, budget))
+            if b.cost > budget:
+                names = ", ".join(self._pname(p, index_of[id(p)])
+                                  for p in b.params[:4])
                 raise UmError(-errno.ENOMEM, "step",
-                              "a bucket needs %d device bytes, the budget "
-                              "is %d" % (need, budget))
+                              "the state of %s%s needs %d device bytes, "
+                              "the budget is %d" % (
+                                  names, " ..." if len(b.params) > 4
+                                  else "", b.cost, budget))
 
     # ---- the optimizer's methods ----------------------------------------
 
@@ -456,7 +636,13 @@ class OptimizerOffload:
         if closure is not None:
             with torch.enable_grad():
                 loss = closure()
+        t0 = time.perf_counter()
+        self._settle_warm()
+        if self.timing is not None:
+            self.timing["wait for restores and evictions before"] += \
+                time.perf_counter() - t0
         buckets = self._buckets(grads_only=True)
+        self._index_of = {id(p): i for i, p in enumerate(self._params())}
         try:
             self._validate(buckets)
         except BaseException:
@@ -468,21 +654,41 @@ class OptimizerOffload:
                                              0) + 1
         evict_behind = self.overlap and \
             sum(b.cost for b in buckets) > self.ctx.budget()
+        buckets = self._ordered(buckets)
         try:
             self.stepping = True
             for i, bucket in enumerate(buckets):
                 following = buckets[i + 1] if i + 1 < len(buckets) else None
-                self._run_bucket(bucket, following, evict_behind,
-                                 len(buckets) > 1)
+                # the last bucket stays: the next step starts with it
+                self._run_bucket(bucket, following, evict_behind and
+                                 following is not None, len(buckets) > 1)
         finally:
             self.stepping = False
             self._drop_ahead()
             self._armed = True
+        if len(buckets) > 1:
+            self._reverse = not self._reverse
+        if self.timing is not None:
+            self.timing["step"] += time.perf_counter() - t0
+            self.timing["steps"] += 1
         self.steps += 1
         self.ctx._history_step(self)
         return loss
 
+    def _ordered(self, buckets):
+        """Every other step runs the buckets last to first, so a step
+        starts with the buckets the one before ended with, still on the
+        device (a cyclic order would find each evicted): the same bits,
+        each parameter's update being its own, and a bucket's restore and
+        eviction fewer each step."""
+        if self._reverse and self.per_parameter and \
+                not any(b.new for b in buckets):
+            return buckets[::-1]
+        return buckets
+
     def _run_bucket(self, bucket, following, evict_behind, narrow):
+        clock = self.timing is not None and time.perf_counter
+        t0 = clock and clock()
         self._acquire(bucket.slots)
         try:
             if following is not None and not following.new \
@@ -491,18 +697,18 @@ class OptimizerOffload:
                                self.ctx.budget() - bucket.cost)
             for slot in bucket.slots:
                 slot.region.wait()
+            t1 = clock and clock()
             for slot in bucket.slots:
                 for ps in slot.states:
                     ps._bind()
             with self._only(bucket.params) if narrow \
                     else contextlib.nullcontext():
+                t2 = clock and clock()
                 if bucket.new:
-                    with self._reserved(bucket.new_cost):
-                        self._step()
-                        self._note_plain(bucket.new)
-                        self._adopt(bucket.new)
+                    self._step_creating(bucket.new)
                 else:
                     self._step()
+                t3 = clock and clock()
         finally:
             for slot in bucket.slots:
                 for ps in slot.states:
@@ -510,17 +716,155 @@ class OptimizerOffload:
             for slot in bucket.slots:
                 slot.region.release()
                 if evict_behind and slot not in self._ahead:
-                    slot.region.evict("host")
+                    self._evict(slot.region)
+        if clock:
+            t = self.timing
+            t["acquire and wait"] += t1 - t0
+            t["bind, unbind, release, evict"] += (t2 - t1) + (clock() - t3)
+            t["optimizer math"] += t3 - t2
+            t["buckets"] += 1
 
-    def _note_plain(self, params):
-        """Record the device bytes while new state is still plain. Only
-        parameter-shaped tensors count: scalars such as Adam's 'step' stay
-        plain for good (on the CPU in torch's default mode)."""
+    # ---- new state, made in its regions --------------------------------
+
+    def _plan(self, params):
+        """Regions for the new state of params, as _buckets() counted
+        them: [(bytes, [(param, bytes)])], each big one alone, the small
+        ones packed into one."""
+        out, pack = [], []
+        for p in params:
+            size = self._estimate(p)
+            if size >= self.pack_below:
+                out.append((size, [(p, size)]))
+            else:
+                pack.append((p, size))
+        if pack:
+            out.append((sum(n for _, n in pack), pack))
+        return out
+
+    def _step_creating(self, new):
+        """The optimizer's own step for a bucket whose params in new have
+        no state yet: the tensors its init makes from a parameter
+        (zeros_like, full_like, ...; SGD's momentum clone) are made in
+        regions allocated for them beforehand (_InPlace), so the state
+        never exists plain on the device. State the init made otherwise
+        is moved into regions after the step."""
+        index_of = self._index_of
+        made, spaces, stream = [], {}, self._stream()
+        try:
+            for size, members in self._plan(new):
+                first = members[0][0]
+                name = "%s.%s" % (self.name, self._pname(
+                    first, index_of[id(first)]))
+                if len(members) > 1:
+                    name += "+%d" % (len(members) - 1)
+                region = self.ctx.alloc(size, "optimizer_state", name[:63],
+                                        self.priority)
+                try:
+                    self._acquire_one(region, stream)
+                except BaseException:
+                    region.free()
+                    raise
+                made.append((region, [p for p, _ in members]))
+                offset = 0
+                for p, cap in members:
+                    space = _Space(region, offset, cap, p)
+                    spaces[id(p)] = space
+                    if p.grad is not None:
+                        spaces[id(p.grad)] = space
+                    offset += cap
+            for region, _ in made:
+                region.wait()
+            mode = _InPlace(spaces, self._clone_order(new, spaces))
+            with mode:
+                self._step()
+            self._note_plain(new, made)
+            self._install(made, index_of)
+        finally:
+            for region, _ in made:
+                if not region.freed:
+                    region.release()
+            for space in set(spaces.values()):
+                space.empty()
+        for region, _ in made:
+            if not region.freed and not any(
+                    s.region is region for s in self._slots):
+                region.free()
+
+    def _clone_order(self, new, spaces):
+        """SGD makes a momentum buffer as clone(d_p), parameter by
+        parameter in group order: the spaces those clones go to."""
+        if not isinstance(self.optimizer, torch.optim.SGD):
+            return []
+        ids = set(map(id, new))
+        return [spaces[id(p)] for g in self.optimizer.param_groups
+                if g.get("momentum", 0) != 0 for p in g["params"]
+                if id(p) in ids and p.grad is not None]
+
+    def _install(self, made, index_of):
+        """ParamStates over the regions the step's init wrote into; a
+        region whose state is not all in it is replaced by one made from
+        the state as it is (then freed, by the caller)."""
+        for region, params in made:
+            lo, hi = region.ptr, region.ptr + region.nbytes
+            slot, moved, entries = _Slot(region), False, []
+            states = []
+            for p in params:
+                state = self.optimizer.state.get(p)
+                if not state or isinstance(state, ParamState):
+                    continue
+                keys = self._offloadable(p, state)
+                layout, plain = {}, {}
+                for k, v in list(state.items()):
+                    here = torch.is_tensor(v) and v.layout == torch.strided \
+                        and v.numel() and lo <= v.data_ptr() < hi
+                    if k in keys and here and v.is_contiguous():
+                        layout[k] = (v.data_ptr() - lo, v.dtype,
+                                     tuple(v.shape))
+                    elif k in keys:
+                        moved = True
+                    else:		# a scalar, say: never over the region
+                        state[k] = plain[k] = v.clone() if here else v
+                if not keys:		# nothing for a region: stays plain
+                    continue
+                size = sum(_round(state[k].numel() * state[k].element_size(),
+                                  ALIGN) for k in keys)
+                entries.append((p, index_of[id(p)], state, keys, size))
+                states.append((p, state, layout, plain))
+            if not entries:
+                continue
+            # less made than estimated: a region the size of the state,
+            # where one fits beside this one for the copy
+            smaller = _granules(sum(e[4] for e in entries)) < \
+                _granules(region.nbytes)
+            if moved or smaller:	# copied out of this region while held
+                try:
+                    self._make_slot(entries)
+                    continue
+                except UmError as e:
+                    if moved or e.rc not in (-errno.ENOMEM, -errno.EDEADLK,
+                                             -errno.ETIMEDOUT):
+                        raise
+            for p, state, layout, plain in states:
+                for k in layout:
+                    views.empty(state[k])
+                ps = ParamState(self, slot, layout, plain, list(state))
+                self.optimizer.state[p] = ps
+                slot.states.append(ps)
+            self._slots.append(slot)
+
+    def _note_plain(self, params, made=()):
+        """Record the device bytes while new state is still plain (made
+        by an init _InPlace did not catch, not in the regions of made).
+        Only parameter-shaped tensors count: scalars such as Adam's 'step'
+        stay plain for good (on the CPU in torch's default mode)."""
+        ranges = [(r.ptr, r.ptr + r.nbytes) for r, _ in made]
         plain = 0
         for p in params:
             state = self.optimizer.state.get(p, {})
             for k in self._offloadable(p, state):
-                plain += state[k].numel() * state[k].element_size()
+                v = state[k]
+                if not any(lo <= v.data_ptr() < hi for lo, hi in ranges):
+                    plain += v.numel() * v.element_size()
         device = self.ctx.device_bytes()
         self.peak_plain = max(self.peak_plain, plain)
         self.peak_device = max(self.peak_device, device + plain)
@@ -544,6 +888,7 @@ class OptimizerOffload:
         if not isinstance(state_dict, dict) or "state" not in state_dict:
             raise bad_type("state_dict", state_dict,
                            "an optimizer state_dict")
+        self._settle_warm()
         self._drop_ahead()
         self._load(dict(state_dict, state={}))	# checks the groups
         self._free_slots()
@@ -556,6 +901,15 @@ class OptimizerOffload:
         for index, p in enumerate(self._params()):
             if p in by_param:
                 self._load_one(p, index, by_param[p])
+        known = set(saved)
+        for k, v in state_dict["state"].items():	# as torch keeps it
+            if k not in known:
+                self.optimizer.state[k] = copy.deepcopy(v)
+        # The optimizer's own conversion of what it loads (Adam's makes
+        # a numeric 'step' a tensor), as torch's load_state_dict runs it.
+        type(self.optimizer).__setstate__(self.optimizer, {
+            "state": self.optimizer.state,
+            "param_groups": self.optimizer.param_groups})
 
     def _load_one(self, p, index, saved):
         keys = self._offloadable(p, saved)
@@ -625,6 +979,7 @@ class OptimizerOffload:
         for h in self._hooks:
             h.remove()
         self._hooks = []
+        self._settle_warm()
         if not self.ctx.closed:
             self._drop_ahead()
             for p, state in list(self.optimizer.state.items()):
@@ -659,22 +1014,59 @@ class OptimizerOffload:
         self.detach()
 
 
-_TORCH2 = int(torch.__version__.split(".")[0]) >= 2
-
-
 def _cast(param, value, key=None):
-    """A loaded state value as torch's load_state_dict casts it (1.13:
-    floating tensors to the parameter's dtype, all to its device; 2.x
-    leaves 'step' alone)."""
+    """A copy of a loaded state value, cast as torch's load_state_dict
+    casts it: tensors other than 'step' to the parameter's device (and,
+    floating ones, to its dtype); never the caller's own objects (torch
+    deep-copies the dict it loads)."""
     if torch.is_tensor(value):
-        if _TORCH2 and key == "step":
-            return value
-        if param.is_floating_point():
-            value = value.to(param.dtype)
-        return value.to(param.device)
+        out = value
+        if key != "step":
+            if param.is_floating_point():
+                out = out.to(param.dtype)
+            out = out.to(param.device)
+        return copy.deepcopy(value) if out is value else out
     if isinstance(value, dict):
         return {k: _cast(param, v, k) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_cast(param, v) for v in value)
     return copy.deepcopy(value)
+
+
+# torch's optimizers whose step updates each parameter from its own
+# gradient and state alone: bucket by bucket is their unbucketed step.
+_PER_PARAMETER = tuple(getattr(torch.optim, n) for n in (
+    "SGD", "Adam", "AdamW", "Adagrad", "Adadelta", "Adamax", "ASGD",
+    "NAdam", "RAdam", "RMSprop", "Rprop", "SparseAdam")
+    if hasattr(torch.optim, n))
+# Known to scale every update by a norm over all parameters.
+_GLOBAL_NORM = ("FusedLAMB", "DistributedFusedLAMB",
+                "FusedMixedPrecisionLamb")
+
+
+def _unwrapped(fn):
+    """A step without the wrappers functools.wraps marks (torch 1.13's
+    profiling hook, which it sets on the optimizer's own class)."""
+    while hasattr(fn, "__wrapped__"):
+        fn = fn.__wrapped__
+    return fn
+
+
+def _per_parameter(optimizer):
+    """Whether optimizer's step is one of _PER_PARAMETER's own (a subclass
+    that overrides step is not: what it does is not knowable here)."""
+    step = _unwrapped(type(optimizer).step)
+    return any(step is _unwrapped(k.step) for k in _PER_PARAMETER)
+
+
+def _whole_message(optimizer, need, budget):
+    return ("%s.step is not known to update each parameter on its own "
+            "(torch's %s are), so it runs once over all parameters with "
+            "their whole state on the device: %d bytes, over the %d-byte "
+            "budget; raise the budget, or pass per_parameter=True if its "
+            "update is per parameter" % (
+                type(optimizer).__name__,
+                ", ".join(k.__name__ for k in _PER_PARAMETER), need, budget))
 
 
 def _counting_step(offload):
@@ -687,6 +1079,30 @@ def _counting_step(offload):
     step._umtorch_offload = True
     step.__doc__ = offload.step.__doc__
     return step
+
+
+def _warm_regions(regions):
+    """On the ahead thread: restore regions onto the device without
+    holding them (acquire, release)."""
+    for region in regions:
+        if region.ctx._try_acquire(region):
+            region.release()
+
+
+def _evict_quietly(region):
+    """On the ahead thread: evict region to the host; a region freed or
+    acquired again meanwhile stays as it is."""
+    try:
+        region.evict("host")
+    except UmError:
+        pass
+
+
+def _acquire_ahead(region):
+    """On the ahead thread: acquire region if there is room now (the
+    bucket's own acquire waits for room otherwise)."""
+    if not region.ctx._try_acquire(region):
+        raise UmError(-errno.ENOMEM, "acquire ahead", region.name)
 
 
 def _grad_hook(ref):
@@ -713,7 +1129,8 @@ def _local_optimizer(optimizer):
 
 def offload_optimizer(optimizer, ctx, *, min_bytes=64 << 10,
                       bucket_bytes=None, priority=0, name="optim",
-                      model=None, overlap=True):
+                      model=None, overlap=True, timeout=60.0,
+                      per_parameter=None):
     """Keep optimizer's state in libum regions of ctx; returns the
     OptimizerOffload (detach() undoes it; so does ctx.close()).
 
@@ -727,7 +1144,14 @@ def offload_optimizer(optimizer, ctx, *, min_bytes=64 << 10,
     off acquiring ahead (during backward, and the next bucket during this
     one) and evicting behind, for comparison. For a
     ZeroRedundancyOptimizer, this rank's shard (its .optim) is offloaded.
-    Between steps, optimizer.state reads give copies.
+    timeout: seconds an acquire of a step (or a state read) waits for room
+    that other threads' releases make (math.inf: no limit; 0: none).
+    per_parameter: whether the optimizer's update is per parameter, so
+    that its step may run bucket by bucket; None: only torch's own
+    per-parameter optimizers are (see _per_parameter()), any other runs
+    one step over all parameters with all the state on the device.
+    Between steps, optimizer.state reads give copies whose in-place edits
+    reach the regions.
     """
     if not isinstance(optimizer, torch.optim.Optimizer):
         raise bad_type("optimizer", optimizer, "torch.optim.Optimizer")
@@ -752,7 +1176,15 @@ def offload_optimizer(optimizer, ctx, *, min_bytes=64 << 10,
         if not isinstance(model, torch.nn.Module):
             raise bad_type("model", model, "torch.nn.Module")
         names = {id(p): n for n, p in model.named_parameters()}
+    _timeout_ns(timeout)		# checked as acquire() checks it
+    if per_parameter not in (None, True, False):
+        raise bad_type("per_parameter", per_parameter, "None, True or False")
+    if per_parameter and type(optimizer).__name__ in _GLOBAL_NORM:
+        raise UmValueError(-errno.EINVAL, "offload_optimizer",
+                           "%s scales its updates by a norm over all "
+                           "parameters: per_parameter=True would compute "
+                           "something else" % type(optimizer).__name__)
     return OptimizerOffload(optimizer, ctx, parse_size(min_bytes,
                             "min_bytes"), bucket_bytes, priority, name,
-                            names, bool(overlap))
+                            names, bool(overlap), timeout, per_parameter)
 

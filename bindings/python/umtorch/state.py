@@ -4,16 +4,110 @@
 A region's memory may be touched only while it is acquired, and between
 steps it is not: so the tensors over it exist only inside a step ("live",
 bound by the offload) and are emptied in place after it. Outside a step,
-reading a key acquires the region and returns a copy, writing one copies
-into the region; repr(), copy.deepcopy() and pickling see plain copies.
-Nothing outside a step ever holds a pointer into a region.
+reading a key acquires the region and returns a copy (a StateCopy: an
+in-place edit of it, or of a view of it, is written back into the region
+at once), writing one copies into the region; repr(), copy.deepcopy()
+and pickling see plain copies. Nothing outside a step ever holds a
+pointer into a region.
 """
 
 import collections.abc
 import contextlib
 import copy
 
+import torch
+
 from . import views
+
+
+class _Link:
+    """Ties a StateCopy (and the views made of it) to the key it copies."""
+
+    def __init__(self, state, key, root):
+        self.state, self.key, self.root = state, key, root
+        self.version = root._version
+
+    def sync(self):
+        """Write the copy back if it was changed in place since."""
+        if self.root._version == self.version:
+            return
+        self.version = self.root._version
+        state = self.state
+        if state._offload.attached and self.key in state._layout and \
+                not state._slot.region.freed:
+            state[self.key] = self.root.as_subclass(torch.Tensor)
+
+    def __deepcopy__(self, memo):
+        return None
+
+    def __reduce__(self):
+        return (type(None), ())
+
+
+class StateCopy(torch.Tensor):
+    """A copy of offloaded state, read between steps: a plain tensor for
+    reading and computing (results are plain tensors), whose in-place
+    edits (add_, zero_, indexing assignment, out=..., through views of
+    it too) reach the region right after the edit. Edits torch does not
+    see (through .numpy() memory) do not."""
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        with torch._C.DisableTorchFunction():
+            ret = func(*args, **kwargs)
+            links = [a._um_link for a in _tensors(args, kwargs)
+                     if isinstance(a, StateCopy)
+                     and getattr(a, "_um_link", None) is not None]
+            for link in links:
+                link.sync()
+            if links:
+                ret = _keep_views(ret, links[0])
+        return ret
+
+    def _plain(self):
+        with torch._C.DisableTorchFunction():
+            return self.as_subclass(torch.Tensor).clone()
+
+    def __deepcopy__(self, memo):		# copies and pickles are plain
+        return self._plain()
+
+    def __reduce_ex__(self, protocol):
+        return self._plain().__reduce_ex__(protocol)
+
+
+def _tensors(args, kwargs):
+    for a in list(args) + list(kwargs.values()):
+        if isinstance(a, (list, tuple)):
+            yield from (x for x in a if torch.is_tensor(x))
+        elif torch.is_tensor(a):
+            yield a
+
+
+def _keep_views(ret, link):
+    """Outputs over the copy's memory stay linked (a view edited in place
+    writes back too); the others are plain tensors."""
+    if isinstance(ret, (list, tuple)):
+        return type(ret)(_keep_views(r, link) for r in ret)
+    if not torch.is_tensor(ret) or ret.layout != torch.strided:
+        return ret
+    root = link.root
+    same = ret.numel() and root.numel() and \
+        ret.storage().data_ptr() == root.storage().data_ptr()
+    if not same:
+        return ret.as_subclass(torch.Tensor) if isinstance(ret, StateCopy) \
+            else ret
+    if not isinstance(ret, StateCopy) or ret is not root:
+        ret = ret.as_subclass(StateCopy)
+        ret._um_link = link
+    return ret
+
+
+def _state_copy(tensor, state, key):
+    with torch._C.DisableTorchFunction():
+        out = tensor.as_subclass(StateCopy)
+        out._um_link = _Link(state, key, out)
+    return out
 
 
 class _Slot:
@@ -43,15 +137,18 @@ class ParamState(collections.abc.MutableMapping):
         self._plain = plain
         self._order = order	# keys in the optimizer's order
         self._live = {}
+        self._bound = False	# inside a step, in the bucket stepped
 
     # ---- binding, by the offload ---------------------------------------
 
     def _bind(self):
+        self._bound = True
         region = self._slot.region
         for key, (off, dtype, shape) in self._layout.items():
             self._live[key] = views.make(region, dtype, shape, off)
 
     def _unbind(self):
+        self._bound = False
         for view in self._live.values():
             views.empty(view)
         self._live = {}
@@ -66,11 +163,16 @@ class ParamState(collections.abc.MutableMapping):
     def __getitem__(self, key):
         if key in self._live:
             return self._live[key]
+        if self._offload.stepping and not self._bound:
+            # the step reads another bucket's state: its update is not
+            # per parameter (and one to a copy would be lost)
+            raise RuntimeError(
+                "%s's step read optimizer state of a parameter outside the "
+                "bucket being stepped: its update is not per parameter "
+                "(offload it with per_parameter=False)"
+                % type(self._offload.optimizer).__name__)
         if key in self._layout:
-            if self._offload.stepping:	# an update would go to a copy
-                raise RuntimeError("optimizer state of a parameter outside "
-                                   "the bucket being stepped")
-            return self.to_dict(keys=[key])[key]
+            return _state_copy(self.to_dict(keys=[key])[key], self, key)
         return self._plain[key]
 
     def __setitem__(self, key, value):
