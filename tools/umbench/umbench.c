@@ -28,6 +28,8 @@ static const struct section sections[] = {
 	  "pinned pool alloc+free vs malloc+free vs raw pinned allocation" },
 	{ "migrate", bench_migrate,
 	  "evict+restore through libum vs memcpy of the same bytes" },
+	{ "suballoc", bench_suballoc,
+	  "4 KiB blocks of a sub-allocator vs a region each" },
 };
 
 #define NSECTIONS (sizeof(sections) / sizeof(sections[0]))
