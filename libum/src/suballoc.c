@@ -17,7 +17,7 @@
  * below 32 KiB, then 16 per power of two (the TLSF layout), with a bitmap
  * of the non-empty ones, so a cached block is found in a few instructions.
  * A block larger than asked is split; a freed block merges with the free
- * neighbours it may share a stream with.
+ * neighbours of its bins.
  *
  * Streams: a block freed on stream S is S's until the work queued on S at
  * the free is done: it sits in S's bins, with a fence recorded on S
@@ -36,6 +36,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +55,8 @@
 /* blocks of a shared bin looked at for the best fit before the next bin */
 #define SA_FIT_SCAN	32
 #define SA_DEFAULT_NAME	"um.suballoc"
+/* pending fences looked at by every allocation (all of them on a miss) */
+#define SA_POLL		2
 
 struct sa_bins;
 struct sa_seg;
@@ -108,7 +111,8 @@ struct um_suballoc {
 	struct sa_block **hash;		/* live blocks by pointer */
 	uint32_t hash_mask;
 	struct sa_block *spare;		/* unused block structs */
-	struct sa_block *pending;	/* free blocks with a fence */
+	/* free blocks with a fence, newest first */
+	struct sa_block *pending, *pending_tail;
 	struct um_fence **fences;	/* unused fences */
 	uint32_t nfences, fences_cap;
 
@@ -337,6 +341,8 @@ static void pending_add(struct um_suballoc *sa, struct sa_block *b)
 	b->pnext = sa->pending;
 	if (b->pnext)
 		b->pnext->pprev = b;
+	else
+		sa->pending_tail = b;
 	sa->pending = b;
 	sa->pending_bytes += b->size;
 }
@@ -349,6 +355,8 @@ static void pending_del(struct um_suballoc *sa, struct sa_block *b)
 		sa->pending = b->pnext;
 	if (b->pnext)
 		b->pnext->pprev = b->pprev;
+	else
+		sa->pending_tail = b->pprev;
 	b->pprev = b->pnext = NULL;
 	sa->pending_bytes -= b->size;
 }
@@ -591,15 +599,14 @@ static void block_join(struct um_suballoc *sa, struct sa_block *b,
 }
 
 /*
- * A free block may merge with a free neighbour when the result may go
- * where b goes: into the shared bins only shared neighbours; into a
- * stream's bins shared ones and that stream's (whose fences b's covers:
- * same stream, recorded later).
+ * A free block merges with the free neighbours of the same bins: shared
+ * with shared, a stream's with that stream's (whose fences b's covers:
+ * same stream, recorded later). Never a shared one into a stream's, which
+ * would hide it from the other streams until the stream's fence.
  */
-static bool mergeable(const struct sa_block *n, const struct sa_bins *to,
-		      const struct sa_bins *shared)
+static bool mergeable(const struct sa_block *n, const struct sa_bins *to)
 {
-	return n && n->bins && (n->bins == shared || n->bins == to);
+	return n && n->bins == to;
 }
 
 /* Put free b (out of the bins, its fence not yet pending) into bs. */
@@ -608,12 +615,12 @@ static void block_settle(struct um_suballoc *sa, struct sa_block *b,
 {
 	struct sa_block *n = b->next, *p = b->prev;
 
-	if (mergeable(n, bs, &sa->shared)) {
+	if (mergeable(n, bs)) {
 		block_unfence(sa, n);
 		bin_take(n);
 		block_join(sa, b, n);
 	}
-	if (mergeable(p, bs, &sa->shared)) {
+	if (mergeable(p, bs)) {
 		block_unfence(sa, p);
 		bin_take(p);
 		p->fence = b->fence;
@@ -628,16 +635,18 @@ static void block_settle(struct um_suballoc *sa, struct sa_block *b,
 
 /*
  * Move the blocks whose fence was reached to the shared bins (merging
- * with shared neighbours only, which are never pending).
+ * with shared neighbours only, which are never pending), looking at the
+ * oldest up to max.
  */
-static void poll_pending(struct um_suballoc *sa)
+static void poll_pending(struct um_suballoc *sa, unsigned int max)
 {
 	struct um_backend *be = &sa->ctx->be;
 
-	for (struct sa_block *b = sa->pending, *nx; b; b = nx) {
+	for (struct sa_block *b = sa->pending_tail, *nx; b && max; b = nx) {
 		int q = be->ops->fence_query(be, b->fence);
 
-		nx = b->pnext;
+		max--;
+		nx = b->pprev;
 		if (q == -EAGAIN)
 			continue;
 		block_unfence(sa, b);
@@ -701,6 +710,9 @@ int um_suballoc_alloc(struct um_suballoc *sa, size_t bytes, void *stream,
 		return -E2BIG;
 	size = ((uint64_t)bytes + SA_ALIGN - 1) & ~(SA_ALIGN - 1);
 	pthread_mutex_lock(&sa->lock);
+	/* a few at each call, so freed blocks do not wait for a miss */
+	if (sa->pending)
+		poll_pending(sa, SA_POLL);
 	for (;;) {
 		struct sa_block *b = bin_fit(bins_of(sa, stream), size);
 		struct sa_block *s = bin_fit(&sa->shared, size);
@@ -709,7 +721,7 @@ int um_suballoc_alloc(struct um_suballoc *sa, size_t bytes, void *stream,
 		if (!b || (s && s->size < b->size))
 			b = s;
 		if (!b && sa->pending) {
-			poll_pending(sa);
+			poll_pending(sa, UINT_MAX);
 			b = bin_fit(&sa->shared, size);
 		}
 		if (b) {
@@ -880,7 +892,7 @@ int64_t um_suballoc_trim(struct um_suballoc *sa)
 		return ret;
 	pthread_mutex_lock(&sa->lock);
 	if (sa->pending)
-		poll_pending(sa);
+		poll_pending(sa, UINT_MAX);
 	if (sa->nsegs)
 		gone = malloc(sa->nsegs * sizeof(*gone));
 	for (uint32_t i = 0; gone && i < sa->nsegs;) {
