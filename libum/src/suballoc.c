@@ -755,26 +755,6 @@ int um_suballoc_alloc(struct um_suballoc *sa, size_t bytes, void *stream,
 	return ret;
 }
 
-/* The error for a free of p that is no live block of sa (lock dropped). */
-static int foreign(struct um_suballoc *sa, const void *p)
-{
-	int ret = -ENOENT;
-
-	pthread_mutex_lock(&reg_lock);
-	for (size_t i = 0; i < reg_n && ret == -ENOENT; i++) {
-		struct um_suballoc *o = reg[i];
-
-		if (o == sa)
-			continue;
-		pthread_mutex_lock(&o->lock);
-		if (hash_find(o, p))
-			ret = -EXDEV;
-		pthread_mutex_unlock(&o->lock);
-	}
-	pthread_mutex_unlock(&reg_lock);
-	return ret;
-}
-
 /* The live block holding p, under sa->lock; NULL if none. */
 static struct sa_block *block_at(struct um_suballoc *sa, const void *p)
 {
@@ -790,6 +770,26 @@ static struct sa_block *block_at(struct um_suballoc *sa, const void *p)
 			return b->bins ? NULL : b;
 	}
 	return NULL;
+}
+
+/* The error for p, in no live block of sa (sa->lock not held). */
+static int foreign(struct um_suballoc *sa, const void *p)
+{
+	int ret = -ENOENT;
+
+	pthread_mutex_lock(&reg_lock);
+	for (size_t i = 0; i < reg_n && ret == -ENOENT; i++) {
+		struct um_suballoc *o = reg[i];
+
+		if (o == sa)
+			continue;
+		pthread_mutex_lock(&o->lock);
+		if (hash_find(o, p) || block_at(o, p))
+			ret = -EXDEV;
+		pthread_mutex_unlock(&o->lock);
+	}
+	pthread_mutex_unlock(&reg_lock);
+	return ret;
 }
 
 int um_suballoc_free(struct um_suballoc *sa, void *ptr, void *stream)

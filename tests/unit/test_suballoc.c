@@ -243,6 +243,7 @@ TEST(bad_input)
 	EXPECT_EQ(-ENOENT, um_suballoc_free(sa, &local, NULL));
 	EXPECT_EQ(-EXDEV, um_suballoc_free(sa, q, NULL));
 	EXPECT_EQ(-EXDEV, um_suballoc_lookup(sa, q, &info));
+	EXPECT_EQ(-EXDEV, um_suballoc_lookup(sa, (char *)q + 100, &info));
 	EXPECT_EQ(-ENOENT, um_suballoc_lookup(sa, &local, &info));
 	EXPECT_EQ(-EINVAL, um_suballoc_lookup(sa, p, NULL));
 	info.size = 4;
