@@ -9,10 +9,18 @@ UM_VERSION := $(shell cat VERSION)
 include mk/install.mk
 export PREFIX DESTDIR LIBDIR INCDIR BINDIR SBINDIR MANDIR
 
-# Build order: the library first, then what links it, then the tests.
-COMPONENTS := libum tools examples bindings/python tests/harness tests/unit tests/soak \
-	      tests/gpu kmod tests/kmod tests/vm tests/e2e
-DIRS := $(patsubst %/Makefile,%,$(wildcard $(addsuffix /Makefile,$(COMPONENTS))))
+# The components, in the order `make all` builds them and `make check`
+# (scripts/check.sh) runs their suites: the test harness first, so that the
+# suites after it can trust it; each directory's Makefile builds libum
+# itself when it links it. VM_SUITES boot kernels in qemu (check-fast skips
+# them).
+SUITES := tests/harness libum tests/unit tests/soak tests/gpu tools examples \
+	  bindings/python kmod tests/kmod tests/vm tests/e2e tests/docs \
+	  tests/packaging
+VM_SUITES := tests/kmod tests/vm tests/e2e
+DIRS := $(patsubst %/Makefile,%,$(wildcard $(addsuffix /Makefile,$(SUITES))))
+CHECK_ENV := MAKE="$(MAKE)" UM_BUILD_DIRS="$(DIRS)" UM_SUITES="$(SUITES)" \
+	     UM_VM_SUITES="$(VM_SUITES)"
 
 .PHONY: all check check-fast soak demo install uninstall install-dkms \
 	uninstall-dkms deb clean deps help
@@ -28,12 +36,12 @@ deps:
 # suites that still build are run) and then runs each suite.
 check:
 	+@$(MAKE) --no-print-directory deps
-	+@MAKE="$(MAKE)" UM_BUILD_DIRS="$(DIRS)" scripts/check.sh
+	+@$(CHECK_ENV) scripts/check.sh
 
-# The same without the VM suites (tests/kmod, tests/vm, tests/e2e).
+# The same without the VM suites (VM_SUITES).
 check-fast:
 	+@$(MAKE) --no-print-directory deps
-	+@MAKE="$(MAKE)" UM_BUILD_DIRS="$(DIRS)" UM_SKIP_VM=1 scripts/check.sh
+	+@$(CHECK_ENV) UM_SKIP_VM=1 scripts/check.sh
 
 # The long runs, not part of check (tests/soak/soak.sh; SOAK_* variables):
 # the e2e scenarios SOAK_RUNS times per kernel (SOAK_RUNS_PER_BOOT runs in

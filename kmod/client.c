@@ -111,6 +111,7 @@ static int umm_release(struct inode *inode, struct file *file)
 	struct umm_client *c = file->private_data;
 
 	mutex_lock(&umm.mutex);
+	umm_memcg_untie(c);
 	spin_lock(&umm.lock);
 	list_del(&c->list);
 	if (c->ready)
@@ -243,7 +244,11 @@ static int umm_copy_arg(void *dst, size_t ksize, const void __user *uarg,
 
 static int umm_api_answer(struct umm_client *c, struct umm_api __user *uarg)
 {
-	if (put_user((u64)UMM_API_FEATURES, &uarg->features) ||
+	u64 features = UMM_API_FEATURES;
+
+	if (!umm_memcg_available())
+		features &= ~UMM_FEATURE_CGROUP;
+	if (put_user(features, &uarg->features) ||
 	    put_user((u64)(BIT(_IOC_NR(UMM_IOC_API)) |
 			   BIT(_IOC_NR(UMM_IOC_REPORT)) |
 			   BIT(_IOC_NR(UMM_IOC_ACK)) |
@@ -295,6 +300,7 @@ static long umm_ioc_api(struct umm_client *c, struct umm_api __user *uarg,
 	/* lockless readers (read, poll, ioctl) see the client complete */
 	smp_store_release(&c->ready, true);
 	spin_unlock(&umm.lock);
+	umm_memcg_follow(c);
 unlock:
 	mutex_unlock(&umm.mutex);
 	return ret;
@@ -420,9 +426,9 @@ static long umm_ioc_query(struct umm_client *c, struct umm_query __user *uarg,
 			  unsigned int cmd)
 {
 	struct umm_level_info *li;
+	u32 total = 0, cgroups = 0, i;
 	struct umm_query q;
 	struct umm_node *n;
-	u32 total = 0, i;
 	long ret;
 	int nid;
 
@@ -432,11 +438,17 @@ static long umm_ioc_query(struct umm_client *c, struct umm_query __user *uarg,
 	if (q.flags)
 		return -EINVAL;
 
-	li = kcalloc(nr_node_ids + UMM_MAX_GPUS, sizeof(*li), GFP_KERNEL);
-	if (!li)
-		return -ENOMEM;
-
 	mutex_lock(&umm.mutex);
+	/* the caller may have moved since the last sample */
+	umm_memcg_follow(c);
+	if (c->features & UMM_FEATURE_CGROUP)
+		cgroups = umm.nr_cgroups;
+	li = kcalloc(nr_node_ids + UMM_MAX_GPUS + cgroups, sizeof(*li),
+		     GFP_KERNEL);
+	if (!li) {
+		mutex_unlock(&umm.mutex);
+		return -ENOMEM;
+	}
 	spin_lock(&umm.lock);
 	for_each_umm_node(n, nid) {
 		umm_level_fill(&li[total], UMM_TIER_HOST_NODE, nid, &n->src);
@@ -460,6 +472,8 @@ static long umm_ioc_query(struct umm_client *c, struct umm_query __user *uarg,
 		}
 		total++;
 	}
+	if (cgroups)
+		total += umm_memcg_level_info(&li[total], cgroups);
 	spin_unlock(&umm.lock);
 	q.enabled = READ_ONCE(umm.enabled);
 	mutex_unlock(&umm.mutex);

@@ -1,14 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * <debugfs>/umm/clients: one line per open file of /dev/umm,
- * for root only (debugfs itself is root-only; the file is 0400).
+ * <debugfs>/umm/: clients (one line per open file of /dev/umm), cgroups
+ * (one line per watched memory cgroup) and sample (what sampling costs),
+ * for root only (debugfs itself is root-only; the files are 0400).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/cgroup.h>
 #include <linux/debugfs.h>
 #include <linux/math64.h>
+#include <linux/memcontrol.h>
 #include <linux/pid.h>
 #include <linux/seq_file.h>
+#include <linux/slab.h>
 #include <linux/string.h>
 
 #include "umm_internal.h"
@@ -22,9 +26,9 @@ static struct dentry *umm_debugfs_dir;
  * is not printable, a blank or a backslash is written as \ooo, as
  * /proc/mounts does.
  */
-static void umm_show_name(struct seq_file *m, const char *name)
+static void umm_show_word(struct seq_file *m, const char *name, size_t max)
 {
-	size_t i, len = strnlen(name, UMM_NAME_LEN);
+	size_t i, len = strnlen(name, max);
 
 	for (i = 0; i < len; i++) {
 		u8 b = name[i];
@@ -34,6 +38,11 @@ static void umm_show_name(struct seq_file *m, const char *name)
 		else
 			seq_printf(m, "\\%03o", b);
 	}
+}
+
+static void umm_show_name(struct seq_file *m, const char *name)
+{
+	umm_show_word(m, name, UMM_NAME_LEN);
 }
 
 static void umm_show_books(struct seq_file *m, struct umm_client *c)
@@ -101,15 +110,66 @@ static int clients_show(struct seq_file *m, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(clients);
 
+/*
+ * One line per watched cgroup. The path is relative to the cgroup2 root
+ * (as /proc/<pid>/cgroup shows it) and written as one word, like a name.
+ */
+static int cgroups_show(struct seq_file *m, void *unused)
+{
+	struct umm_cgroup *cg;
+	char *path;
+
+	path = kmalloc(PATH_MAX, GFP_KERNEL);
+	if (!path)
+		return -ENOMEM;
+	seq_puts(m, "id path usage_bytes limit_bytes room_bytes level clients eta_ms fill_bps events\n");
+	mutex_lock(&umm.mutex);
+	list_for_each_entry(cg, &umm.cgroups, list) {
+		if (cgroup_path(cg->memcg->css.cgroup, path, PATH_MAX) < 0)
+			strscpy(path, "?", PATH_MAX);
+		seq_printf(m, "%llu ", cg->id);
+		umm_show_word(m, path, PATH_MAX);
+		seq_printf(m, " %llu %llu %llu %s %u %u %lld %llu\n",
+			   cg->usage_bytes, cg->limit_bytes, cg->room_bytes,
+			   umm_level_name(cg->src.level), cg->clients,
+			   cg->eta_ms, cg->fill_bps,
+			   (u64)atomic64_read(&cg->src.events));
+	}
+	mutex_unlock(&umm.mutex);
+	kfree(path);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(cgroups);
+
+/* What sampling costs: one line of figures, their names above. */
+static int sample_show(struct seq_file *m, void *unused)
+{
+	mutex_lock(&umm.mutex);
+	seq_puts(m, "samples ns_sum ns_avg ns_max ns_last next_ms cgroups fill_peak_bps late_ns_max late_samples\n");
+	seq_printf(m, "%llu %llu %llu %llu %llu %u %u %llu %llu %llu\n",
+		   umm.samples, umm.sample_ns_sum,
+		   umm.samples ? div64_u64(umm.sample_ns_sum, umm.samples) : 0,
+		   umm.sample_ns_max, umm.sample_ns_last, umm.next_ms_last,
+		   umm.nr_cgroups, umm.fill_peak_bps, umm.late_ns_max,
+		   umm.late_samples);
+	mutex_unlock(&umm.mutex);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(sample);
+
 /**
- * umm_debugfs_init() - create <debugfs>/umm/clients. Failure is not fatal
- * (debugfs may be absent); nothing depends on it.
+ * umm_debugfs_init() - create <debugfs>/umm/{clients,cgroups,sample}.
+ * Failure is not fatal (debugfs may be absent); nothing depends on it.
  */
 void umm_debugfs_init(void)
 {
 	umm_debugfs_dir = debugfs_create_dir("umm", NULL);
 	debugfs_create_file("clients", 0400, umm_debugfs_dir, NULL,
 			    &clients_fops);
+	debugfs_create_file("cgroups", 0400, umm_debugfs_dir, NULL,
+			    &cgroups_fops);
+	debugfs_create_file("sample", 0400, umm_debugfs_dir, NULL,
+			    &sample_fops);
 }
 
 /**

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Levels of the sources: free memory of every node against its
- * watermarks, sampled by a delayed work, and clients' GPU usage against the
- * GPU budgets; the enabled switch; levels held by hand (for inject.c).
+ * watermarks, sampled by a delayed work (which samples the watched memory
+ * cgroups of memcg.c too, and comes sooner as a source nears its next
+ * level), and clients' GPU usage against the GPU budgets; the enabled
+ * switch; levels held by hand (for inject.c).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -127,7 +129,7 @@ static u32 umm_node_level(struct umm_node *n)
 
 static void umm_node_sample(struct umm_node *n, u64 now)
 {
-	unsigned long free = 0, managed = 0, high = 0;
+	unsigned long free = 0, managed = 0, high = 0, kmin = 0;
 	pg_data_t *pgdat = NODE_DATA(n->nid);
 	u64 free_bytes, crit;
 	s64 rate;
@@ -140,6 +142,7 @@ static void umm_node_sample(struct umm_node *n, u64 now)
 		managed += zone_managed_pages(zone);
 		/* not high_wmark_pages(): a boost is brief, no new level */
 		high += zone->_watermark[WMARK_HIGH];
+		kmin += zone->_watermark[WMARK_MIN];
 	}
 	free_bytes = (u64)free << PAGE_SHIFT;
 
@@ -155,10 +158,15 @@ static void umm_node_sample(struct umm_node *n, u64 now)
 							 NSEC_PER_SEC, dt);
 		/* EWMA, weight 1/4: follows a fill within a few samples */
 		n->decline_bps += (rate - n->decline_bps) / 4;
+		n->decline_now_bps = rate;
+		if (n->decline_bps > 0)
+			umm.fill_peak_bps = max_t(u64, umm.fill_peak_bps,
+						  n->decline_bps);
 	}
 	WRITE_ONCE(n->free_bytes, free_bytes);
 	WRITE_ONCE(n->total_bytes, (u64)managed << PAGE_SHIFT);
 	WRITE_ONCE(n->kernel_high_bytes, (u64)high << PAGE_SHIFT);
+	n->kernel_min_bytes = (u64)kmin << PAGE_SHIFT;
 	n->sample_ns = now;
 
 	crit = umm_node_critical_bytes(n);
@@ -171,40 +179,6 @@ static void umm_node_sample(struct umm_node *n, u64 now)
 			   min_t(u64, div64_u64((free_bytes - crit) * MSEC_PER_SEC,
 						n->decline_bps),
 				 UMM_ETA_UNKNOWN - 1));
-}
-
-static bool umm_repeat_due(struct umm_source *s, u64 now)
-{
-	u64 every = (u64)READ_ONCE(umm.repeat_ms) * NSEC_PER_MSEC;
-
-	return every && now - s->last_event_ns >= every;
-}
-
-/*
- * Decide whether a source's level warrants an event: a rise, a drop, or a
- * reminder while it stays elevated. Returns the type, or 0 for none.
- */
-static u32 umm_source_event(struct umm_source *s, u32 rise_type, u64 now,
-			    bool injected)
-{
-	u32 type;
-
-	if (!READ_ONCE(umm.enabled))
-		return 0;
-	if (s->level > s->announced ||
-	    (s->level == s->announced && s->level >= UMM_LEVEL_LOW &&
-	     (injected || umm_repeat_due(s, now))))
-		type = rise_type;
-	else if (s->level < s->announced)
-		type = UMM_EVENT_RELIEF;
-	else
-		return 0;
-	/* a suppressed change stays pending and is retried next sample */
-	if (!umm_rate_ok(&s->last_event_ns, now, injected))
-		return 0;
-	s->announced = s->level;
-	atomic64_inc(&s->events);
-	return type;
 }
 
 static void umm_node_announce(struct umm_node *n, u64 now, bool injected)
@@ -308,6 +282,42 @@ static void umm_node_update(struct umm_node *n, u64 now)
 }
 
 /*
+ * How soon a node needs its next sample: half the time it would take at
+ * its current rate of decline to cross its next watermark, or at the
+ * fastest fill seen on any source to reach the kernel's min watermark
+ * (allocations stall there, the OOM killer is next). So a sample lands
+ * inside the band between the critical threshold and the OOM kill even
+ * where a fill crosses it in less than interval_ms, and a node far from
+ * its watermarks, or not declining, costs one sample per interval_ms.
+ */
+static u64 umm_node_next_ns(struct umm_node *n)
+{
+	s64 rate = max(n->decline_bps, n->decline_now_bps);
+	u64 free = n->free_bytes, at = 0, t, best;
+
+	t = free > n->kernel_min_bytes ? free - n->kernel_min_bytes : 0;
+	best = mul_u64_u64_div_u64(t, NSEC_PER_SEC,
+				   max(umm.fill_peak_bps, UMM_FILL_BPS_MIN)) / 2;
+	switch (n->src.level) {
+	case UMM_LEVEL_NORMAL:
+		at = umm_bp_of(n->total_bytes, n->low_bp);
+		break;
+	case UMM_LEVEL_LOW:
+		at = umm_bp_of(n->total_bytes, n->medium_bp);
+		break;
+	case UMM_LEVEL_MEDIUM:
+		at = umm_node_critical_bytes(n);
+		break;
+	default:
+		return best;
+	}
+	if (rate <= 0)
+		return best;
+	t = free > at ? mul_u64_u64_div_u64(free - at, NSEC_PER_SEC, rate) : 0;
+	return min(best, t / 2);
+}
+
+/*
  * The sampling work runs on the high-priority system workqueue: its
  * kworkers run at nice -20, so a sample (and the events it raises) does not
  * queue behind other work of system_wq on a busy machine, which put the
@@ -315,23 +325,46 @@ static void umm_node_update(struct umm_node *n, u64 now)
  */
 static void umm_sample_after(unsigned long delay)
 {
+	umm.due_ns = ktime_get_ns() + jiffies_to_nsecs(delay + 1);
 	queue_delayed_work(system_highpri_wq, &umm.work, delay);
 }
 
+/* The least delay between samples: one jiffy at HZ=250 or lower. */
+#define UMM_SAMPLE_MIN_MS	2
+
 static void umm_work_fn(struct work_struct *work)
 {
+	u64 now, next, took;
 	struct umm_node *n;
-	u64 now;
+	u32 next_ms;
 	int nid, i;
 
 	mutex_lock(&umm.mutex);
 	now = ktime_get_ns();
-	for_each_umm_node(n, nid)
+	if (umm.due_ns && now > umm.due_ns) {
+		umm.late_ns_max = max(umm.late_ns_max, now - umm.due_ns);
+		if (now - umm.due_ns > UMM_LATE_NS)
+			umm.late_samples++;
+	}
+	next = (u64)umm.interval_ms * NSEC_PER_MSEC;
+	for_each_umm_node(n, nid) {
 		umm_node_update(n, now);
+		next = min(next, umm_node_next_ns(n));
+	}
 	for (i = 0; i < UMM_MAX_GPUS; i++)
 		umm_gpu_check(umm.gpus[i], false);
+	umm_memcg_sample_all(now);
+	next = min(next, umm_memcg_next_ns());
+	next_ms = max_t(u64, div_u64(next, NSEC_PER_MSEC), UMM_SAMPLE_MIN_MS);
+
+	took = ktime_get_ns() - now;
+	umm.samples++;
+	umm.sample_ns_sum = umm_add_sat(umm.sample_ns_sum, took);
+	umm.sample_ns_max = max(umm.sample_ns_max, took);
+	umm.sample_ns_last = took;
+	umm.next_ms_last = next_ms;
 	if (umm.running)
-		umm_sample_after(msecs_to_jiffies(umm.interval_ms));
+		umm_sample_after(msecs_to_jiffies(next_ms));
 	mutex_unlock(&umm.mutex);
 }
 
@@ -362,6 +395,7 @@ int umm_node_check_wm(u32 low, u32 medium, u32 crit)
  */
 void umm_set_enabled(bool on)
 {
+	struct umm_cgroup *cg;
 	struct umm_event ev;
 	struct umm_node *n;
 	int nid, i;
@@ -379,6 +413,8 @@ void umm_set_enabled(bool on)
 		n->src.announced = UMM_LEVEL_NORMAL;
 	for (i = 0; i < UMM_MAX_GPUS; i++)
 		umm.gpus[i]->src.announced = UMM_LEVEL_NORMAL;
+	list_for_each_entry(cg, &umm.cgroups, list)
+		cg->src.announced = UMM_LEVEL_NORMAL;
 	umm_monitor_kick();
 }
 
@@ -437,8 +473,10 @@ void umm_gpu_hold(struct umm_gpu *g, u32 level)
 void umm_monitor_kick(void)
 {
 	lockdep_assert_held(&umm.mutex);
-	if (umm.running)
+	if (umm.running) {
+		umm.due_ns = ktime_get_ns() + jiffies_to_nsecs(1);
 		mod_delayed_work(system_highpri_wq, &umm.work, 0);
+	}
 }
 
 /**
@@ -471,7 +509,7 @@ void umm_monitor_start(void)
 
 /**
  * umm_monitor_stop() - stop sampling and wait for a sample in progress.
- * Knob writes no longer start one.
+ * Clearing umm.running first keeps knob writes from queueing another.
  */
 void umm_monitor_stop(void)
 {

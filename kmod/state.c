@@ -16,4 +16,8 @@ struct umm_state umm = {
 	.hysteresis_bp	= 200,
 	.min_interval_ms = 100,
 	.repeat_ms	= 1000,
+	.cg_low_bp	= 2000,
+	.cg_medium_bp	= 1000,
+	.cg_critical_bp	= 500,
+	.cgroups	= LIST_HEAD_INIT(umm.cgroups),
 };

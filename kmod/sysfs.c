@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * /sys/kernel/mm/umm: global knobs and figures, nodes/node<N>/
- * and gpus/gpu<N>/. One value per file, units in the names, knobs 0600,
+ * /sys/kernel/mm/umm: global knobs and figures, nodes/node<N>/,
+ * gpus/gpu<N>/ and cgroup/ (the thresholds of every watched memory cgroup). One value per file, units in the names, knobs 0600,
  * figures 0400, inject 0200; a bad write fails with -EINVAL and changes
  * nothing. Documentation/ABI/testing/sysfs-kernel-mm-umm describes each file.
  */
@@ -25,6 +25,7 @@
 static struct kobject *umm_kobj;
 static struct kobject *umm_nodes_kobj;
 static struct kobject *umm_gpus_kobj;
+static struct kobject *umm_cgroup_kobj;
 
 /* ---- global knobs ------------------------------------------------------ */
 
@@ -370,6 +371,69 @@ static const struct kobj_type umm_gpu_ktype = {
 	.default_groups	= umm_gpu_groups,
 };
 
+/* ---- cgroup/ ---------------------------------------------------------- */
+
+/* As for a node's watermarks: low > medium > critical, low <= 10000. */
+static ssize_t umm_cg_wm_store(u32 *field, const char *buf, size_t count)
+{
+	u32 v, low, medium, crit;
+	int ret;
+
+	if (umm_parse_u32(buf, &v))
+		return -EINVAL;
+	mutex_lock(&umm.mutex);
+	low = field == &umm.cg_low_bp ? v : umm.cg_low_bp;
+	medium = field == &umm.cg_medium_bp ? v : umm.cg_medium_bp;
+	crit = field == &umm.cg_critical_bp ? v : umm.cg_critical_bp;
+	ret = umm_node_check_wm(low, medium, crit);
+	if (!ret) {
+		WRITE_ONCE(*field, v);
+		umm_monitor_kick();
+	}
+	mutex_unlock(&umm.mutex);
+	return ret ? ret : count;
+}
+
+#define UMM_CG_WM_KNOB(_name)						\
+static ssize_t cg_##_name##_show(struct kobject *kobj,			\
+				 struct kobj_attribute *attr, char *buf)\
+{									\
+	return sysfs_emit(buf, "%u\n", READ_ONCE(umm.cg_##_name));	\
+}									\
+static ssize_t cg_##_name##_store(struct kobject *kobj,		\
+				  struct kobj_attribute *attr,		\
+				  const char *buf, size_t count)	\
+{									\
+	return umm_cg_wm_store(&umm.cg_##_name, buf, count);		\
+}									\
+static struct kobj_attribute cg_##_name##_attr =			\
+	__ATTR(_name, 0600, cg_##_name##_show, cg_##_name##_store)
+
+UMM_CG_WM_KNOB(low_bp);
+UMM_CG_WM_KNOB(medium_bp);
+UMM_CG_WM_KNOB(critical_bp);
+
+static ssize_t cg_watched_show(struct kobject *kobj,
+			       struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%u\n", READ_ONCE(umm.nr_cgroups));
+}
+
+static struct kobj_attribute cg_watched_attr =
+	__ATTR(watched, 0400, cg_watched_show, NULL);
+
+static struct attribute *umm_cg_attrs[] = {
+	&cg_low_bp_attr.attr,
+	&cg_medium_bp_attr.attr,
+	&cg_critical_bp_attr.attr,
+	&cg_watched_attr.attr,
+	NULL,
+};
+
+static const struct attribute_group umm_cg_group = {
+	.attrs = umm_cg_attrs,
+};
+
 /* ---- setup ----------------------------------------------------------- */
 
 /*
@@ -511,6 +575,14 @@ int umm_sysfs_init(void)
 		ret = -ENOMEM;
 		goto put_nodes;
 	}
+	umm_cgroup_kobj = kobject_create_and_add("cgroup", umm_kobj);
+	if (!umm_cgroup_kobj) {
+		ret = -ENOMEM;
+		goto put_gpus;
+	}
+	ret = sysfs_create_group(umm_cgroup_kobj, &umm_cg_group);
+	if (ret)
+		goto put_cgroup;
 	for_each_node_state(nid, N_MEMORY) {
 		ret = umm_add_node(nid);
 		if (ret)
@@ -528,6 +600,10 @@ int umm_sysfs_init(void)
 
 put_sources:
 	umm_put_sources();
+	sysfs_remove_group(umm_cgroup_kobj, &umm_cg_group);
+put_cgroup:
+	kobject_put(umm_cgroup_kobj);
+put_gpus:
 	kobject_put(umm_gpus_kobj);
 put_nodes:
 	kobject_put(umm_nodes_kobj);
@@ -544,6 +620,8 @@ void umm_sysfs_exit(void)
 {
 	sysfs_remove_group(umm_kobj, &umm_group);
 	umm_put_sources();
+	sysfs_remove_group(umm_cgroup_kobj, &umm_cg_group);
+	kobject_put(umm_cgroup_kobj);
 	kobject_put(umm_gpus_kobj);
 	kobject_put(umm_nodes_kobj);
 	kobject_put(umm_kobj);

@@ -143,9 +143,12 @@ struct umm_source {
  * @kernel_high_bytes: sum of the zones' high watermarks (without a
  *		transient boost), last sample; the floor of the effective
  *		critical threshold (umm_node_critical_bytes()).
+ * @kernel_min_bytes: sum of the zones' min watermarks, last sample: where
+ *		allocations stall and the OOM killer comes next.
  * @sample_ns:	time of the last sample, 0 before the first.
  * @decline_bps: EWMA of the rate free memory falls, bytes per second
  *		(negative while it grows).
+ * @decline_now_bps: the same between the last two samples alone.
  * @eta_ms:	estimated ms to the critical watermark, or UMM_ETA_UNKNOWN.
  * @last_shrink_ns: rate limit of SHRINK events (umm.lock).
  * @src:	level, books and counters.
@@ -159,8 +162,10 @@ struct umm_node {
 	u64 free_bytes;
 	u64 total_bytes;
 	u64 kernel_high_bytes;
+	u64 kernel_min_bytes;
 	u64 sample_ns;
 	s64 decline_bps;
+	s64 decline_now_bps;
 	u32 eta_ms;
 	u64 last_shrink_ns;
 	struct umm_source src;
@@ -177,6 +182,46 @@ struct umm_gpu {
 	struct kobject kobj;
 	u32 id;
 	u64 budget_bytes;
+	struct umm_source src;
+};
+
+struct mem_cgroup;
+struct umm_level_info;
+
+/**
+ * struct umm_cgroup - a watched memory cgroup: one that holds clients
+ * with UMM_FEATURE_CGROUP (memcg.c).
+ * @list:	on umm.cgroups (changed under umm.mutex and umm.lock).
+ * @memcg:	the cgroup; a css reference is held while it is watched.
+ * @id:		cgroup_id().
+ * @clients:	clients tied to it (umm.mutex); at 0 it is freed.
+ * @usage_bytes: its memory usage, last sample.
+ * @limit_bytes: the lowest memory.max / memory.high on its path to the
+ *		root, last sample; U64_MAX when there is none.
+ * @room_bytes:	the least room left under any limit on that path (the
+ *		limit less that cgroup's usage), U64_MAX when no limit.
+ * @binding:	the cgroup on that path whose limit leaves @room_bytes, NULL
+ *		when none (pinned by @memcg's reference: a cgroup holds its
+ *		parent).
+ * @sample_ns:	time of the last sample, 0 before the first.
+ * @fill_bps:	EWMA of the rate @room_bytes falls, bytes per second.
+ * @fill_now_bps: the same between the last two samples alone.
+ * @eta_ms:	estimated ms to the critical threshold, or UMM_ETA_UNKNOWN.
+ * @src:	level and counters (the books are the clients' own).
+ */
+struct umm_cgroup {
+	struct list_head list;
+	struct mem_cgroup *memcg;
+	u64 id;
+	u32 clients;
+	u64 usage_bytes;
+	u64 limit_bytes;
+	u64 room_bytes;
+	struct mem_cgroup *binding;
+	u64 sample_ns;
+	s64 fill_bps;
+	s64 fill_now_bps;
+	u32 eta_ms;
 	struct umm_source src;
 };
 
@@ -201,6 +246,8 @@ struct umm_book {
  * @nodes:	books per node id (nr_node_ids entries).
  * @gpus:	books per GPU id.
  * @ask:	scratch for umm_ask(), under umm.lock.
+ * @cg:		the watched memory cgroup of its process (UMM_FEATURE_CGROUP),
+ *		or NULL; changed under umm.mutex and umm.lock.
  * @ring_lock:	protects the ring, @seq, @pending and the counters below.
  * @ring:	queue_len + 1 records: one slot is kept for OVERFLOW.
  * @queue_len:	records that events may fill.
@@ -232,6 +279,7 @@ struct umm_client {
 	struct umm_book *nodes;
 	struct umm_book gpus[UMM_MAX_GPUS];
 	u64 ask;
+	struct umm_cgroup *cg;
 
 	spinlock_t ring_lock;		/* see the top of this file */
 	struct umm_event *ring;
@@ -291,8 +339,27 @@ struct umm_stats {
  * @min_interval_ms: least time between two events of one source.
  * @repeat_ms:	while a source stays at LOW or worse, ask again this often
  *		(0: never).
+ * @cg_low_bp:	thresholds of every watched cgroup, basis points of its
+ * @cg_medium_bp: limit: room below them is LOW, MEDIUM, CRITICAL
+ * @cg_critical_bp: (low > medium > critical, umm.mutex).
+ * @cgroups:	watched memory cgroups (struct umm_cgroup.list).
+ * @nr_cgroups:	entries on @cgroups.
+ * @fill_peak_bps: the fastest any source was seen to fill (bytes per
+ *		second, at least UMM_FILL_BPS_MIN): how soon a source may
+ *		reach its OOM point sets the next sample (umm.mutex).
  * @work:	the sampling work.
  * @running:	the work may be queued (umm.mutex).
+ * @samples:	samples taken (umm.mutex).
+ * @sample_ns_sum: time they took, ns (umm.mutex).
+ * @sample_ns_max: the longest, ns.
+ * @sample_ns_last: the last one, ns.
+ * @next_ms_last: delay chosen after the last sample, ms.
+ * @due_ns:	when the next sample is due.
+ * @late_ns_max: how late a sample started at worst, past its due time
+ *		and the jiffy it was rounded to.
+ * @late_samples: samples that started more than UMM_LATE_NS late: the
+ *		machine did not run the work in time (told apart from a
+ *		delay chosen too long).
  * @stats:	figures.
  */
 struct umm_state {
@@ -308,10 +375,32 @@ struct umm_state {
 	u32 hysteresis_bp;
 	u32 min_interval_ms;
 	u32 repeat_ms;
+	u32 cg_low_bp;
+	u32 cg_medium_bp;
+	u32 cg_critical_bp;
+	struct list_head cgroups;
+	u32 nr_cgroups;
+	u64 fill_peak_bps;
 	struct delayed_work work;
 	bool running;
+	u64 samples;
+	u64 sample_ns_sum;
+	u64 sample_ns_max;
+	u64 sample_ns_last;
+	u32 next_ms_last;
+	u64 due_ns;
+	u64 late_ns_max;
+	u64 late_samples;
 	struct umm_stats stats;
 };
+
+/*
+ * A fill rate every machine is assumed able to reach before one was seen:
+ * a page-faulting writer in the VM rig reaches 0.4 GB/s, real machines
+ * several GB/s per thread.
+ */
+#define UMM_FILL_BPS_MIN	(1ULL << 30)
+#define UMM_LATE_NS		(10 * NSEC_PER_MSEC)
 
 /* state.c: the one instance, with the knobs' defaults */
 extern struct umm_state umm;
@@ -339,7 +428,8 @@ static inline u64 umm_bp_of(u64 total, u32 bp)
  * Documentation/design/umm.rst):
  *
  *   main.c -> client.c | sysfs.c | debugfs.c -> inject.c
- *          -> monitor.c | reclaim.c -> events.c -> ring.c -> state.c
+ *          -> monitor.c | reclaim.c -> memcg.c -> events.c -> ring.c
+ *          -> state.c
  */
 
 /* client.c: /dev/umm */
@@ -371,6 +461,14 @@ int umm_level_parse(const char *word);
 void umm_node_hold(struct umm_node *n, u32 level);
 void umm_gpu_hold(struct umm_gpu *g, u32 level);
 
+/* memcg.c: memory cgroups as sources */
+bool umm_memcg_available(void);
+void umm_memcg_untie(struct umm_client *c);
+void umm_memcg_follow(struct umm_client *c);
+void umm_memcg_sample_all(u64 now);
+u64 umm_memcg_next_ns(void);
+u32 umm_memcg_level_info(struct umm_level_info *li, u32 room);
+
 /* reclaim.c: shrinker and OOM notifier */
 int umm_reclaim_init(void);
 void umm_reclaim_exit(void);
@@ -381,10 +479,17 @@ void umm_oom(bool injected);
 #define UMM_ASK_RESIDENT	BIT(0)	/* then ask for non-reclaimable bytes */
 #define UMM_ASK_INFO		BIT(1)	/* tell ALL_PRESSURE clients too */
 int umm_ask(struct umm_event *tmpl, u64 bytes, unsigned int how);
+int umm_ask_within(struct umm_event *tmpl, struct mem_cgroup *within,
+		   u64 bytes, unsigned int how);
 int umm_broadcast(struct umm_event *ev, u64 feature);
+int umm_broadcast_within(struct umm_event *ev, struct mem_cgroup *within,
+			 u64 feature);
+u64 umm_client_host(struct umm_client *c, bool reclaimable);
 u64 umm_client_reclaimable(struct umm_client *c, u32 tier_type, u32 id);
 u64 umm_client_resident(struct umm_client *c, u32 tier_type, u32 id);
 bool umm_rate_ok(u64 *last_ns, u64 now, bool force);
+u32 umm_source_event(struct umm_source *s, u32 rise_type, u64 now,
+		     bool injected);
 int umm_dest_node(int exclude);
 
 /* ring.c: event records and a client's ring */

@@ -3,7 +3,8 @@
 #
 # scripts/check.sh - run every test suite and add up the results.
 #
-# For each suite directory below that has a Makefile with a `check` target,
+# UM_SUITES="dir..." (set by the top-level Makefile, which holds the list):
+# for each of those directories that has a Makefile with a `check` target,
 # runs `make -C DIR check`, shows its output as it comes and saves it in
 # build/check/<dir>.log. Every kselftest line
 #   # Totals: pass:N fail:N xfail:N xpass:N skip:N error:N
@@ -16,15 +17,18 @@
 # UM_BUILD_DIRS="dir..." (set by the top-level Makefile) first runs
 # `make -C dir all` in each, in order, going on after a failure; a failed
 # build counts as one failure (log: build/check/build.log).
-# UM_SKIP_VM=1 skips the suites that boot kernels in qemu (tests/kmod,
-# tests/vm, tests/e2e); `make check-fast` sets it.
+# UM_SKIP_VM=1 skips the suites of UM_VM_SUITES="dir...", those that boot
+# kernels in qemu; `make check-fast` sets it.
 set -uo pipefail
 
 cd "$(dirname "$0")/.." || exit 1
 MAKE=${MAKE:-make}
-SUITES=(tests/harness libum tests/unit tests/soak tests/gpu tools examples
-	bindings/python kmod tests/kmod tests/vm tests/e2e tests/docs tests/packaging)
-VM_SUITES=" tests/kmod tests/vm tests/e2e "
+if [ -z "${UM_SUITES:-}" ]; then
+	echo "$0: UM_SUITES is not set: run it as make check or make check-fast" >&2
+	exit 2
+fi
+read -ra SUITES <<<"$UM_SUITES"
+VM_SUITES=" ${UM_VM_SUITES:-} "
 LOGDIR=build/check
 mkdir -p "$LOGDIR"
 

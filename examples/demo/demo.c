@@ -31,7 +31,6 @@
 #include <xxhash.h>
 
 #include "e2e.h"
-#include "internal.h"
 #include "pressure.h"
 
 struct opts {

@@ -35,6 +35,7 @@ enum um_tier_type {
 	UM_TIER_DEVICE = 1,
 	UM_TIER_HOST = 2,
 	UM_TIER_SPILL = 3,
+	UM_TIER_TYPE_COUNT
 };
 
 #define UM_TIER_ANY_NODE 0xffffu
@@ -67,8 +68,8 @@ typedef void (*um_log_fn)(void *arg, int level, const char *msg);
 /*
  * Configuration. Fill with um_config_init(), then change what you need.
  * One rule for every field: a zero field takes its LIBUM_* environment
- * variable (sizes accept K, M, G suffixes; UM_BACKEND is LIBUM_BACKEND's
- * older name), else the built-in default. Every LIBUM_* variable that is
+ * variable (sizes accept K, M, G suffixes), else the built-in default.
+ * Every LIBUM_* variable that is
  * set is checked at context creation (libum(7) lists them). Without a log
  * callback, lines up to log_level (default: ERR only) go to stderr.
  */

@@ -98,18 +98,18 @@ struct um_backend_ops {
 				 struct um_fence *f);
 	/*
 	 * Record f after all work submitted so far to the caller's stream
-	 * (cudaStream_t or NULL). um_release() uses it so that an eviction
-	 * waits for the kernels that still use the region. May be NULL where
-	 * the caller's work is synchronous (sim): release is then immediate.
-	 * (Added by the core engineer: um_release takes no stream.)
+	 * (cudaStream_t or NULL). um_release() takes no stream, so it records
+	 * f on the stream of the acquire: an eviction then waits for the
+	 * kernels that still use the region. May be NULL where the caller's
+	 * work is synchronous: release is then immediate.
 	 */
 	int (*stream_record_fence)(struct um_backend *be, void *stream,
 				   struct um_fence *f);
 	/*
 	 * Host NUMA node nearest to device dev (cuda: from its PCI address),
-	 * so that host copies go there by default; < 0 when unknown. May be
-	 * NULL (sim: no real device, no node). (Added by the integration
-	 * engineer: um_context_create() places host copies with it.)
+	 * so that host copies go there by default (um_context_create() sets
+	 * the context's home node from it); < 0 when unknown. May be NULL
+	 * (sim: no real device, no node).
 	 */
 	int (*device_numa_node)(struct um_backend *be, int dev);
 	/*
@@ -132,9 +132,9 @@ struct um_backend {
 	void *log_arg;
 };
 
-extern const struct um_backend_ops um_backend_sim;
+extern const struct um_backend_ops um__backend_sim;
 #ifdef UM_HAVE_CUDA
-extern const struct um_backend_ops um_backend_cuda;
+extern const struct um_backend_ops um__backend_cuda;
 #endif
 /*
  * The cuda backend's operations: linked in (backend_cuda_builtin.c) or

@@ -9,8 +9,6 @@
  * backend_cuda_mem.c. Every CUDA call is checked; a failure is logged with
  * the call's name and cudaGetErrorString and returned as -errno.
  */
-#ifdef UM_HAVE_CUDA
-
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -777,7 +775,7 @@ static int cuda_device_numa_node(struct um_backend *be, int dev)
 	return um__numa_pci_node(bdf);
 }
 
-const struct um_backend_ops um_backend_cuda = {
+const struct um_backend_ops um__backend_cuda = {
 	.id = UM_BACKEND_CUDA,
 	.name = "cuda",
 	.probe = cuda_probe,
@@ -814,10 +812,3 @@ const struct um_backend_ops um_backend_cuda = {
 	.device_numa_node = cuda_device_numa_node,
 	.queue_notify = cuda_queue_notify,
 };
-
-#else /* !UM_HAVE_CUDA */
-
-/* Built without the CUDA toolkit: this file is empty on purpose. */
-typedef int um_backend_cuda_absent;
-
-#endif /* UM_HAVE_CUDA */

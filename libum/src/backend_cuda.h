@@ -13,8 +13,6 @@
 #ifndef UM_BACKEND_CUDA_H
 #define UM_BACKEND_CUDA_H
 
-#ifdef UM_HAVE_CUDA
-
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -176,5 +174,4 @@ int um__cuda_prefetch(struct um_backend *be, struct um_queue *q, void *p,
 int um__cuda_discard(struct um_backend *be, struct um_queue *q, void *p,
 		size_t len);
 
-#endif /* UM_HAVE_CUDA */
 #endif /* UM_BACKEND_CUDA_H */

@@ -9,5 +9,5 @@
 const struct um_backend_ops *um__backend_cuda_ops(const char **why)
 {
 	(void)why;
-	return &um_backend_cuda;
+	return &um__backend_cuda;
 }

@@ -17,14 +17,13 @@
  * calls it in large chunks, and um_evict grows the pool off the context
  * lock.
  */
-#ifdef UM_HAVE_CUDA
-
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "backend_cuda.h"
+#include "tier.h"
 #include "um_numa.h"
 
 #define UM_CUDA_DEFAULT_GRAN (2ull << 20)
@@ -604,25 +603,23 @@ static int cuda_tier_loc(struct um_backend *be, um_tier_t t, int host_only,
 			struct cudaMemLocation *loc)
 {
 	memset(loc, 0, sizeof(*loc));
-	switch (UM_TIER_TYPE(t)) {
-	case UM_TIER_DEVICE:
+	if (um__tier_is_dev(t)) {
 		if (!um__cuda_dev_valid(be, (int)UM_TIER_ID(t)))
 			return -ENODEV;
 		loc->type = cudaMemLocationTypeDevice;
 		loc->id = (int)UM_TIER_ID(t);
 		return 0;
-	case UM_TIER_HOST:
-		if (UM_TIER_ID(t) == UM_TIER_ANY_NODE || host_only) {
-			loc->type = cudaMemLocationTypeHost;
-			loc->id = 0;
-		} else {
-			loc->type = cudaMemLocationTypeHostNuma;
-			loc->id = (int)UM_TIER_ID(t);
-		}
-		return 0;
-	default:
-		return -EINVAL;
 	}
+	if (!um__tier_is_host(t))
+		return -EINVAL;
+	if (um__tier_is_any(t) || host_only) {
+		loc->type = cudaMemLocationTypeHost;
+		loc->id = 0;
+	} else {
+		loc->type = cudaMemLocationTypeHostNuma;
+		loc->id = (int)UM_TIER_ID(t);
+	}
+	return 0;
 }
 
 int um__cuda_advise(struct um_backend *be, void *p, size_t len, int advice,
@@ -739,9 +736,3 @@ int um__cuda_discard(struct um_backend *be, struct um_queue *q, void *p,
 							      s),
 			    "cudaMemDiscardBatchAsync");
 }
-
-#else /* !UM_HAVE_CUDA */
-
-typedef int um_backend_cuda_mem_absent;
-
-#endif /* UM_HAVE_CUDA */

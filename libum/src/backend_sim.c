@@ -12,10 +12,10 @@
  * pointer would, no more than `capacity` bytes can ever be mapped (phys_map
  * returns -ENOMEM), and the same physical pages serve region after region.
  *
- * Why not a memfd mapped MAP_SHARED|MAP_FIXED (the first design): shmem
- * gets no huge pages unless the admin enables shmem THP, and on the 4 KiB
- * page path every restore paid a page-table rebuild that on the dev VM cost
- * 20x the copy itself (0.7 GB/s restores against 14 GB/s memcpy). Moving
+ * Why not a memfd mapped MAP_SHARED|MAP_FIXED: shmem gets no huge pages
+ * unless the admin enables shmem THP, and on the 4 KiB page path every
+ * restore pays a page-table rebuild that on the dev VM cost 20x the copy
+ * itself (0.7 GB/s restores against 14 GB/s memcpy). Moving
  * 2 MiB page-table entries with mremap costs tens of microseconds per
  * region. Measurements are in Documentation/design/pool.rst.
  *
@@ -1259,7 +1259,7 @@ static int sim_init(struct um_backend *be, const struct um_backend_config *cfg)
 
 static bool is_sim(struct um_backend *be)
 {
-	return be && be->ops == &um_backend_sim && be->priv;
+	return be && be->ops == &um__backend_sim && be->priv;
 }
 
 int um__sim_hold(struct um_backend *be, bool hold)
@@ -1312,7 +1312,7 @@ uint64_t um__sim_set_split_min(struct um_backend *be, uint64_t split_min)
 				   __ATOMIC_RELAXED);
 }
 
-const struct um_backend_ops um_backend_sim = {
+const struct um_backend_ops um__backend_sim = {
 	.id = UM_BACKEND_SIM,
 	.name = "sim",
 	.probe = sim_probe,

@@ -2,10 +2,10 @@
 /*
  * backend_sim.h - test hooks of the simulated backend (internal).
  *
- * The ops themselves are reached through um_backend_sim (backend.h). These
+ * The ops themselves are reached through um__backend_sim (backend.h). These
  * hooks make the sim's asynchronous work observable and its failures
  * deterministic for tests; no real backend has them. Each takes the
- * struct um_backend that um_backend_sim.init filled in.
+ * struct um_backend that um__backend_sim.init filled in.
  */
 #ifndef UM_BACKEND_SIM_H
 #define UM_BACKEND_SIM_H

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * books.c - the context's books: byte counters per tier and kind, kept as
- * regions move. um__books_changed() is how a change is signalled upward:
- * it calls the hook a higher layer installed (pressure.c's wakeup), so
- * nothing here knows who listens.
+ * regions move; which counters a tier feeds, and whether residency or the
+ * device budget feeds them, is its row's (tier.c). um__books_changed() is
+ * how a change is signalled upward: it calls the hook a higher layer
+ * installed (pressure.c's wakeup), so nothing here knows who listens.
  */
 #include "internal.h"
 
@@ -20,24 +21,29 @@ void um__counter_sub(struct um_counter *c, uint64_t bytes)
 	c->current = c->current > bytes ? c->current - bytes : 0;
 }
 
-static void tier_add(struct um_context *ctx, um_tier_t t, uint64_t b, bool add)
+/* Add or take b bytes on the counters t's row names. */
+static void tier_count(struct um_context *ctx, um_tier_t t, uint64_t b,
+		       bool add)
 {
-	void (*op)(struct um_counter *, uint64_t) =
-		add ? um__counter_add : um__counter_sub;
-	struct um_books *k = &ctx->books;
+	struct um_counter *c[2];
+	int n = um__tier_counters(&ctx->books.tier, t, c);
 
-	switch (UM_TIER_TYPE(t)) {
-	case UM_TIER_HOST:
-		op(&k->host_total, b);
-		if (UM_TIER_ID(t) < UM_STATS_MAX_NODES)
-			op(&k->host[UM_TIER_ID(t)], b);
-		break;
-	case UM_TIER_SPILL:
-		op(&k->spill, b);
-		break;
-	default:
-		break;	/* device bytes follow the books (counted) */
+	for (int i = 0; i < n; i++) {
+		if (add)
+			um__counter_add(c[i], b);
+		else
+			um__counter_sub(c[i], b);
 	}
+}
+
+/* Residency feeds the counters of the tiers the budget does not. */
+static void residency_count(struct um_context *ctx, um_tier_t t, uint64_t b,
+			    bool add)
+{
+	const struct um__tier_desc *d = um__tier(t);
+
+	if (d && !d->budget)
+		tier_count(ctx, t, b, add);
 }
 
 void um__books_residency(struct um_context *ctx, struct um_region *r,
@@ -45,9 +51,20 @@ void um__books_residency(struct um_context *ctx, struct um_region *r,
 {
 	if (from == to)
 		return;
-	tier_add(ctx, from, r->bytes, false);
-	tier_add(ctx, to, r->bytes, true);
+	residency_count(ctx, from, r->bytes, false);
+	residency_count(ctx, to, r->bytes, true);
 	um__books_changed(ctx);
+}
+
+void um__books_budget(struct um_context *ctx, struct um_region *r, bool add)
+{
+	struct um_dev *d = &ctx->dev[r->device];
+
+	if (add)
+		d->used += r->dev_len;
+	else
+		d->used -= r->dev_len;
+	tier_count(ctx, UM_TIER_GPU(r->device), r->dev_len, add);
 }
 
 /* The pressure loop REPORTs what we hold on change (cheap, lock-free). */

@@ -3,12 +3,14 @@
  * config.c - um_config defaults and the LIBUM_* environment.
  *
  * One descriptor table drives parsing, validation and the DEBUG dump of
- * every option (the mimalloc way), by one rule for all of them: a field the
- * caller set wins, else its environment variable when set and not empty,
- * else the built-in default. Sizes take K, M, G or T suffixes (powers of
- * 1024, optional "B"/"iB"). Every variable that is set is checked, used or
- * not: a bad value fails context creation with -EINVAL and one ERR line
- * naming the variable, its value and what it takes.
+ * every option, so each is described once, and one rule holds for all of
+ * them: a field the caller set wins, else its environment variable when set
+ * and not empty, else the built-in default. Sizes take K, M, G or T
+ * suffixes (powers of 1024, optional "B"/"iB"). Every variable that is set
+ * is checked, used or not: a bad value fails context creation with -EINVAL
+ * and one ERR line naming the variable, its value and what it takes. This
+ * is the only file that reads the environment: the rest of libum reads the
+ * resolved struct um_settings of its context.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -25,7 +27,7 @@
 enum opt_type {
 	/* with a field of struct um_config */
 	OPT_SIZE, OPT_LEVEL, OPT_BACKEND, OPT_PATH,
-	/* the environment only: checked here, read where they are used */
+	/* the environment only */
 	OPT_SWITCH, OPT_BIT, OPT_MS, OPT_INT, OPT_NODE, OPT_NAME, OPT_FILE,
 };
 
@@ -34,7 +36,7 @@ struct um_option {
 	enum opt_type type;
 	size_t cfg_off;		/* offset in struct um_config */
 	size_t set_off;		/* offset in struct um_settings */
-	uint64_t def;
+	uint64_t def;		/* strings: none (NULL) */
 	uint64_t min;		/* OPT_SIZE: smallest value the variable takes */
 	const char *form;	/* what is accepted, for the ERR line */
 };
@@ -42,14 +44,14 @@ struct um_option {
 #define CFG(f) offsetof(struct um_config, f)
 #define SET(f) offsetof(struct um_settings, f)
 #define NO_FIELD ((size_t)-1)
-#define ENV_ONLY(name, type, form) \
-	{ name, type, NO_FIELD, NO_FIELD, 0, 0, form }
+#define ENV_ONLY(name, type, field, def, form) \
+	{ name, type, NO_FIELD, SET(field), (uint64_t)(def), 0, form }
+#define SWITCH_FORM "1, on, yes, true or 0, off, no, false"
 
 /*
- * Every variable libum reads, as libum(7) lists them. The pressure thread,
- * the NUMA placement and the spill store read theirs where they use them;
- * they are checked here so that a bad value fails context creation instead
- * of being ignored there.
+ * Every variable libum reads, as libum(7) lists them, each into its field
+ * of struct um_settings: the refill thread, the pressure loop, the NUMA
+ * placement and the spill store take theirs from there.
  */
 static const struct um_option options[] = {
 	/* first: it decides which of the lines below are seen */
@@ -71,28 +73,26 @@ static const struct um_option options[] = {
 	  "a size of at least 64K" },
 	{ "LIBUM_SPILL_DIR", OPT_PATH, CFG(spill_dir), SET(spill_dir), 0, 0,
 	  "a directory" },
-	ENV_ONLY("LIBUM_POOL_REFILL", OPT_SWITCH,
-		 "1, on, yes, true or 0, off, no, false"),
-	ENV_ONLY("LIBUM_PRESSURE", OPT_SWITCH,
-		 "1, on, yes, true or 0, off, no, false"),
-	ENV_ONLY("LIBUM_PRESSURE_REPORT_MS", OPT_MS,
-		 "milliseconds from 1 to 60000"),
-	ENV_ONLY("LIBUM_PRIORITY", OPT_INT,
+	ENV_ONLY("LIBUM_POOL_REFILL", OPT_SWITCH, pool_refill, true,
+		 SWITCH_FORM),
+	ENV_ONLY("LIBUM_PRESSURE", OPT_SWITCH, pressure, true, SWITCH_FORM),
+	ENV_ONLY("LIBUM_PRESSURE_REPORT_MS", OPT_MS, report_ms,
+		 UM_DEFAULT_REPORT_MS, "milliseconds from 1 to 60000"),
+	ENV_ONLY("LIBUM_PRIORITY", OPT_INT, priority, 0,
 		 "an integer from -2147483648 to 2147483647"),
-	ENV_ONLY("LIBUM_CLIENT_NAME", OPT_NAME,
+	ENV_ONLY("LIBUM_CLIENT_NAME", OPT_NAME, client_name, 0,
 		 "1 to 31 printable ASCII characters"),
-	ENV_ONLY("LIBUM_UMM_DEV", OPT_FILE, "an absolute path"),
-	ENV_ONLY("LIBUM_PSI_PATH", OPT_FILE, "an absolute path"),
-	ENV_ONLY("LIBUM_HOME_NODE", OPT_NODE,
+	ENV_ONLY("LIBUM_UMM_DEV", OPT_FILE, umm_dev, 0, "an absolute path"),
+	ENV_ONLY("LIBUM_PSI_PATH", OPT_FILE, psi_path, 0, "an absolute path"),
+	ENV_ONLY("LIBUM_HOME_NODE", OPT_NODE, home_node, (int64_t)UM_HOME_AUTO,
 		 "a NUMA node of this machine or any"),
-	ENV_ONLY("LIBUM_SPILL_REMOVE_STALE", OPT_BIT, "1 or 0"),
+	ENV_ONLY("LIBUM_SPILL_REMOVE_STALE", OPT_BIT, spill_remove_stale, false,
+		 "1 or 0"),
 };
 
 #define NOPTIONS (sizeof(options) / sizeof(options[0]))
 /* LIBUM_LOG_LEVEL=off (or 0-2): no line is at or below it */
 #define LOG_OFF 0
-/* The older name of LIBUM_BACKEND; when both are set they must agree. */
-#define BACKEND_ALIAS "UM_BACKEND"
 
 void um_config_init(struct um_config *cfg)
 {
@@ -186,20 +186,25 @@ static int parse_backend(const char *s, uint64_t *out)
 	return 0;
 }
 
-/* The words pressure.c takes for on and off, in any case. */
-static int parse_switch(const char *s)
+/* On and off, in any case. */
+static int parse_switch(const char *s, uint64_t *out)
 {
-	static const char *const words[] = {
-		"1", "on", "yes", "true", "0", "off", "no", "false",
+	static const struct { const char *word; bool on; } words[] = {
+		{ "1", true }, { "on", true }, { "yes", true },
+		{ "true", true }, { "0", false }, { "off", false },
+		{ "no", false }, { "false", false },
 	};
 
-	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
-		if (!strcasecmp(s, words[i]))
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+		if (!strcasecmp(s, words[i].word)) {
+			*out = words[i].on;
 			return 0;
+		}
+	}
 	return -EINVAL;
 }
 
-static int parse_int32(const char *s)
+static int parse_int32(const char *s, uint64_t *out)
 {
 	uint64_t v;
 	bool neg = *s == '-';
@@ -207,22 +212,26 @@ static int parse_int32(const char *s)
 	if (parse_decimal(s + neg, neg ? 2147483648ull : 2147483647ull,
 			      &v))
 		return -EINVAL;
+	*out = neg ? (uint64_t)-(int64_t)v : v;
 	return 0;
 }
 
-static int parse_node(const char *s)
+static int parse_node(const char *s, uint64_t *out)
 {
 	uint64_t v;
 
-	if (!strcmp(s, "any"))
+	if (!strcmp(s, "any")) {
+		*out = (uint64_t)(int64_t)UM_NUMA_ANY;
 		return 0;
+	}
 	if (parse_decimal(s, INT32_MAX, &v) ||
 	    !um__numa_node_valid((int)v))
 		return -EINVAL;
+	*out = v;
 	return 0;
 }
 
-/* What pressure.c sends umm.ko: it drops the blanks. */
+/* What the pressure loop sends umm.ko (pressure_source.c drops blanks). */
 static int parse_name(const char *s)
 {
 	size_t n = strlen(s);
@@ -235,32 +244,12 @@ static int parse_name(const char *s)
 	return 0;
 }
 
-/* An environment-only variable: checked, not kept. */
-static int check_env_only(const struct um_option *o, const char *val)
+static bool is_string(enum opt_type type)
 {
-	uint64_t v;
-
-	switch (o->type) {
-	case OPT_SWITCH:
-		return parse_switch(val);
-	case OPT_BIT:
-		return strcmp(val, "0") && strcmp(val, "1") ? -EINVAL : 0;
-	case OPT_MS:
-		return parse_decimal(val, 60000, &v) || !v ? -EINVAL : 0;
-	case OPT_INT:
-		return parse_int32(val);
-	case OPT_NODE:
-		return parse_node(val);
-	case OPT_NAME:
-		return parse_name(val);
-	case OPT_FILE:
-		return val[0] == '/' ? 0 : -EINVAL;
-	default:
-		return -EINVAL;
-	}
+	return type == OPT_PATH || type == OPT_NAME || type == OPT_FILE;
 }
 
-/* The variable's value into v (0: keep the default); -EINVAL if bad. */
+/* The variable's value into v (a string is only checked); -EINVAL if bad. */
 static int parse_value(const struct um_option *o, const char *val,
 		       uint64_t *v)
 {
@@ -275,34 +264,65 @@ static int parse_value(const struct um_option *o, const char *val,
 		return parse_level(val, v);
 	case OPT_BACKEND:
 		return parse_backend(val, v);
+	case OPT_SWITCH:
+		return parse_switch(val, v);
+	case OPT_BIT:
+		*v = val[0] == '1';
+		return strcmp(val, "0") && strcmp(val, "1") ? -EINVAL : 0;
+	case OPT_MS:
+		return parse_decimal(val, 60000, v) || !*v ? -EINVAL : 0;
+	case OPT_INT:
+		return parse_int32(val, v);
+	case OPT_NODE:
+		return parse_node(val, v);
+	case OPT_NAME:
+		return parse_name(val);
+	case OPT_FILE:
+		return val[0] == '/' ? 0 : -EINVAL;
+	case OPT_PATH:
+		return 0;
+	}
+	return -EINVAL;
+}
+
+/* v (a string: a copy of val) into o's field of s. */
+static int store(const struct um_option *o, struct um_settings *s,
+		 uint64_t v, const char *val)
+{
+	void *f = (char *)s + o->set_off;
+
+	switch (o->type) {
+	case OPT_SIZE:
+		*(uint64_t *)f = v;
+		return 0;
+	case OPT_SWITCH:
+	case OPT_BIT:
+		*(bool *)f = v != 0;
+		return 0;
+	case OPT_PATH:
+	case OPT_NAME:
+	case OPT_FILE:
+		free(*(char **)f);
+		*(char **)f = strdup(val);
+		return *(char **)f ? 0 : -ENOMEM;
 	default:
-		return check_env_only(o, val);
+		*(int *)f = (int)(int64_t)v;
+		return 0;
 	}
 }
 
 static int parse_env(struct um_context *ctx, const struct um_option *o,
-		     const char *name, const char *val, struct um_settings *s)
+		     const char *val, struct um_settings *s)
 {
 	uint64_t v;
 
-	if (o->type == OPT_PATH) {
-		free(s->spill_dir);
-		s->spill_dir = strdup(val);
-		return s->spill_dir ? 0 : -ENOMEM;
-	}
 	if (parse_value(o, val, &v)) {
 		um__log(ctx, UM_LOG_ERR,
-			"config: %s=\"%s\" is not valid: want %s", name, val,
-			o->form);
+			"config: %s=\"%s\" is not valid: want %s", o->env,
+			val, o->form);
 		return -EINVAL;
 	}
-	if (o->set_off == NO_FIELD || (!v && o->type != OPT_LEVEL))
-		return 0;	/* checked only, or 0: the default */
-	if (o->type == OPT_SIZE)
-		*(uint64_t *)((char *)s + o->set_off) = v;
-	else
-		*(int *)((char *)s + o->set_off) = (int)v;
-	return 0;
+	return store(o, s, v, val);
 }
 
 static int take_field(struct um_context *ctx, const struct um_option *o,
@@ -406,48 +426,17 @@ static int default_level(const struct um_context *ctx)
 static void set_default(const struct um_context *ctx,
 			const struct um_option *o, struct um_settings *s)
 {
-	if (o->set_off == NO_FIELD || o->type == OPT_PATH)
-		return;
-	if (o->type == OPT_SIZE)
-		*(uint64_t *)((char *)s + o->set_off) = o->def;
-	else if (o->type == OPT_LEVEL)
+	if (is_string(o->type))
+		return;		/* NULL: not set */
+	if (o->type == OPT_LEVEL)
 		s->log_level = default_level(ctx);
 	else
-		*(int *)((char *)s + o->set_off) = (int)o->def;
+		(void)store(o, s, o->def, NULL);
 }
 
 static const char *nonempty(const char *v)
 {
 	return v && *v ? v : NULL;
-}
-
-/*
- * The variable of o (NULL when unset or empty) and its name. The backend's
- * may come by its older name UM_BACKEND, which must agree with
- * LIBUM_BACKEND when both are set; a value that is not valid at all is
- * left for parse_env to say so.
- */
-static int env_of(struct um_context *ctx, const struct um_option *o,
-		  const char **name, const char **val)
-{
-	const char *alias = NULL;
-	uint64_t a, b;
-
-	*name = o->env;
-	*val = nonempty(getenv(o->env));
-	if (o->type == OPT_BACKEND)
-		alias = nonempty(getenv(BACKEND_ALIAS));
-	if (!alias || (*val && parse_backend(*val, &b)))
-		return 0;
-	if (*val && !parse_backend(alias, &a) && a != b) {
-		um__log(ctx, UM_LOG_ERR,
-			"config: %s=\"%s\" and %s=\"%s\" disagree: set one of them",
-			BACKEND_ALIAS, alias, o->env, *val);
-		return -EINVAL;
-	}
-	*name = BACKEND_ALIAS;
-	*val = alias;
-	return 0;
 }
 
 /*
@@ -459,7 +448,7 @@ static int resolve_one(struct um_context *ctx, const struct um_option *o,
 		       const struct um_config *c, struct um_settings *s)
 {
 	struct um_settings scratch = { 0 };
-	const char *name, *val;
+	const char *val;
 	bool given = false;
 	int ret;
 
@@ -469,10 +458,10 @@ static int resolve_one(struct um_context *ctx, const struct um_option *o,
 		if (ret)
 			return ret;
 	}
-	ret = env_of(ctx, o, &name, &val);
-	if (ret || !val)
-		return ret;
-	ret = parse_env(ctx, o, name, val, given ? &scratch : s);
+	val = nonempty(getenv(o->env));
+	if (!val)
+		return 0;
+	ret = parse_env(ctx, o, val, given ? &scratch : s);
 	um__settings_free(&scratch);
 	return ret;
 }
@@ -536,6 +525,12 @@ int um__settings_resolve(struct um_context *ctx, const struct um_config *cfg,
 
 void um__settings_free(struct um_settings *s)
 {
-	free(s->spill_dir);
-	s->spill_dir = NULL;
+	for (size_t i = 0; i < NOPTIONS; i++) {
+		char **f = (char **)((char *)s + options[i].set_off);
+
+		if (!is_string(options[i].type))
+			continue;
+		free(*f);
+		*f = NULL;
+	}
 }

@@ -46,7 +46,7 @@ int um_set_event_callback(struct um_context *ctx, um_event_fn fn, void *arg)
 static const struct um_backend_ops *backend_by_id(int id, const char **why)
 {
 	if (id == UM_BACKEND_SIM)
-		return &um_backend_sim;
+		return &um__backend_sim;
 	if (id == UM_BACKEND_CUDA)
 		return um__backend_cuda_ops(why);
 	*why = "no such backend";
@@ -98,7 +98,7 @@ static int choose_backend(struct um_context *ctx,
 		um__log(ctx, UM_LOG_INFO,
 			"backend: using sim, cuda is not available (%s)", why);
 	}
-	*out = &um_backend_sim;
+	*out = &um__backend_sim;
 	n = (*out)->probe(&why);
 	if (n <= 0) {
 		um__log(ctx, UM_LOG_ERR, "backend sim is not usable: %s",
@@ -147,7 +147,8 @@ static int devices_init(struct um_context *ctx)
 				(unsigned long long)total);
 			d->budget = total;
 		}
-		ctx->books.device[i].current = 0;
+		ctx->books.tier.device[i].current = 0;
+		um__tier_add(ctx, UM_TIER_GPU((unsigned int)i));
 	}
 	return 0;
 }
@@ -155,8 +156,8 @@ static int devices_init(struct um_context *ctx)
 /*
  * Host copies near the GPU by default: the backend names device 0's node
  * (cuda: from its PCI address), um__numa_default_home() weighs it against
- * LIBUM_HOME_NODE and the machine's nodes. Done before the pool reserves
- * anything, so a pool_size reservation lands there too.
+ * the machine's nodes; LIBUM_HOME_NODE beats both. Done before the pool
+ * reserves anything, so a pool_size reservation lands there too.
  */
 void um__context_place_home(struct um_context *ctx)
 {
@@ -165,7 +166,9 @@ void um__context_place_home(struct um_context *ctx)
 
 	if (ops && ops->device_numa_node && ctx->ndev > 0)
 		dev_node = ops->device_numa_node(&ctx->be, 0);
-	node = um__numa_default_home(dev_node);
+	node = ctx->set.home_node;
+	if (node == UM_HOME_AUTO)
+		node = um__numa_default_home(dev_node);
 	if (node < 0 || node >= UM_POOL_MAX_NODES) {
 		ctx->home_node = UM_POOL_NODE_ANY;
 		return;
@@ -176,13 +179,16 @@ void um__context_place_home(struct um_context *ctx)
 		dev_node);
 }
 
+/* The host tiers: the nodes with memory, each a pool node. */
 static void host_nodes_init(struct um_context *ctx)
 {
-	_Static_assert(UM_POOL_MAX_NODES <= 32, "host_nodes is 32 bits");
+	_Static_assert(UM_POOL_MAX_NODES <= 32, "tier_ids are 32 bits");
+	_Static_assert(UM_POOL_MAX_NODES == UM_STATS_MAX_NODES,
+		       "the host row's ids are the pool's nodes");
 
 	for (int n = 0; n < UM_POOL_MAX_NODES && n <= um__numa_max_node(); n++)
 		if (um__numa_node_valid(n))
-			ctx->host_nodes |= 1u << n;
+			um__tier_add(ctx, UM_TIER_HOST_NODE((unsigned int)n));
 }
 
 static int pool_init(struct um_context *ctx)
@@ -213,6 +219,7 @@ static int spill_init(struct um_context *ctx)
 {
 	struct um_spill_config sc = {
 		.dir = ctx->set.spill_dir,
+		.flags = ctx->set.spill_remove_stale ? UM_SPILL_REMOVE_STALE : 0,
 		.log = be_log,
 		.log_arg = ctx,
 	};

@@ -47,6 +47,8 @@ static bool paced(const struct um_context *ctx);
 static void pace_pump(struct um_context *ctx, int dev);
 static void pace_flush(struct um_context *ctx, struct um_mig *m);
 static void pace_fini(struct um_context *ctx, struct um_dev *d);
+static int um__from_spill(struct um_context *ctx, struct um_region *r,
+			  int node);
 
 /* ---- fences ----------------------------------------------------------- */
 
@@ -110,7 +112,7 @@ int um__released_record(struct um_context *ctx, struct um_region *r)
 }
 
 /* -EAGAIN while some holder's work fenced at release may still run. */
-int um__released_query(struct um_context *ctx, struct um_region *r)
+static int um__released_query(struct um_context *ctx, struct um_region *r)
 {
 	uint32_t i;
 
@@ -295,7 +297,7 @@ um_tier_t um__host_tier(const struct um_context *ctx, int node)
 /* Pool node for a host tier: a named node, else the context's home. */
 int um__tier_node(const struct um_context *ctx, um_tier_t t)
 {
-	if (UM_TIER_TYPE(t) == UM_TIER_HOST && UM_TIER_ID(t) != UM_TIER_ANY_NODE)
+	if (um__tier_is_host(t) && !um__tier_is_any(t))
 		return (int)UM_TIER_ID(t);
 	return ctx->home_node;
 }
@@ -305,8 +307,8 @@ static void count_on_device(struct um_context *ctx, struct um_region *r)
 	if (r->counted)
 		return;
 	r->counted = true;
-	ctx->dev[r->device].used += r->dev_len;
-	um__counter_add(&ctx->books.device[r->device], r->dev_len);
+	um__books_budget(ctx, r, true);
+	um__victims_sync(ctx, r);
 	um__books_changed(ctx);
 }
 
@@ -315,8 +317,8 @@ static void uncount(struct um_context *ctx, struct um_region *r)
 	if (!r->counted)
 		return;
 	r->counted = false;
-	ctx->dev[r->device].used -= r->dev_len;
-	um__counter_sub(&ctx->books.device[r->device], r->dev_len);
+	um__books_budget(ctx, r, false);
+	um__victims_sync(ctx, r);
 	um__books_changed(ctx);
 }
 
@@ -325,6 +327,7 @@ static void set_residency(struct um_context *ctx, struct um_region *r,
 {
 	um__books_residency(ctx, r, r->residency, to);
 	r->residency = to;
+	um__victims_sync(ctx, r);
 }
 
 bool um__draining(const struct um_region *r)
@@ -587,8 +590,9 @@ int um__restore(struct um_context *ctx, struct um_region *r)
 		set_residency(ctx, r, to);
 		return 0;
 	}
-	if (UM_TIER_TYPE(r->residency) == UM_TIER_SPILL) {
-		ret = um__from_spill(ctx, r, ctx->home_node);
+	if (um__tier_via_host(r->residency)) {
+		/* the device reaches host copies only */
+		ret = um__to_host(ctx, r, UM_TIER_HOST_ANY);
 		if (ret)
 			return ret;
 	}
@@ -902,7 +906,8 @@ static void pace_fini(struct um_context *ctx, struct um_dev *d)
 
 /* ---- host and spill moves (synchronous) ------------------------------- */
 
-int um__from_spill(struct um_context *ctx, struct um_region *r, int node)
+static int um__from_spill(struct um_context *ctx, struct um_region *r,
+			  int node)
 {
 	int ret;
 
@@ -933,7 +938,7 @@ int um__to_spill(struct um_context *ctx, struct um_region *r)
 		return -EOPNOTSUPP;
 	if (r->flags & UM_REGION_NO_SPILL)
 		return -EPERM;
-	if (UM_TIER_TYPE(r->residency) == UM_TIER_SPILL)
+	if (r->residency == UM_TIER_DISK)
 		return 0;
 	if (!um__tier_is_host(r->residency) || !r->host || r->pending)
 		return -EOPNOTSUPP;
@@ -1011,35 +1016,68 @@ static int host_move(struct um_context *ctx, struct um_region *r, int node)
 }
 
 /*
- * Move r's bytes to host tier to (any node, or a named one). From the
- * device: an asynchronous eviction. From the spill or another node:
- * synchronous. Never touched: nothing to move. To another node while an
- * eviction still brings the bytes: -EINPROGRESS, for the caller to wait
- * (the lock dropped) and call again.
+ * Bring r's bytes to host tier to (any node, or a named one, node in the
+ * pool's terms), by the move r's tier's row names.
+ */
+typedef int (*to_host_fn)(struct um_context *ctx, struct um_region *r,
+			  um_tier_t to, int node);
+
+static int to_host_nothing(struct um_context *ctx, struct um_region *r,
+			   um_tier_t to, int node)
+{
+	return 0;
+}
+
+static int to_host_evict(struct um_context *ctx, struct um_region *r,
+			 um_tier_t to, int node)
+{
+	int ret = um__evict(ctx, r, to, false);
+
+	/* a kept copy lands on its own node: move it once landed */
+	if (!ret && !um__tier_is_any(to) &&
+	    (int)UM_TIER_ID(r->residency) != node)
+		return -EINPROGRESS;
+	return ret;
+}
+
+static int to_host_node(struct um_context *ctx, struct um_region *r,
+			um_tier_t to, int node)
+{
+	if (um__tier_is_any(to) || (int)UM_TIER_ID(r->residency) == node)
+		return 0;
+	return host_move(ctx, r, node);
+}
+
+static int to_host_read(struct um_context *ctx, struct um_region *r,
+			um_tier_t to, int node)
+{
+	return um__from_spill(ctx, r, node);
+}
+
+static const to_host_fn to_host_moves[] = {
+	[UM__MOVE_NOTHING] = to_host_nothing,
+	[UM__MOVE_EVICT] = to_host_evict,
+	[UM__MOVE_NODE] = to_host_node,
+	[UM__MOVE_READ] = to_host_read,
+};
+
+_Static_assert(sizeof(to_host_moves) / sizeof(to_host_moves[0]) ==
+	       UM__MOVE_COUNT, "one function per enum um__tier_move");
+
+/*
+ * Move r's bytes to host tier to. From the device: an asynchronous
+ * eviction. From the spill or another node: synchronous. Never touched:
+ * nothing to move. To another node while an eviction still brings the
+ * bytes: -EINPROGRESS, for the caller to wait (the lock dropped) and call
+ * again.
  */
 int um__to_host(struct um_context *ctx, struct um_region *r, um_tier_t to)
 {
-	int node = um__tier_node(ctx, to);
-	int ret;
+	const struct um__tier_desc *d = um__tier(r->residency);
 
-	switch (UM_TIER_TYPE(r->residency)) {
-	case UM_TIER_DEVICE:
-		ret = um__evict(ctx, r, to, false);
-		/* a kept copy lands on its own node: move it once landed */
-		if (!ret && UM_TIER_ID(to) != UM_TIER_ANY_NODE &&
-		    (int)UM_TIER_ID(r->residency) != node)
-			return -EINPROGRESS;
-		return ret;
-	case UM_TIER_SPILL:
-		return um__from_spill(ctx, r, node);
-	case UM_TIER_HOST:
-		if (UM_TIER_ID(to) == UM_TIER_ANY_NODE ||
-		    (int)UM_TIER_ID(r->residency) == node)
-			return 0;
-		return host_move(ctx, r, node);
-	default:
+	if (!d)
 		return 0;
-	}
+	return to_host_moves[d->to_host](ctx, r, to, um__tier_node(ctx, to));
 }
 
 /* ---- reaping ---------------------------------------------------------- */

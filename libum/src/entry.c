@@ -57,7 +57,8 @@ static void atfork_install(void)
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
-bool um__inherited(const struct um_context *ctx)
+/* ctx was created before this process was forked from its creator. */
+static bool um__inherited(const struct um_context *ctx)
 {
 	return ctx->fork_gen != atomic_load(&fork_gen);
 }

@@ -25,6 +25,7 @@
 #include "um.h"
 #include "backend.h"
 #include "pool.h"
+#include "tier.h"
 #include "util.h"
 
 #define UM_CTX_MAGIC		0x756d2d6374782131ull	/* "um-ctx!1" */
@@ -47,7 +48,15 @@
 #define UM_MIN_CHUNK_BYTES	(64ull << 10)
 #define UM_DEFAULT_SIM_CAPACITY	(1ull << 30)
 
-/* Built-in defaults and the resolved configuration. */
+#define UM_DEFAULT_REPORT_MS	100
+/* LIBUM_HOME_NODE unset: the device's node (um__numa_default_home) */
+#define UM_HOME_AUTO		(-2)
+
+/*
+ * Built-in defaults and the resolved configuration: every LIBUM_* variable,
+ * read and checked once, by config.c alone, when a context is created.
+ * Strings are malloc'd or NULL (not set).
+ */
 struct um_settings {
 	int backend;			/* enum um_backend_id, as asked */
 	uint64_t device_budget;		/* 0: the device's total */
@@ -55,8 +64,18 @@ struct um_settings {
 	uint64_t pool_size;
 	uint64_t pool_chunk;
 	uint64_t chunk_bytes;
-	char *spill_dir;		/* malloc'd or NULL */
+	char *spill_dir;		/* NULL: no spill tier */
 	int log_level;
+	/* the environment only (no field of struct um_config) */
+	bool pool_refill;		/* the refill thread (refill.c) */
+	bool pressure;			/* the pressure loop (pressure.c) */
+	int report_ms;			/* its REPORT rate limit */
+	int priority;			/* what it tells umm.ko */
+	char *client_name;		/* NULL: the process name */
+	char *umm_dev;			/* NULL: UMM_DEVICE_PATH */
+	char *psi_path;			/* NULL: /proc/pressure/memory */
+	int home_node;			/* a node, UM_NUMA_ANY or UM_HOME_AUTO */
+	bool spill_remove_stale;	/* UM_SPILL_REMOVE_STALE at open */
 };
 
 enum um_mig_dir {
@@ -94,6 +113,32 @@ struct um_mig {
 
 /* Distinct streams that may hold one region at once (um_acquire). */
 #define UM_HOLD_STREAMS 8
+
+/* victims.c: a region's place in an ordered set of victims */
+struct um_vkey {
+	uint32_t rank;			/* the kind's place: victims.c */
+	int32_t prio;
+	uint64_t lru;
+	uint64_t bytes;
+	uint32_t idx;
+};
+
+struct um_vset;
+
+struct um_vnode {
+	struct um_vnode *left, *right;
+	uint32_t heap;			/* treap priority: hash of idx */
+	struct um_vkey key;
+	struct um_vset *set;		/* NULL: not a victim there */
+	struct um_region *owner;
+	uint64_t charged;		/* bytes added to set->bytes */
+};
+
+struct um_vset {
+	struct um_vnode *root;
+	uint64_t bytes;			/* dev_len (device) or bytes (host) */
+	uint32_t n;
+};
 
 struct um_region {
 	struct um_region *prev, *next;	/* ctx->regions */
@@ -148,12 +193,17 @@ struct um_region {
 	int error;			/* last migration error, for um_wait */
 	pthread_t holder;		/* thread of the first acquire */
 	bool held_by_many;		/* nested acquires by other threads */
+	/* victims.c: [0] its tier's set, [1] the host-any set */
+	struct um_vnode victim[2];
+	uint64_t drain_charged;		/* dev_len on dev[drain_dev].draining */
+	uint32_t drain_dev;
 };
 
 struct um_dev {
 	uint64_t budget;
 	uint64_t total;			/* physical, from mem_info */
 	uint64_t used;			/* counted bytes (mapped/resident) */
+	uint64_t draining;		/* of used: evictions in flight */
 	size_t gran;
 	struct um_queue *q_evict;	/* D2H */
 	struct um_queue *q_restore;	/* H2D */
@@ -170,10 +220,7 @@ struct um_slot {
 
 /* Counters kept by the core (the public struct is filled from these). */
 struct um_books {
-	struct um_counter device[UM_MAX_DEVICES];
-	struct um_counter host[UM_STATS_MAX_NODES];
-	struct um_counter host_total;
-	struct um_counter spill;
+	struct um__tier_books tier;	/* fed as the tier table says */
 	struct um_counter kind[UM_KIND_COUNT];
 	uint64_t migrations, migrated_bytes, migration_ns;
 	uint64_t evict_count, evict_bytes, evict_ns;
@@ -239,11 +286,13 @@ struct um_context {
 	int pool_need_node;
 	bool pool_grow_failed;		/* so short is -ENOMEM, for this call */
 	/*
-	 * Bit per host node with memory, read once at creation: asking the
-	 * kernel costs ~37 us, too much for every acquire or evict naming a
-	 * node (a node added later is refused until a new context).
+	 * Per tier type, a bit per id this context has (um__tier_exists):
+	 * its devices, its host nodes with memory. Set once at creation by
+	 * um__tier_add: asking the kernel for a node costs ~37 us, too much
+	 * for every acquire or evict naming one (a node added later is
+	 * refused until a new context).
 	 */
-	uint32_t host_nodes;
+	uint32_t tier_ids[UM_TIER_TYPE_COUNT];
 
 	/* regions */
 	struct um_slot *slots;
@@ -254,6 +303,10 @@ struct um_context {
 	uint32_t nregions;
 	uint16_t serial;
 	uint64_t tick;
+	/* victims.c: released regions in eviction order, per tier */
+	struct um_vset victims_dev[UM_MAX_DEVICES];
+	struct um_vset victims_host[UM_STATS_MAX_NODES];
+	struct um_vset victims_host_any;
 
 	/* migrations, issue order */
 	struct um_mig *migs, *migs_tail;
@@ -301,8 +354,6 @@ void um__registry_del(struct um_context *ctx);
 int um__enter(struct um_context *ctx);
 /* -ECHILD for a context this process inherited through fork(). */
 int um__enter_const(const struct um_context *ctx);
-/* ctx was created before this process was forked from its creator. */
-bool um__inherited(const struct um_context *ctx);
 void um__exit(struct um_context *ctx);
 /* um__enter_const without the registry lock on a thread's repeat calls. */
 int um__check_fast(const struct um_context *ctx);
@@ -328,7 +379,6 @@ struct um_region *um__region_get(struct um_context *ctx, um_region_t h);
 /* *out = the live region h: 0, -EINVAL for handle 0, -ENOENT otherwise. */
 int um__region_find(struct um_context *ctx, um_region_t h,
 		    struct um_region **out);
-void um__region_destroy(struct um_context *ctx, struct um_region *r);
 void um__regions_fini(struct um_context *ctx);
 
 /* engine.c */
@@ -343,7 +393,6 @@ int um__stream_wait_mig(struct um_context *ctx, struct um_mig *m,
 int um__wait_region(struct um_context *ctx, struct um_region *r);
 /* The fences of r's last release, one per holder's stream (engine.c). */
 int um__released_record(struct um_context *ctx, struct um_region *r);
-int um__released_query(struct um_context *ctx, struct um_region *r);
 void um__released_wait(struct um_context *ctx, struct um_region *r);
 void um__released_drop(struct um_context *ctx, struct um_region *r);
 int um__wait_all(struct um_context *ctx);
@@ -357,7 +406,6 @@ int um__to_host(struct um_context *ctx, struct um_region *r, um_tier_t to);
 int um__to_spill(struct um_context *ctx, struct um_region *r);
 int um__host_block(struct um_context *ctx, struct um_region *r, int node,
 		   bool zero);
-int um__from_spill(struct um_context *ctx, struct um_region *r, int node);
 int um__tier_node(const struct um_context *ctx, um_tier_t t);
 void um__settle(struct um_context *ctx, struct um_region *r);
 bool um__draining(const struct um_region *r);
@@ -366,8 +414,6 @@ um_tier_t um__host_tier(const struct um_context *ctx, int node);
 /* refill.c */
 void um__refill_start(struct um_context *ctx);
 void um__refill_stop(struct um_context *ctx);
-/* Something may have changed what evictions will need: look again. */
-void um__refill_kick(struct um_context *ctx);
 /*
  * After an operation under ctx->lock: when it stopped for want of pool
  * memory (UM__POOL_SHORT, or a shed that went on with less), grow the pool
@@ -383,12 +429,14 @@ bool um__pool_short_retry(struct um_context *ctx, int *rounds);
  */
 int64_t um__pool_short_end(struct um_context *ctx, int64_t ret);
 
-/* policy.c */
-int um__make_room(struct um_context *ctx, struct um_region *r, bool may_wait);
-int64_t um__shed_locked(struct um_context *ctx, um_tier_t tier,
-			uint64_t bytes, um_tier_t dest);
-int um__enforce_budget(struct um_context *ctx, int dev);
-int um__kind_rank(uint32_t kind);
+/* victims.c: the victim sets in eviction order (see there) */
+void um__victims_sync(struct um_context *ctx, struct um_region *r);
+void um__victims_drop(struct um_context *ctx, struct um_region *r);
+/* tier's first victim after key (the first of all with key NULL) */
+struct um_region *um__victim_next(struct um_context *ctx, um_tier_t tier,
+				  const struct um_vkey *key);
+struct um_vkey um__victim_key(const struct um_region *r, um_tier_t tier);
+uint64_t um__victims_bytes(struct um_context *ctx, um_tier_t tier);
 
 /* room.c */
 int um__room_init(struct um_context *ctx);
@@ -407,22 +455,44 @@ int um__room_wait(struct um_context *ctx, const struct um_region *r,
 /* books.c */
 void um__counter_add(struct um_counter *c, uint64_t bytes);
 void um__counter_sub(struct um_counter *c, uint64_t bytes);
+/* r's bytes moved from one tier to another: the counters the rows name. */
 void um__books_residency(struct um_context *ctx, struct um_region *r,
 			 um_tier_t from, um_tier_t to);
+/*
+ * r's device memory joins (add) or leaves its device's budget books:
+ * ctx->dev[].used and the counters of the device's row. The caller calls
+ * um__books_changed.
+ */
+void um__books_budget(struct um_context *ctx, struct um_region *r, bool add);
 /* Calls ctx->books_changed, if installed. */
 void um__books_changed(struct um_context *ctx);
 
 /* stats.c */
 int um__leak_report(struct um_context *ctx);
 
-static inline bool um__tier_is_dev(um_tier_t t)
+/* At creation: ctx has tier t (one of its devices, a node with memory). */
+static inline void um__tier_add(struct um_context *ctx, um_tier_t t)
 {
-	return UM_TIER_TYPE(t) == UM_TIER_DEVICE;
+	if (um__tier(t) && UM_TIER_ID(t) < 32)
+		ctx->tier_ids[UM_TIER_TYPE(t)] |= 1u << UM_TIER_ID(t);
 }
 
-static inline bool um__tier_is_host(um_tier_t t)
+/*
+ * t names a tier of ctx: any node, an id ctx has (um__tier_add), or id 0
+ * of a type with one tier only.
+ */
+static inline bool um__tier_exists(const struct um_context *ctx, um_tier_t t)
 {
-	return UM_TIER_TYPE(t) == UM_TIER_HOST;
+	const struct um__tier_desc *d = um__tier(t);
+	unsigned int id = UM_TIER_ID(t);
+
+	if (!d)
+		return false;
+	if (um__tier_is_any(t))
+		return true;
+	if (!d->numbered)
+		return id == 0;
+	return id < 32 && (ctx->tier_ids[UM_TIER_TYPE(t)] & (1u << id));
 }
 
 #endif /* UM_INTERNAL_H */

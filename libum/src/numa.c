@@ -420,17 +420,6 @@ int um__numa_pick(int exclude, uint64_t need)
 
 int um__numa_default_home(int dev_node)
 {
-	const char *env = getenv("LIBUM_HOME_NODE");
-	char *end;
-	long n;
-
-	if (env && *env) {
-		if (!strcmp(env, "any"))
-			return UM_NUMA_ANY;
-		n = strtol(env, &end, 10);
-		if (!*end && n >= 0 && n <= INT_MAX && um__numa_node_valid((int)n))
-			return (int)n;
-	}
 	if (um__numa_node_count() < 2)
 		return UM_NUMA_ANY;
 	if (dev_node >= 0 && um__numa_node_valid(dev_node))

@@ -31,84 +31,47 @@
 #include "internal.h"
 #include "um_numa.h"
 
-static const int kind_rank[UM_KIND_COUNT] = {
-	[UM_KIND_OPTIMIZER_STATE] = 0,
-	[UM_KIND_GRAD] = 1,
-	[UM_KIND_ACTIVATION] = 2,
-	[UM_KIND_GENERIC] = 3,
-	[UM_KIND_PARAM] = 4,
-};
-
-int um__kind_rank(uint32_t kind)
-{
-	return kind < UM_KIND_COUNT ? kind_rank[kind] : UM_KIND_COUNT;
-}
-
-static int victim_cmp(const void *pa, const void *pb)
-{
-	const struct um_region *a = *(struct um_region *const *)pa;
-	const struct um_region *b = *(struct um_region *const *)pb;
-	int ka = um__kind_rank(a->kind), kb = um__kind_rank(b->kind);
-
-	if (ka != kb)
-		return ka < kb ? -1 : 1;
-	if (a->priority != b->priority)
-		return a->priority < b->priority ? -1 : 1;
-	if (a->lru != b->lru)
-		return a->lru < b->lru ? -1 : 1;
-	if (a->bytes != b->bytes)
-		return a->bytes > b->bytes ? -1 : 1;
-	return a->idx < b->idx ? -1 : a->idx > b->idx;
-}
+static int64_t um__shed_locked(struct um_context *ctx, um_tier_t tier,
+			       uint64_t bytes, um_tier_t dest);
 
 static bool on_tier(const struct um_region *r, um_tier_t tier)
 {
-	if (UM_TIER_TYPE(r->residency) != UM_TIER_TYPE(tier))
-		return false;
-	if (um__tier_is_host(tier) && UM_TIER_ID(tier) == UM_TIER_ANY_NODE)
-		return true;
-	return UM_TIER_ID(r->residency) == UM_TIER_ID(tier);
+	return um__tier_within(r->residency, tier);
 }
 
 /*
- * Released regions resident on tier, in eviction order, except skip.
- * Returns the count (array in *out, to free) or -ENOMEM.
+ * Released regions resident on tier, in eviction order (victims.c keeps
+ * them so), except skip. Each step finds the next victim after the last
+ * one's key, so evicting the current one (which leaves the set) or a
+ * region joining the set meanwhile never loses the place.
  */
-static int victims(struct um_context *ctx, um_tier_t tier,
-		   const struct um_region *skip, struct um_region ***out,
-		   uint64_t *bytes)
-{
-	struct um_region **v, *r;
-	int n = 0;
+struct victim_iter {
+	um_tier_t tier;
+	const struct um_region *skip;
+	struct um_vkey key;
+	bool started;
+};
 
-	*bytes = 0;
-	*out = NULL;
-	v = malloc((ctx->nregions ? ctx->nregions : 1) * sizeof(*v));
-	if (!v)
-		return -ENOMEM;
-	for (r = ctx->regions.next; r != &ctx->regions; r = r->next) {
-		if (r == skip || r->acquired || r->freeing || !on_tier(r, tier))
-			continue;
-		if (um__tier_is_dev(tier) && !r->counted)
-			continue;
-		v[n++] = r;
-		*bytes += um__tier_is_dev(tier) ? r->dev_len : r->bytes;
-	}
-	qsort(v, (size_t)n, sizeof(*v), victim_cmp);
-	*out = v;
-	return n;
+static struct um_region *victim_next(struct um_context *ctx,
+				     struct victim_iter *it)
+{
+	struct um_region *r;
+
+	do {
+		r = um__victim_next(ctx, it->tier,
+				    it->started ? &it->key : NULL);
+		if (!r)
+			return NULL;
+		it->key = um__victim_key(r, it->tier);
+		it->started = true;
+	} while (r == it->skip);
+	return r;
 }
 
 /* Bytes on dev's books whose eviction is in flight. */
 static uint64_t draining(struct um_context *ctx, int dev)
 {
-	uint64_t n = 0;
-
-	for (struct um_region *r = ctx->regions.next; r != &ctx->regions;
-	     r = r->next)
-		if ((int)r->device == dev && um__draining(r))
-			n += r->dev_len;
-	return n;
+	return ctx->dev[dev].draining;
 }
 
 /* Oldest in-flight eviction on dev that will take bytes off its books. */
@@ -183,35 +146,30 @@ static int evict(struct um_context *ctx, struct um_region *r, um_tier_t to)
 static int64_t evict_to_fit(struct um_context *ctx, int dev, uint64_t need,
 			    const struct um_region *skip, bool all_or_none)
 {
+	struct victim_iter it = { .tier = UM_TIER_GPU(dev), .skip = skip };
 	struct um_dev *d = &ctx->dev[dev];
-	struct um_region **v;
 	uint64_t out = draining(ctx, dev), vbytes;
-	int n, i;
+	struct um_region *v;
 
 	if (d->used - out + need <= d->budget)
 		return 0;
-	n = victims(ctx, UM_TIER_GPU(dev), skip, &v, &vbytes);
-	if (n < 0)
-		return n;
-	if (all_or_none && d->used - out - vbytes + need > d->budget) {
-		free(v);
+	vbytes = um__victims_bytes(ctx, it.tier);
+	if (skip && skip->victim[0].set)
+		vbytes -= skip->victim[0].charged;
+	if (all_or_none && d->used - out - vbytes + need > d->budget)
 		return -ENOMEM;
-	}
-	for (i = 0; i < n && d->used - out + need > d->budget; i++) {
-		int ret = evict(ctx, v[i], UM_TIER_HOST_ANY);
+	while (d->used - out + need > d->budget && (v = victim_next(ctx, &it))) {
+		int ret = evict(ctx, v, UM_TIER_HOST_ANY);
 
 		um__log(ctx, UM_LOG_DEBUG,
 			"policy: evict \"%s\" (%s, priority %d, %zu bytes) from device %d: %d",
-			v[i]->name, um_kind_name((int)v[i]->kind), v[i]->priority,
-			v[i]->dev_len, dev, ret);
-		if (ret == UM__POOL_SHORT) {
-			free(v);
+			v->name, um_kind_name((int)v->kind), v->priority,
+			v->dev_len, dev, ret);
+		if (ret == UM__POOL_SHORT)
 			return ret;	/* grown with the lock dropped, then again */
-		}
-		if (!ret && um__draining(v[i]))
-			out += v[i]->dev_len;
+		if (!ret && um__draining(v))
+			out += v->dev_len;
 	}
-	free(v);
 	if (d->used - out + need > d->budget)
 		return (int64_t)(d->used - out + need - d->budget);
 	return 0;
@@ -225,7 +183,8 @@ static int64_t evict_to_fit(struct um_context *ctx, int dev, uint64_t need,
  * hold leaves too little) is -ENOBUFS instead, with nothing logged: the
  * caller waits for room (room.c).
  */
-int um__make_room(struct um_context *ctx, struct um_region *r, bool may_wait)
+static int um__make_room(struct um_context *ctx, struct um_region *r,
+			 bool may_wait)
 {
 	struct um_dev *d = &ctx->dev[r->device];
 	uint64_t need = r->dev_len;
@@ -279,7 +238,7 @@ int um__make_room(struct um_context *ctx, struct um_region *r, bool may_wait)
  * Evict released regions until dev is within its budget. -EBUSY when what
  * is acquired alone is over it (the budget stays; later acquires fail).
  */
-int um__enforce_budget(struct um_context *ctx, int dev)
+static int um__enforce_budget(struct um_context *ctx, int dev)
 {
 	struct um_dev *d = &ctx->dev[dev];
 	int64_t over;
@@ -318,33 +277,33 @@ static int enforce_budget_retry(struct um_context *ctx, int dev)
 /* ---- tiers ------------------------------------------------------------ */
 
 /*
- * A host tier names any node or one that exists with memory. Anything else
- * is -EINVAL with an ERR line that says which node and what the machine
- * has, before the pool is asked (it could only say it has no copy).
+ * t is a tier the call takes for use (enum um__tier_use) and ctx has it.
+ * A host node without memory is -EINVAL with an ERR line that says which
+ * node and what the machine has, before the pool is asked (it could only
+ * say it has no copy); anything else that is not is -EINVAL.
  */
-static int check_host_tier(struct um_context *ctx, um_tier_t t,
-			   const char *what)
+static int check_tier(struct um_context *ctx, um_tier_t t, unsigned int use,
+		      const char *what)
 {
-	unsigned int id = UM_TIER_ID(t);
-
-	if (UM_TIER_TYPE(t) != UM_TIER_HOST)
+	if (!um__tier_use(t, use))
 		return -EINVAL;
-	if (id == UM_TIER_ANY_NODE)
+	if (um__tier_exists(ctx, t))
 		return 0;
-	if (id < UM_POOL_MAX_NODES && (ctx->host_nodes & (1u << id)))
-		return 0;
-	um__log(ctx, UM_LOG_ERR,
-		"%s: host node %u does not exist or has no memory: this machine has %d node(s) with memory, numbered 0..%d",
-		what, id, um__numa_node_count(), um__numa_max_node());
+	if (um__tier_is_host(t))
+		um__log(ctx, UM_LOG_ERR,
+			"%s: host node %u does not exist or has no memory: this machine has %d node(s) with memory, numbered 0..%d",
+			what, UM_TIER_ID(t), um__numa_node_count(),
+			um__numa_max_node());
 	return -EINVAL;
 }
 
 static int check_acquire_tier(struct um_context *ctx, struct um_region *r,
 			      um_tier_t t)
 {
-	if (UM_TIER_TYPE(t) == UM_TIER_DEVICE)
+	/* a region is acquired on its own device */
+	if (um__tier_is_dev(t))
 		return UM_TIER_ID(t) == r->device ? 0 : -EINVAL;
-	return check_host_tier(ctx, t, "acquire");
+	return check_tier(ctx, t, UM__USE_ACQUIRE, "acquire");
 }
 
 /* ---- acquire / release ------------------------------------------------ */
@@ -356,20 +315,16 @@ static int check_acquire_tier(struct um_context *ctx, struct um_region *r,
  */
 static int evict_beyond_budget(struct um_context *ctx, struct um_region *r)
 {
-	struct um_region **v;
-	uint64_t vbytes;
+	struct victim_iter it = { .tier = UM_TIER_GPU(r->device), .skip = r };
+	struct um_region *v;
 	int issued = 0, ret;
-	int n = victims(ctx, UM_TIER_GPU(r->device), r, &v, &vbytes);
 
-	for (int i = 0; i < n && !issued; i++) {
-		ret = evict(ctx, v[i], UM_TIER_HOST_ANY);
-		if (ret == UM__POOL_SHORT) {
-			issued = ret;
-			break;
-		}
-		issued = !ret && um__draining(v[i]);
+	while (!issued && (v = victim_next(ctx, &it))) {
+		ret = evict(ctx, v, UM_TIER_HOST_ANY);
+		if (ret == UM__POOL_SHORT)
+			return ret;
+		issued = !ret && um__draining(v);
 	}
-	free(v);
 	return issued;
 }
 
@@ -431,6 +386,7 @@ static int order_stream(struct um_context *ctx, um_region_t h, void *stream)
 		r->error = 0;	/* reported here, not again by um_wait */
 	if (r && r->acquired && !--r->acquired) {
 		r->acq_tier = UM_TIER_NONE;
+		um__victims_sync(ctx, r);
 		um__settle(ctx, r);
 	}
 	return ret;
@@ -450,6 +406,7 @@ static int acquire_host(struct um_context *ctx, struct um_region *r,
 		um__books_residency(ctx, r, r->residency,
 				    um__host_tier(ctx, r->host_node));
 		r->residency = um__host_tier(ctx, r->host_node);
+		um__victims_sync(ctx, r);
 		r->zero_on_restore = false;
 		return 0;
 	}
@@ -567,6 +524,7 @@ static int acquire(struct um_context *ctx, um_region_t h, um_tier_t tier,
 		r->nacq_streams = 0;
 		(void)hold_stream(ctx, r, stream);	/* the first: room */
 		r->lru = ctx->tick;
+		um__victims_sync(ctx, r);	/* acquired: no victim */
 		if (um__tier_is_dev(tier))
 			ret = order_stream(ctx, h, stream);
 		break;
@@ -632,6 +590,7 @@ int um_release(struct um_context *ctx, um_region_t h)
 	record_release(ctx, r);
 	r->nacq_streams = 0;
 	ctx->tick++;	/* a new recency epoch */
+	um__victims_sync(ctx, r);
 	um__settle(ctx, r);
 	r->acq_tier = UM_TIER_NONE;
 	/* a budget lowered under acquired regions is met as they go */
@@ -723,7 +682,7 @@ static void reserve_host_copy(struct um_context *ctx, um_region_t h,
 	uint64_t bytes = 0;
 	int node = 0;
 
-	if (UM_TIER_TYPE(tier) != UM_TIER_HOST || um__enter(ctx))
+	if (!um__tier_is_host(tier) || um__enter(ctx))
 		return;
 	r = h ? um__region_get(ctx, h) : NULL;
 	if (r && !r->host && !r->acquired && um__tier_is_dev(r->residency)) {
@@ -741,16 +700,13 @@ static int evict_locked(struct um_context *ctx, um_region_t h, um_tier_t tier)
 
 	if (!h)
 		return -EINVAL;
-	if (UM_TIER_TYPE(tier) != UM_TIER_SPILL &&
-	    check_host_tier(ctx, tier, "evict"))
-		return -EINVAL;
-	if (UM_TIER_TYPE(tier) == UM_TIER_SPILL && UM_TIER_ID(tier) != 0)
+	if (check_tier(ctx, tier, UM__USE_EVICT_TO, "evict"))
 		return -EINVAL;
 	if (!r)
 		return -ENOENT;
 	if (r->acquired)
 		return -EBUSY;
-	if (UM_TIER_TYPE(tier) == UM_TIER_SPILL)
+	if (um__tier_via_host(tier))
 		return evict_to_spill(ctx, h);
 	return evict_to_host(ctx, h, tier);
 }
@@ -775,63 +731,57 @@ int um_evict(struct um_context *ctx, um_region_t h, um_tier_t tier)
 static int64_t shed_host(struct um_context *ctx, um_tier_t tier,
 			 uint64_t bytes, um_tier_t dest)
 {
-	struct um_region **v;
-	uint64_t vbytes, done = 0;
-	int n, i, last = 0;
+	struct victim_iter it = { .tier = tier };
+	struct um_region *v;
+	uint64_t done = 0;
+	int last = 0;
 
 	if (dest == UM_TIER_NONE)
 		dest = UM_TIER_DISK;
-	if (UM_TIER_TYPE(dest) == UM_TIER_SPILL && !ctx->spill)
+	if (um__tier_via_host(dest) && !ctx->spill)
 		return -EOPNOTSUPP;
-	n = victims(ctx, tier, NULL, &v, &vbytes);
-	if (n < 0)
-		return n;
-	for (i = 0; i < n && done < bytes; i++) {
+	while (done < bytes && (v = victim_next(ctx, &it))) {
 		int ret;
 
-		if (v[i]->pending)
+		if (v->pending)
 			continue;
-		if (UM_TIER_TYPE(dest) == UM_TIER_SPILL)
-			ret = um__to_spill(ctx, v[i]);
+		if (um__tier_via_host(dest))
+			ret = um__to_spill(ctx, v);
 		else
-			ret = um__to_host(ctx, v[i], dest);
+			ret = um__to_host(ctx, v, dest);
 		if (ret == UM__POOL_SHORT) {
 			last = ret;	/* um_shed grows the pool, goes on */
 			break;
 		}
-		if (!ret && !on_tier(v[i], tier))
-			done += v[i]->bytes;
+		if (!ret && !on_tier(v, tier))
+			done += v->bytes;
 		else if (ret)
 			last = ret;
 	}
-	free(v);
 	return done ? (int64_t)done : (last && last != -EPERM ? last : 0);
 }
 
 static int64_t shed_device(struct um_context *ctx, int dev, uint64_t bytes,
 			   um_tier_t dest)
 {
-	struct um_region **v;
-	uint64_t vbytes, done = 0;
+	struct victim_iter it = { .tier = UM_TIER_GPU(dev) };
+	uint64_t done = 0;
 	um_region_t *spill = NULL;
-	int n, i, ns = 0, last = 0;
+	struct um_region *v;
+	uint32_t cap = ctx->victims_dev[dev].n;
+	int i, ns = 0, last = 0;
 
-	if (UM_TIER_TYPE(dest) == UM_TIER_SPILL && !ctx->spill)
+	if (um__tier_via_host(dest) && !ctx->spill)
 		return -EOPNOTSUPP;
-	n = victims(ctx, UM_TIER_GPU(dev), NULL, &v, &vbytes);
-	if (n < 0)
-		return n;
-	if (UM_TIER_TYPE(dest) == UM_TIER_SPILL) {
-		spill = calloc((size_t)n + 1, sizeof(*spill));
-		if (!spill) {
-			free(v);
+	if (um__tier_via_host(dest)) {
+		spill = calloc((size_t)cap + 1, sizeof(*spill));
+		if (!spill)
 			return -ENOMEM;
-		}
 	}
-	for (i = 0; i < n && done < bytes; i++) {
-		um_tier_t to = UM_TIER_TYPE(dest) == UM_TIER_HOST ? dest :
+	while (done < bytes && (v = victim_next(ctx, &it))) {
+		um_tier_t to = um__tier_is_host(dest) ? dest :
 			       UM_TIER_HOST_ANY;
-		int ret = evict(ctx, v[i], to);
+		int ret = evict(ctx, v, to);
 
 		if (ret == UM__POOL_SHORT) {
 			last = ret;	/* um_shed grows the pool, goes on */
@@ -842,11 +792,11 @@ static int64_t shed_device(struct um_context *ctx, int dev, uint64_t bytes,
 				last = ret;
 			continue;
 		}
-		done += v[i]->dev_len;
-		if (spill)
-			spill[ns++] = v[i]->handle;
+		done += v->dev_len;
+		/* a victim joining meanwhile is evicted, not spilled */
+		if (spill && (uint32_t)ns <= cap)
+			spill[ns++] = v->handle;
 	}
-	free(v);
 	/* to the disk: once on the host (this waits for the copies) */
 	for (i = 0; i < ns; i++) {
 		struct um_region *r = um__region_get(ctx, spill[i]);
@@ -863,29 +813,19 @@ static int64_t shed_device(struct um_context *ctx, int dev, uint64_t bytes,
 	return done ? (int64_t)done : last;
 }
 
-int64_t um__shed_locked(struct um_context *ctx, um_tier_t tier,
-			uint64_t bytes, um_tier_t dest)
+static int64_t um__shed_locked(struct um_context *ctx, um_tier_t tier,
+			       uint64_t bytes, um_tier_t dest)
 {
-	if (dest != UM_TIER_NONE && dest != UM_TIER_DISK &&
-	    check_host_tier(ctx, dest, "shed"))
+	if (check_tier(ctx, dest, UM__USE_SHED_TO, "shed") ||
+	    check_tier(ctx, tier, UM__USE_SHED_FROM, "shed"))
 		return -EINVAL;
-	switch (UM_TIER_TYPE(tier)) {
-	case UM_TIER_DEVICE:
-		if ((int)UM_TIER_ID(tier) >= ctx->ndev)
-			return -EINVAL;
-		if (!bytes)
-			return 0;
-		return shed_device(ctx, (int)UM_TIER_ID(tier), bytes, dest);
-	case UM_TIER_HOST:
-		if (check_host_tier(ctx, tier, "shed") ||
-		    dest == UM_TIER_HOST_ANY)
-			return -EINVAL;
-		if (!bytes)
-			return 0;
-		return shed_host(ctx, tier, bytes, dest);
-	default:
+	if (um__tier_is_dev(tier))
+		return bytes ? shed_device(ctx, (int)UM_TIER_ID(tier), bytes,
+					   dest) : 0;
+	/* from host memory: to a named node, or the spill */
+	if (dest == UM_TIER_HOST_ANY)
 		return -EINVAL;
-	}
+	return bytes ? shed_host(ctx, tier, bytes, dest) : 0;
 }
 
 int64_t um_shed(struct um_context *ctx, um_tier_t tier, uint64_t bytes,

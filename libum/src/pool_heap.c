@@ -278,11 +278,6 @@ static struct span *tlsf_find(struct heap *h, size_t n)
 	return h->free[fl][sl];
 }
 
-bool um__pool_fits(struct heap *h, size_t n)
-{
-	return tlsf_find(h, n) != NULL;
-}
-
 /* Largest free span's page count (walks one list; for stats). */
 size_t um__pool_largest_free(const struct heap *h)
 {

@@ -3,7 +3,8 @@
  * pool_internal.h - structures shared by pool.c, pool_heap.c and
  * pool_cache.c. Not used outside the pool.
  *
- * Layers, each calling only the one below (mimalloc's shape):
+ * Layers, each calling only the one below, so the fast paths never reach
+ * the backend and only the heap knows how blocks sit in chunks:
  *
  *   pool.c        um__pool_* API: argument checks, fast path, slow path
  *   pool_cache.c  per-thread caches of small slots (no lock, no atomics)
@@ -268,8 +269,6 @@ size_t um__pool_largest_free(const struct heap *h);
  */
 int um__pool_heap_grow(struct um_pool *pool, int hi, size_t need_pages,
 		       const uint64_t *top_up_since);
-/* A free span of at least n pages exists. */
-bool um__pool_fits(struct heap *h, size_t n);
 /* Put a detached chunk's span struct back, under the lock. */
 void um__pool_span_put(struct um_pool *pool, struct span *s);
 void um__pool_tlsf_remove(struct heap *h, struct span *s);

@@ -14,9 +14,10 @@
  * (WARN), e.g. when the module is disabled or unloaded mid-run: nothing
  * in the context is lost, the loop only falls back.
  *
- * LIBUM_PRESSURE=0 disables the thread (start returns 0, no sources).
- * LIBUM_UMM_DEV overrides the device path (tests), LIBUM_PSI_PATH the PSI
- * file, LIBUM_PRESSURE_REPORT_MS the REPORT rate limit (default 100).
+ * Its settings come from the context's (config.c): LIBUM_PRESSURE=0
+ * disables the thread (start returns 0, no sources); LIBUM_UMM_DEV
+ * overrides the device path (tests), LIBUM_PSI_PATH the PSI file,
+ * LIBUM_PRESSURE_REPORT_MS the REPORT rate limit (default 100).
  */
 #ifndef UM_PRESSURE_H
 #define UM_PRESSURE_H

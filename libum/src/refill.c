@@ -31,8 +31,6 @@
  */
 #include <errno.h>
 #include <stdlib.h>
-#include <string.h>
-#include <strings.h>
 #include <time.h>
 
 #include "internal.h"
@@ -150,21 +148,12 @@ static void *refill_main(void *arg)
 	return NULL;
 }
 
-/* LIBUM_POOL_REFILL=0 (checked by config.c) turns the thread off. */
-static bool refill_wanted(void)
-{
-	const char *v = getenv("LIBUM_POOL_REFILL");
-
-	return !v || !(!strcmp(v, "0") || !strcasecmp(v, "off") ||
-		       !strcasecmp(v, "no") || !strcasecmp(v, "false"));
-}
-
 void um__refill_start(struct um_context *ctx)
 {
 	struct um_refill *rf = &ctx->refill;
 	pthread_condattr_t attr;
 
-	if (!refill_wanted()) {
+	if (!ctx->set.pool_refill) {
 		um__log(ctx, UM_LOG_DEBUG,
 			"pool: LIBUM_POOL_REFILL=0; host copies grow the pool with the context lock dropped");
 		return;
@@ -205,7 +194,8 @@ void um__refill_stop(struct um_context *ctx)
 	pthread_cond_destroy(&rf->cv);
 }
 
-void um__refill_kick(struct um_context *ctx)
+/* Something may have changed what evictions will need: look again. */
+static void um__refill_kick(struct um_context *ctx)
 {
 	struct um_refill *rf = &ctx->refill;
 

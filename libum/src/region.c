@@ -342,7 +342,7 @@ out:
 }
 
 /* Give back everything r holds; r must have no migration in flight. */
-void um__region_destroy(struct um_context *ctx, struct um_region *r)
+static void um__region_destroy(struct um_context *ctx, struct um_region *r)
 {
 	struct um_backend *be = &ctx->be;
 
@@ -357,6 +357,7 @@ void um__region_destroy(struct um_context *ctx, struct um_region *r)
 		um__log(ctx, UM_LOG_WARN,
 			"free: \"%s\" was released without a fence; its device memory goes now",
 			r->name);
+	um__victims_drop(ctx, r);
 	um__books_residency(ctx, r, r->residency, UM_TIER_NONE);
 	if (r->mapped) {
 		be->ops->phys_unmap(be, (int)r->device, r->ptr, r->dev_len,
@@ -364,8 +365,7 @@ void um__region_destroy(struct um_context *ctx, struct um_region *r)
 		r->mapped = false;
 	}
 	if (r->counted) {
-		ctx->dev[r->device].used -= r->dev_len;
-		um__counter_sub(&ctx->books.device[r->device], r->dev_len);
+		um__books_budget(ctx, r, false);
 		r->counted = false;
 	}
 	if (r->host)
@@ -422,6 +422,7 @@ int um_free(struct um_context *ctx, um_region_t h)
 	 * gets -ENOENT), so r stays ours while the lock is dropped below.
 	 */
 	r->freeing = true;
+	um__victims_sync(ctx, r);
 	if (r->released_valid) {
 		/* the work fenced at release, with the lock dropped */
 		pthread_mutex_unlock(&ctx->lock);
@@ -432,6 +433,7 @@ int um_free(struct um_context *ctx, um_region_t h)
 	while (r->pending) {
 		if (um__wait_region(ctx, r) == -EPROTO) {
 			r->freeing = false;
+			um__victims_sync(ctx, r);
 			ret = -EIO;
 			goto out;
 		}
@@ -530,17 +532,16 @@ out:
 	return ret;
 }
 
+/*
+ * A device of ctx's; a host node need not have memory here (the driver
+ * places pages by the advice, or refuses).
+ */
 static bool tier_valid_for_advice(struct um_context *ctx, um_tier_t t)
 {
-	switch (UM_TIER_TYPE(t)) {
-	case UM_TIER_DEVICE:
-		return (int)UM_TIER_ID(t) < ctx->ndev;
-	case UM_TIER_HOST:
-		return UM_TIER_ID(t) == UM_TIER_ANY_NODE ||
-		       UM_TIER_ID(t) < UM_POOL_MAX_NODES;
-	default:
+	if (!um__tier_use(t, UM__USE_ADVISE))
 		return false;
-	}
+	return um__tier_is_dev(t) ? um__tier_exists(ctx, t) :
+				    um__tier_well_formed(t);
 }
 
 /*

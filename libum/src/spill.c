@@ -179,12 +179,9 @@ static void scan_stale(struct um_spill *sp)
 	struct dirent *de;
 	unsigned int ctx;
 	struct stat st;
-	const char *env;
 	DIR *d;
 
-	env = getenv("LIBUM_SPILL_REMOVE_STALE");
-	remove = (sp->flags & UM_SPILL_REMOVE_STALE) ||
-		 (env && !strcmp(env, "1"));
+	remove = !!(sp->flags & UM_SPILL_REMOVE_STALE);
 	dfd = dup(sp->dirfd);
 	if (dfd < 0)
 		return;

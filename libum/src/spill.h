@@ -29,7 +29,8 @@
  *
  * Stale files (pid in the name no longer alive) found at open are reported
  * once as a WARN with their count and bytes, and removed when
- * UM_SPILL_REMOVE_STALE is set or LIBUM_SPILL_REMOVE_STALE=1.
+ * UM_SPILL_REMOVE_STALE is set (a context sets it for
+ * LIBUM_SPILL_REMOVE_STALE=1).
  */
 #ifndef UM_SPILL_H
 #define UM_SPILL_H

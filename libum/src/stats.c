@@ -3,10 +3,11 @@
  * stats.c - counters, um_stats_get, the JSON dump and the leak report; the
  * device unit (um_granularity).
  *
- * Scalar counters are listed once (X-macro, the mimalloc way) and drive
- * both the versioned struct copy and the JSON text. A caller built against
- * an older, smaller struct um_stats gets the prefix it knows (st->size);
- * a newer, larger one gets ours and zeroes beyond.
+ * Scalar counters are listed once (an X-macro) and drive both the
+ * versioned struct copy and the JSON text, so no counter can be missing
+ * from either. A caller built against an older, smaller struct um_stats
+ * gets the prefix it knows (st->size); a newer, larger one gets ours and
+ * zeroes beyond.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -53,10 +54,10 @@ static void fill(struct um_context *ctx, struct um_stats *s)
 	memset(s, 0, sizeof(*s));
 	s->size = sizeof(*s);
 	s->regions = ctx->nregions;
-	memcpy(s->device, k->device, sizeof(s->device));
-	memcpy(s->host, k->host, sizeof(s->host));
-	s->host_total = k->host_total;
-	s->spill = k->spill;
+	memcpy(s->device, k->tier.device, sizeof(s->device));
+	memcpy(s->host, k->tier.host, sizeof(s->host));
+	s->host_total = k->tier.host_total;
+	s->spill = k->tier.spill;
 	memcpy(s->kind, k->kind, sizeof(s->kind));
 	for (int i = 0; i < ctx->ndev; i++)
 		s->budget[i] = ctx->dev[i].budget;

@@ -73,12 +73,11 @@ int um__numa_where(const void *p, size_t len, uint64_t *counts,
 int um__numa_pick(int exclude, uint64_t need);
 
 /*
- * Default node for a context's host copies: LIBUM_HOME_NODE (a node number,
- * or "any"), else dev_node (the GPU's node as its backend reports it, < 0
+ * Default node for a context's host copies where LIBUM_HOME_NODE does not
+ * name one: dev_node (the GPU's node as its backend reports it, < 0
  * unknown) when it is a valid node, else node 0 where the machine has more
  * than one node (so host copies have a concrete tier the pressure events
- * can name), else UM_NUMA_ANY. A one-node machine gets UM_NUMA_ANY unless
- * LIBUM_HOME_NODE says otherwise.
+ * can name), else UM_NUMA_ANY. A one-node machine gets UM_NUMA_ANY.
  */
 int um__numa_default_home(int dev_node);
 

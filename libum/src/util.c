@@ -2,11 +2,11 @@
 /*
  * util.c - small helpers with no context: one number from a sysfs file (a
  * node's PCI NUMA node, umm.ko's knobs), the size check of versioned
- * structs, and the names of kinds and tiers. Every layer may use them.
+ * structs, the names of kinds (tiers name themselves: tier.c) and the
+ * monotonic clock. Every layer may use them.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
@@ -58,33 +58,6 @@ static const char *const kind_names[UM_KIND_COUNT] = {
 const char *um_kind_name(int kind)
 {
 	return kind >= 0 && kind < UM_KIND_COUNT ? kind_names[kind] : "unknown";
-}
-
-int um_tier_name(um_tier_t t, char *buf, size_t len)
-{
-	unsigned int id = UM_TIER_ID(t);
-	int n;
-
-	if (!buf && len)
-		return -EINVAL;
-	switch (UM_TIER_TYPE(t)) {
-	case UM_TIER_NONE:
-		n = t ? -EINVAL : snprintf(buf, len, "none");
-		break;
-	case UM_TIER_DEVICE:
-		n = snprintf(buf, len, "gpu%u", id);
-		break;
-	case UM_TIER_HOST:
-		n = id == UM_TIER_ANY_NODE ? snprintf(buf, len, "host") :
-		    snprintf(buf, len, "node%u", id);
-		break;
-	case UM_TIER_SPILL:
-		n = id ? -EINVAL : snprintf(buf, len, "spill");
-		break;
-	default:
-		n = -EINVAL;
-	}
-	return n;
 }
 
 uint64_t um__now_ns(void)

@@ -46,16 +46,16 @@ FIXTURE_SETUP(be)
 
 	memset(&self->be, 0, sizeof(self->be));
 	self->ready = 0;
-	if (um_backend_cuda.probe(&why) <= 0)
+	if (um__backend_cuda.probe(&why) <= 0)
 		SKIP(return, "no GPU: %s", why ? why : "?");
-	self->be.ops = &um_backend_cuda;
+	self->be.ops = &um__backend_cuda;
 	self->be.log = be_log;
 	{
 		struct um_backend_config bc = { .sim_capacity = 0, .device = 0 };
 
-		ASSERT_EQ(0, um_backend_cuda.init(&self->be, &bc));
+		ASSERT_EQ(0, um__backend_cuda.init(&self->be, &bc));
 	}
-	ASSERT_EQ(0, um_backend_cuda.queue_create(&self->be, 0, &self->q));
+	ASSERT_EQ(0, um__backend_cuda.queue_create(&self->be, 0, &self->q));
 	ASSERT_EQ(0, gu_stream_create(&self->s));
 	ASSERT_EQ(0, gu_warmup()) TH_LOG("%s", gu_last_error());
 	self->ready = 1;
@@ -64,11 +64,11 @@ FIXTURE_SETUP(be)
 FIXTURE_TEARDOWN(be)
 {
 	if (self->q)
-		um_backend_cuda.queue_destroy(&self->be, self->q);
+		um__backend_cuda.queue_destroy(&self->be, self->q);
 	if (self->s)
 		gu_stream_destroy(self->s);
 	if (self->be.priv)
-		um_backend_cuda.fini(&self->be);
+		um__backend_cuda.fini(&self->be);
 }
 
 TEST_F(be, probe_and_info)
@@ -76,25 +76,25 @@ TEST_F(be, probe_and_info)
 	uint64_t f = 0, t = 0;
 	size_t g;
 
-	ASSERT_LE(1, um_backend_cuda.device_count(&self->be));
-	ASSERT_EQ(0, um_backend_cuda.mem_info(&self->be, 0, &f, &t));
+	ASSERT_LE(1, um__backend_cuda.device_count(&self->be));
+	ASSERT_EQ(0, um__backend_cuda.mem_info(&self->be, 0, &f, &t));
 	ASSERT_LT(0, t);
 	ASSERT_LE(f, t);
-	g = um_backend_cuda.granularity(&self->be, 0);
+	g = um__backend_cuda.granularity(&self->be, 0);
 	ASSERT_LE(4096, g);
 	ASSERT_EQ(0, g & (g - 1)) TH_LOG("granularity %zu", g);
 	TH_LOG("device 0: %llu MiB free of %llu, granularity %zu KiB",
 	       (unsigned long long)(f >> 20), (unsigned long long)(t >> 20),
 	       g >> 10);
 	/* Bad device numbers are refused, not passed to CUDA. */
-	ASSERT_EQ(-ENODEV, um_backend_cuda.mem_info(&self->be, 4096, &f, &t));
-	ASSERT_EQ(-ENODEV, um_backend_cuda.mem_info(&self->be, -1, &f, &t));
+	ASSERT_EQ(-ENODEV, um__backend_cuda.mem_info(&self->be, 4096, &f, &t));
+	ASSERT_EQ(-ENODEV, um__backend_cuda.mem_info(&self->be, -1, &f, &t));
 }
 
 /* Map, fill on the GPU, copy out and back through pinned memory, unmap. */
 TEST_F(be, tiered_roundtrip_gives_memory_back)
 {
-	const struct um_backend_ops *o = &um_backend_cuda;
+	const struct um_backend_ops *o = &um__backend_cuda;
 	const size_t len = 512 * MiB + 12345;	/* not a granule multiple */
 	uint64_t f0, f1, f2, t, df0, df1, df2;
 	void *va = NULL, *h = NULL, *host = NULL;
@@ -140,7 +140,7 @@ TEST_F(be, tiered_roundtrip_gives_memory_back)
 
 TEST_F(be, tiered_pieces_and_bad_input)
 {
-	const struct um_backend_ops *o = &um_backend_cuda;
+	const struct um_backend_ops *o = &um__backend_cuda;
 	size_t g = o->granularity(&self->be, 0);
 	void *va = NULL, *h[4] = { 0 }, *bad = NULL;
 	int i;
@@ -165,7 +165,7 @@ TEST_F(be, tiered_pieces_and_bad_input)
 
 TEST_F(be, managed_prefetch_and_discard)
 {
-	const struct um_backend_ops *o = &um_backend_cuda;
+	const struct um_backend_ops *o = &um__backend_cuda;
 	const size_t len = 256 * MiB;
 	void *m = NULL, *host = NULL;
 
@@ -216,7 +216,7 @@ TEST_F(be, managed_prefetch_and_discard)
 
 TEST_F(be, managed_cap_refuses_more_than_free)
 {
-	const struct um_backend_ops *o = &um_backend_cuda;
+	const struct um_backend_ops *o = &um__backend_cuda;
 	uint64_t f = 0, t = 0;
 	void *m = NULL;
 
@@ -229,7 +229,7 @@ TEST_F(be, managed_cap_refuses_more_than_free)
 
 TEST_F(be, host_chunks_any_and_node0)
 {
-	const struct um_backend_ops *o = &um_backend_cuda;
+	const struct um_backend_ops *o = &um__backend_cuda;
 	const size_t len = 64 * MiB;
 	void *a = NULL, *b = NULL, *dev = NULL;
 
@@ -251,7 +251,7 @@ TEST_F(be, host_chunks_any_and_node0)
 
 TEST_F(be, fences_time_a_copy)
 {
-	const struct um_backend_ops *o = &um_backend_cuda;
+	const struct um_backend_ops *o = &um__backend_cuda;
 	const size_t len = 256 * MiB;
 	struct um_fence *f0 = NULL, *f1 = NULL;
 	struct um_queue *q2 = NULL;

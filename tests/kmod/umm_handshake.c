@@ -120,7 +120,7 @@ TEST_F(dev, bad_versions_refused)
 TEST_F(dev, unknown_features_refused)
 {
 	static const uint64_t bad[] = {
-		1ULL << 63, 1ULL << 2, (UMM_API_FEATURES << 1) &
+		1ULL << 63, UMM_API_FEATURES + 1, (UMM_API_FEATURES << 1) &
 		~UMM_API_FEATURES, ~0ULL, UMM_FEATURE_RELIEF | (1ULL << 40),
 	};
 	struct umm_api a;

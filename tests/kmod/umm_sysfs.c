@@ -3,8 +3,8 @@
  * Description: /sys/kernel/mm/umm. Every file of the ABI exists with its
  * exact mode and nothing else is there (table-driven); each file holds one
  * value; every knob takes its valid values and refuses invalid ones with
- * -EINVAL, changing nothing; figures refuse writes; the node watermarks must
- * stay ordered low > medium > critical.
+ * -EINVAL, changing nothing; figures refuse writes; the node watermarks, and
+ * the cgroup thresholds (cgroup/), must stay ordered low > medium > critical.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -69,6 +69,14 @@ static const struct file_spec gpu_files[] = {
 	{ "used_bytes", 0400, NUM },
 	{ "reclaimable_bytes", 0400, NUM },
 	{ "events", 0400, NUM },
+	{ NULL }
+};
+
+static const struct file_spec cgroup_files[] = {
+	{ "low_bp", 0600, NUM },
+	{ "medium_bp", 0600, NUM },
+	{ "critical_bp", 0600, NUM },
+	{ "watched", 0400, NUM },
 	{ NULL }
 };
 
@@ -189,6 +197,19 @@ TEST(gpu_files_and_modes)
 	EXPECT_NE(0, access(dir, F_OK));
 }
 
+TEST(cgroup_files_and_modes)
+{
+	uint64_t v;
+
+	EXPECT_EQ(0, check_dir(_metadata, UMM_SYSFS "/cgroup", cgroup_files));
+	ASSERT_EQ(0, attr_read_u64("cgroup/low_bp", &v));
+	EXPECT_EQ(2000, v);
+	ASSERT_EQ(0, attr_read_u64("cgroup/medium_bp", &v));
+	EXPECT_EQ(1000, v);
+	ASSERT_EQ(0, attr_read_u64("cgroup/critical_bp", &v));
+	EXPECT_EQ(500, v);
+}
+
 TEST(node_figures_are_consistent)
 {
 	uint64_t free, total, api;
@@ -226,6 +247,13 @@ static const struct knob_case knobs[] = {
 	  { "3600001", "-1", "abc" } },
 	{ "gpus/gpu15/budget_bytes", { "0", "1099511627776", "0x1000", "0" },
 	  { "abc", "-1", "1.5", "18446744073709551616", "1G" } },
+	/* ordered against the others' defaults (1000, 500 / 2000, 500...) */
+	{ "cgroup/low_bp", { "10000", "1001", "0x7d0" },
+	  { "1000", "10001", "0", "-1", "abc", "4294967296" } },
+	{ "cgroup/medium_bp", { "1999", "501", "1000" },
+	  { "2000", "500", "-1", "abc" } },
+	{ "cgroup/critical_bp", { "0", "999", "500" },
+	  { "1000", "-1", "abc", "1.5" } },
 };
 
 TEST(knobs_take_valid_and_refuse_invalid_values)
@@ -274,7 +302,7 @@ TEST(figures_refuse_writes)
 	static const char *const figs[] = {
 		"clients", "events_sent", "api_version", "oom_calls",
 		"nodes/node0/level", "nodes/node0/free_bytes",
-		"gpus/gpu0/used_bytes", "gpus/gpu0/level",
+		"gpus/gpu0/used_bytes", "gpus/gpu0/level", "cgroup/watched",
 	};
 	char before[64], after[64];
 

@@ -92,7 +92,7 @@ shared_prog() {
 	ldd "$out/trainer" | grep libum
 	ldd "$out/trainer" | grep -q "/usr/lib/$ma/libum.so.0" ||
 		fails "not linked with the packaged libum.so.0"
-	env -u LD_LIBRARY_PATH -u UM_BACKEND -u LIBUM_BACKEND "$out/trainer"
+	env -u LD_LIBRARY_PATH -u LIBUM_BACKEND "$out/trainer"
 }
 check pkg_config_shared shared_prog
 
@@ -103,7 +103,7 @@ static_prog() {
 		$(pkg-config --cflags libum) "$(pkg-config --variable=libdir libum)/libum.a" \
 		$libs -lm || return 1
 	! ldd "$out/trainer-static" | grep libum || fails "linked libum.so"
-	env -u UM_BACKEND -u LIBUM_BACKEND "$out/trainer-static"
+	env -u LIBUM_BACKEND "$out/trainer-static"
 }
 check pkg_config_static static_prog
 
@@ -113,11 +113,11 @@ backend_choice() {
 	cc -Wall -Wextra -Werror -o "$out/backend_choice" \
 		"$here/backend_choice.c" $(pkg-config --cflags --libs libum) || return 1
 	if dpkg -s libum-cuda0 >/dev/null 2>&1; then
-		env -u UM_BACKEND -u LIBUM_BACKEND "$out/backend_choice" \
+		env -u LIBUM_BACKEND "$out/backend_choice" \
 			libcudart.so || return 1
 		dpkg -r libum-cuda0 || return 1
 	fi
-	env -u UM_BACKEND -u LIBUM_BACKEND "$out/backend_choice" \
+	env -u LIBUM_BACKEND "$out/backend_choice" \
 		"libum-cuda.so.0: cannot open"
 }
 check backend_choice backend_choice

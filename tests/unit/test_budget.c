@@ -291,7 +291,7 @@ static int limited_phys_map(struct um_backend *be, int dev, void *va,
 
 	if (phys_used + len > phys_limit)
 		return -ENOMEM;
-	ret = um_backend_sim.phys_map(be, dev, va, len, handle);
+	ret = um__backend_sim.phys_map(be, dev, va, len, handle);
 	if (!ret)
 		phys_used += len;
 	return ret;
@@ -300,7 +300,7 @@ static int limited_phys_map(struct um_backend *be, int dev, void *va,
 static void limited_phys_unmap(struct um_backend *be, int dev, void *va,
 			       size_t len, void *handle)
 {
-	um_backend_sim.phys_unmap(be, dev, va, len, handle);
+	um__backend_sim.phys_unmap(be, dev, va, len, handle);
 	phys_used -= len;
 }
 
@@ -310,7 +310,7 @@ TEST(device_refuses_below_budget)
 	um_region_t r[5];
 
 	ASSERT_NONNULL(ctx);
-	shared_dev = um_backend_sim;
+	shared_dev = um__backend_sim;
 	shared_dev.phys_map = limited_phys_map;
 	shared_dev.phys_unmap = limited_phys_unmap;
 	phys_limit = 3 * SLOT;	/* others hold the rest of the device */
@@ -345,7 +345,7 @@ TEST(device_refuses_below_budget)
  * eviction while the books are over budget: it is -ENOMEM (the region alone
  * is larger than the budget), whether or not the eviction was reaped by
  * then. Repeated, since which of the two it meets depends on timing
- * (before the fix 294 of 300 rounds failed).
+ * (superseding there failed 294 of 300 rounds).
  */
 TEST_TIMEOUT_SET(reacquire_during_budget_eviction, 120);
 TEST(reacquire_during_budget_eviction)

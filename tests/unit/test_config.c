@@ -2,12 +2,17 @@
 /*
  * Description: context creation from struct um_config and LIBUM_*
  * environment variables: defaults, K/M/G/T suffixes, a field beating its
- * variable (the backend's too: UM_BACKEND/LIBUM_BACKEND decide only when
- * the field is auto), bad values failing
+ * variable (the backend's too: LIBUM_BACKEND decides only when the field
+ * is auto), bad values failing
  * with -EINVAL and one ERR line naming the variable, wrong struct sizes,
- * and the automatic backend choice logging why it fell back to sim.
+ * the automatic backend choice logging why it fell back to sim, and the
+ * variables without a field resolved into the context's settings (the
+ * spill store's reaching it).
  * (Each test runs in its own process, so setenv stays local to it.)
  */
+#include <fcntl.h>
+#include <unistd.h>
+
 #include "harness.h"
 #include "helpers.h"
 #include "internal.h"
@@ -45,7 +50,6 @@ TEST(config_init_and_defaults)
 	EXPECT_EQ(1ull << 30, budget_of(ctx));	/* default sim capacity */
 	EXPECT_EQ(0, um_context_destroy(ctx));
 	/* NULL config: every default */
-	unsetenv("UM_BACKEND");
 	setenv("LIBUM_BACKEND", "sim", 1);
 	ASSERT_EQ(0, create(NULL, &ctx));
 	EXPECT_EQ(UM_BACKEND_SIM, um_context_backend(ctx));
@@ -103,7 +107,6 @@ TEST(env_bad_values)
 		{ "LIBUM_LOG_LEVEL", "loud" },
 		{ "LIBUM_LOG_LEVEL", "9" },
 		{ "LIBUM_BACKEND", "tpu" },
-		{ "UM_BACKEND", "gpu" },
 	};
 	struct um_config cfg;
 	struct um_context *ctx = (struct um_context *)&cfg;
@@ -118,7 +121,6 @@ TEST(env_bad_values)
 			cfg_sim(&cfg, 0, 0);
 			cfg.backend = 0;	/* fields given beat variables */
 			cfg.log_level = 0;
-			unsetenv("UM_BACKEND");
 			setenv(bad[i].var, bad[i].val, 1);
 			if (create(&cfg, &ctx) != -EINVAL || ctx)
 				_exit(1);
@@ -139,7 +141,6 @@ TEST(backend_choice)
 	int ret;
 
 	/* AUTO: sim here (no GPU), with one INFO line saying why */
-	unsetenv("UM_BACKEND");
 	unsetenv("LIBUM_BACKEND");
 	logcap_reset();
 	cfg_sim(&cfg, 0, 16 * MiB);
@@ -150,7 +151,7 @@ TEST(backend_choice)
 	EXPECT_EQ(0, um_context_destroy(ctx));
 
 	/* the variable decides what the field leaves to it (auto) */
-	setenv("UM_BACKEND", "sim", 1);
+	setenv("LIBUM_BACKEND", "sim", 1);
 	cfg.backend = UM_BACKEND_AUTO;
 	ASSERT_EQ(0, create(&cfg, &ctx));
 	EXPECT_EQ(UM_BACKEND_SIM, um_context_backend(ctx));
@@ -158,7 +159,7 @@ TEST(backend_choice)
 
 	/* forcing cuda: a context on a GPU machine, else -ENODEV and why */
 	logcap_reset();
-	setenv("UM_BACKEND", "cuda", 1);
+	setenv("LIBUM_BACKEND", "cuda", 1);
 	cfg.backend = UM_BACKEND_AUTO;
 	ctx = NULL;
 	ret = create(&cfg, &ctx);
@@ -181,7 +182,6 @@ TEST(config_fields_checked)
 	} big;
 	struct um_context *ctx = NULL;
 
-	unsetenv("UM_BACKEND");
 	EXPECT_EQ(-EINVAL, create(&cfg, NULL));
 	cfg_sim(&cfg, 0, 16 * MiB);
 	cfg.size = 0;
@@ -231,6 +231,79 @@ TEST(config_fields_checked)
 	EXPECT_EQ(16 * MiB, budget_of(ctx));
 	EXPECT_TRUE(logcap_has(UM_LOG_INFO, "budget", "above", NULL));
 	EXPECT_EQ(0, um_context_destroy(ctx));
+}
+
+/* The variables without a field land in the context's settings. */
+TEST(environment_into_settings)
+{
+	struct um_config cfg;
+	struct um_context *ctx;
+
+	cfg_sim(&cfg, 0, 16 * MiB);
+	ASSERT_EQ(0, create(&cfg, &ctx));	/* none set: the defaults */
+	EXPECT_FALSE(ctx->set.pressure);	/* create() sets it to 0 */
+	EXPECT_TRUE(ctx->set.pool_refill);
+	EXPECT_EQ(UM_DEFAULT_REPORT_MS, ctx->set.report_ms);
+	EXPECT_EQ(0, ctx->set.priority);
+	EXPECT_NULL(ctx->set.client_name);
+	EXPECT_NULL(ctx->set.umm_dev);
+	EXPECT_NULL(ctx->set.psi_path);
+	EXPECT_EQ(UM_HOME_AUTO, ctx->set.home_node);
+	EXPECT_FALSE(ctx->set.spill_remove_stale);
+	EXPECT_EQ(0, um_context_destroy(ctx));
+
+	setenv("LIBUM_POOL_REFILL", "Off", 1);
+	setenv("LIBUM_PRESSURE_REPORT_MS", "250", 1);
+	setenv("LIBUM_PRIORITY", "-7", 1);
+	setenv("LIBUM_CLIENT_NAME", "my job", 1);
+	setenv("LIBUM_UMM_DEV", "/nonexistent/umm", 1);
+	setenv("LIBUM_PSI_PATH", "/nonexistent/psi", 1);
+	setenv("LIBUM_HOME_NODE", "any", 1);
+	setenv("LIBUM_SPILL_REMOVE_STALE", "1", 1);
+	setenv("LIBUM_PRESSURE", "yes", 1);
+	ASSERT_EQ(0, um_context_create(&cfg, &ctx));
+	EXPECT_TRUE(ctx->set.pressure);
+	EXPECT_FALSE(ctx->set.pool_refill);
+	EXPECT_EQ(250, ctx->set.report_ms);
+	EXPECT_EQ(-7, ctx->set.priority);
+	EXPECT_STREQ("my job", ctx->set.client_name);
+	EXPECT_STREQ("/nonexistent/umm", ctx->set.umm_dev);
+	EXPECT_STREQ("/nonexistent/psi", ctx->set.psi_path);
+	EXPECT_EQ(-1, ctx->set.home_node);	/* any: UM_NUMA_ANY */
+	EXPECT_TRUE(ctx->set.spill_remove_stale);
+	EXPECT_EQ(0, um_context_destroy(ctx));
+}
+
+/* LIBUM_SPILL_REMOVE_STALE=1 reaches the spill store a context opens. */
+TEST(spill_remove_stale_from_environment)
+{
+	char dir[] = "/tmp/um-test-stale-XXXXXX", path[96];
+	struct um_config cfg;
+	struct um_context *ctx;
+	int fd;
+
+	ASSERT_NONNULL(mkdtemp(dir));
+	/* a pid above any pid_max: a process that is gone */
+	snprintf(path, sizeof(path), "%s/um-2147483647-0-1.spill", dir);
+	fd = open(path, O_CREAT | O_WRONLY, 0600);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(4, write(fd, "gone", 4));
+	close(fd);
+	cfg_sim(&cfg, 0, 16 * MiB);
+	cfg.spill_dir = dir;
+	logcap_reset();
+	ASSERT_EQ(0, create(&cfg, &ctx));
+	EXPECT_EQ(0, um_context_destroy(ctx));
+	EXPECT_TRUE(logcap_has(UM_LOG_WARN, "stale", "kept", NULL));
+	EXPECT_EQ(0, access(path, F_OK));
+	setenv("LIBUM_SPILL_REMOVE_STALE", "1", 1);
+	logcap_reset();
+	ASSERT_EQ(0, create(&cfg, &ctx));
+	EXPECT_EQ(0, um_context_destroy(ctx));
+	EXPECT_TRUE(logcap_has(UM_LOG_WARN, "stale", "removed", NULL));
+	EXPECT_NE(0, access(path, F_OK));
+	unlink(path);
+	EXPECT_EQ(0, rmdir(dir));
 }
 
 TEST(log_level_filters)

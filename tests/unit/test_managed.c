@@ -59,7 +59,7 @@ static int f_discard(struct um_backend *be, struct um_queue *q, void *p,
 		     size_t len)
 {
 	__atomic_add_fetch(&discards, 1, __ATOMIC_RELAXED);
-	return um_backend_sim.fill(be, q, p, 0xa5, len);
+	return um__backend_sim.fill(be, q, p, 0xa5, len);
 }
 
 static struct um_context *ctx_managed(uint64_t budget)
@@ -68,7 +68,7 @@ static struct um_context *ctx_managed(uint64_t budget)
 
 	if (!ctx)
 		return NULL;
-	fake = um_backend_sim;
+	fake = um__backend_sim;
 	fake.managed_alloc = f_managed_alloc;
 	fake.managed_free = f_managed_free;
 	fake.advise = f_advise;

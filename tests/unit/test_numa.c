@@ -344,7 +344,7 @@ static int home_for(int node)
 	return home;
 }
 
-/* several nodes: the reported one; one node: no placement (as before) */
+/* several nodes: the reported one; one node: no placement (UM_NUMA_ANY) */
 TEST(home_follows_device_node)
 {
 	int last = um__numa_max_node();
@@ -409,8 +409,8 @@ TEST(home_of_sim_context)
 /*
  * A host node that does not exist is -EINVAL with an ERR
  * line naming the node and what the machine has, for acquire, evict and
- * shed alike, and the pool is not asked (it used to WARN of a missing host
- * copy, which says nothing of the cause).
+ * shed alike, and the pool is not asked (its WARN of a missing host copy
+ * would say nothing of the cause).
  */
 TEST(missing_host_node_named)
 {

@@ -1127,13 +1127,13 @@ TEST(trim_with_a_cache_held_elsewhere)
 
 TEST(on_sim_backend)
 {
-	struct um_backend be = { .ops = &um_backend_sim };
+	struct um_backend be = { .ops = &um__backend_sim };
 	struct um_backend_config bc = { .sim_capacity = 64 * MiB };
 	struct um_pool *pool;
 	struct um_pool_stats st;
 	void *p[8];
 
-	ASSERT_EQ(0, um_backend_sim.init(&be, &bc));
+	ASSERT_EQ(0, um__backend_sim.init(&be, &bc));
 	ASSERT_EQ(0, um__pool_create(&be, NULL, &pool));
 	ASSERT_EQ(0, um__pool_reserve(pool, UM_POOL_NODE_ANY, 16 * MiB));
 	for (int i = 0; i < 8; i++) {
@@ -1151,7 +1151,7 @@ TEST(on_sim_backend)
 	EXPECT_EQ(0, st.used);
 	EXPECT_GE(um__pool_trim(pool, UM_POOL_NODE_ALL, 0), 64 * MiB);
 	EXPECT_EQ(0, um__pool_destroy(pool));
-	um_backend_sim.fini(&be);
+	um__backend_sim.fini(&be);
 }
 
 TEST_HARNESS_MAIN

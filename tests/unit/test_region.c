@@ -267,7 +267,7 @@ static void *let_go(void *arg)
 
 /*
  * An acquire that supersedes an eviction in flight must not let the caller
- * write while the eviction still reads the device bytes (found by TSan):
+ * write while the eviction still reads the device bytes (a race TSan sees):
  * on sim, where the caller's thread is its stream, it returns only after.
  */
 TEST_F(reg, acquire_waits_for_superseded_eviction)
@@ -353,8 +353,8 @@ static int evict_held(FIXTURE_DATA(nodes) *self, uint64_t seed, int fail)
 
 /*
  * Moving a region to a host node while its eviction from the device is in
- * flight waits for the eviction, then moves; it used to fail with
- * -EOPNOTSUPP, which um_evict(3) does not list (found by tests/soak/stress).
+ * flight waits for the eviction, then moves, rather than fail with
+ * -EOPNOTSUPP, which um_evict(3) does not list (tests/soak/stress races it).
  * Evicting it again to any node still returns at once.
  */
 TEST_F(nodes, evict_to_node_waits_for_eviction_in_flight)

@@ -26,7 +26,7 @@ static int fake_record(struct um_backend *be, void *stream, struct um_fence *f)
 {
 	if (record_fails)
 		return -EINVAL;
-	return um_backend_sim.fence_record(be, f, user_q);
+	return um__backend_sim.fence_record(be, f, user_q);
 }
 
 /* The sim's test hooks want the sim's own ops in place. */
@@ -34,7 +34,7 @@ static int hold(struct um_context *ctx, bool on)
 {
 	int ret;
 
-	ctx->be.ops = &um_backend_sim;
+	ctx->be.ops = &um__backend_sim;
 	ret = um__sim_hold(&ctx->be, on);
 	ctx->be.ops = &fake;
 	return ret;
@@ -46,9 +46,9 @@ static struct um_context *ctx_fake(void)
 
 	if (!ctx)
 		return NULL;
-	if (um_backend_sim.queue_create(&ctx->be, 0, &user_q))
+	if (um__backend_sim.queue_create(&ctx->be, 0, &user_q))
 		return NULL;
-	fake = um_backend_sim;
+	fake = um__backend_sim;
 	fake.stream_record_fence = fake_record;
 	ctx->be.ops = &fake;
 	return ctx;
@@ -97,7 +97,7 @@ TEST(free_waits_for_release_fence)
 	EXPECT_EQ(0, f.ret);
 	EXPECT_EQ(-ENOENT, um_free(ctx, f.r));
 	ASSERT_EQ(0, um_free(ctx, other));
-	um_backend_sim.queue_destroy(&ctx->be, user_q);
+	um__backend_sim.queue_destroy(&ctx->be, user_q);
 	ASSERT_EQ(0, um_context_destroy(ctx));
 }
 
@@ -126,7 +126,7 @@ TEST(unfenced_release_is_not_evicted)
 	EXPECT_FALSE(on_gpu(ctx, r));
 	EXPECT_EQ(0, get_pattern(ctx, r, SZ, 9));
 	ASSERT_EQ(0, um_free(ctx, r));
-	um_backend_sim.queue_destroy(&ctx->be, user_q);
+	um__backend_sim.queue_destroy(&ctx->be, user_q);
 	ASSERT_EQ(0, um_context_destroy(ctx));
 }
 

@@ -23,7 +23,7 @@
 #define MiB (1024ull * 1024)
 #define GRAN (2 * MiB)
 
-static const struct um_backend_ops *ops = &um_backend_sim;
+static const struct um_backend_ops *ops = &um__backend_sim;
 
 struct logbook {
 	int warn, err;

@@ -5,7 +5,8 @@
  * from the device straight to disk and from the host to disk; NO_SPILL
  * regions refused with -EPERM and left alone; a spill that fails (its
  * directory removed under it) leaves the bytes on the host; stats of the
- * spill tier; host node moves. Every move is checked byte for byte.
+ * spill tier; host node moves. Every move is checked byte for byte. The
+ * names um_tier_name gives every tier type, and its refusals.
  */
 #include <sys/stat.h>
 #include <unistd.h>
@@ -180,6 +181,32 @@ TEST_F(tier, host_nodes)
 	EXPECT_EQ(-EINVAL, um_evict(self->ctx, r, UM_TIER_HOST_NODE(200)));
 	EXPECT_EQ(0, get_pattern(self->ctx, r, SZ, 6));
 	ASSERT_EQ(0, um_free(self->ctx, r));
+}
+
+/* One name per tier; a type past the last, or an id its type lacks: none. */
+TEST(tier_names)
+{
+	char buf[16];
+
+	EXPECT_EQ(4, um_tier_name(UM_TIER_NONE, buf, sizeof(buf)));
+	EXPECT_STREQ("none", buf);
+	EXPECT_EQ(4, um_tier_name(UM_TIER_GPU(3), buf, sizeof(buf)));
+	EXPECT_STREQ("gpu3", buf);
+	EXPECT_EQ(5, um_tier_name(UM_TIER_HOST_NODE(1), buf, sizeof(buf)));
+	EXPECT_STREQ("node1", buf);
+	EXPECT_EQ(4, um_tier_name(UM_TIER_HOST_ANY, buf, sizeof(buf)));
+	EXPECT_STREQ("host", buf);
+	EXPECT_EQ(5, um_tier_name(UM_TIER_DISK, buf, sizeof(buf)));
+	EXPECT_STREQ("spill", buf);
+	/* snprintf's rule: the length of the whole name */
+	EXPECT_EQ(5, um_tier_name(UM_TIER_HOST_NODE(2), NULL, 0));
+	EXPECT_EQ(-EINVAL, um_tier_name(UM_TIER_GPU(0), NULL, 4));
+	EXPECT_EQ(-EINVAL, um_tier_name(UM_TIER_MAKE(UM_TIER_NONE, 1), buf,
+					 sizeof(buf)));
+	EXPECT_EQ(-EINVAL, um_tier_name(UM_TIER_MAKE(UM_TIER_SPILL, 1), buf,
+					 sizeof(buf)));
+	EXPECT_EQ(-EINVAL, um_tier_name(UM_TIER_MAKE(UM_TIER_TYPE_COUNT, 0),
+					 buf, sizeof(buf)));
 }
 
 TEST_HARNESS_MAIN

@@ -2,7 +2,9 @@
 # fakeumm.sh - a fake umm.ko tree for the tools' checks. Source it, then
 #   fake_umm ROOT            ROOT/kernel/mm/umm with the files, modes and
 #                            defaults of Documentation/ABI/testing/
-#                            sysfs-kernel-mm-umm: nodes 0 and 1 (1 GiB each),
+#                            sysfs-kernel-mm-umm (the knobs from the tools'
+#                            table, as build/ut-knobs prints it, or
+#                            $UT_KNOBS): nodes 0 and 1 (1 GiB each),
 #                            gpu0..gpu15, an empty inject file, and
 #                            ROOT/kernel/debug/umm/clients with two clients
 #   fake_set ROOT REL VALUE  change one file
@@ -37,11 +39,31 @@ _fake_files() {
 	done
 }
 
+_fake_knobs_bin=${UT_KNOBS:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/build/ut-knobs}
+
+# _fake_knobs DIR [KIND ID]: the knobs of the table at their defaults under
+# DIR (ROOT/kernel/mm/umm): the global ones, or those of KIND (nodes/node,
+# gpus/gpu) for its directory ID.
+_fake_knobs() {
+	local d=$1 kind=${2-} id=${3-} name def f tab
+	tab=$("$_fake_knobs_bin") || return 1
+	while read -r name _ _ _ def _; do
+		case $name in
+		'#'*) continue ;;
+		*/*) if [ -z "$kind" ] || [ "${name%%N/*}" != "$kind" ]; then
+			continue
+		     fi
+		     f=$kind$id/${name#*N/} ;;
+		*) [ -z "$kind" ] || continue; f=$name ;;
+		esac
+		_fake_files "$d/$(dirname "$f")" 0600 "$(basename "$f")=$def"
+	done <<<"$tab"
+}
+
 fake_umm() {
 	local u=$1/kernel/mm/umm n g
-	_fake_files "$u" 0600 enabled=1 interval_ms=100 queue_len=256 \
-		ring_bytes_max=67108864 hysteresis_bp=200 \
-		event_min_interval_ms=100 repeat_interval_ms=1000
+	mkdir -p "$u"
+	_fake_knobs "$u" || return 1
 	# ring_bytes: the two clients' rings of 257 records of 64 bytes
 	_fake_files "$u" 0400 api_version=1 clients=2 events_sent=40 \
 		events_dropped=1 overflows=1 acks=12 bytes_freed=268435456 \
@@ -50,8 +72,8 @@ fake_umm() {
 	: >"$u/inject"
 	chmod 0200 "$u/inject"
 	for n in 0 1; do
-		_fake_files "$u/nodes/node$n" 0600 low_bp=2000 medium_bp=1000 \
-			critical_bp=500
+		mkdir -p "$u/nodes/node$n"
+		_fake_knobs "$u" nodes/node "$n" || return 1
 		_fake_files "$u/nodes/node$n" 0400 level=normal \
 			critical_effective_bytes=53687091 \
 			free_bytes=$((600 << 20)) total_bytes=$((1 << 30)) \
@@ -60,7 +82,8 @@ fake_umm() {
 			events=$((n * 5))
 	done
 	for g in $(seq 0 15); do
-		_fake_files "$u/gpus/gpu$g" 0600 budget_bytes=0
+		mkdir -p "$u/gpus/gpu$g"
+		_fake_knobs "$u" gpus/gpu "$g" || return 1
 		_fake_files "$u/gpus/gpu$g" 0400 level=normal used_bytes=0 \
 			reclaimable_bytes=0 events=0
 	done

@@ -148,6 +148,16 @@ void ut_json_dbl(struct ut_json *j, const char *key, double val)
 		fputs("null", j->f);
 }
 
+void ut_json_fixed(struct ut_json *j, const char *key, double val,
+		   int decimals)
+{
+	value_prefix(j, key);
+	if (isfinite(val))
+		fprintf(j->f, "%.*f", decimals, val);
+	else
+		fputs("null", j->f);
+}
+
 void ut_json_bool(struct ut_json *j, const char *key, bool val)
 {
 	value_prefix(j, key);

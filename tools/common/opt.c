@@ -5,9 +5,11 @@
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "um.h"
 #include "ut.h"
@@ -92,29 +94,78 @@ const char *ut_sysroot_sys(const char *dir)
 	return sys;
 }
 
-/* Digits only: strtoull alone would take "-1", " 5" and "0x10". */
-static int all_digits(const char *s)
+static int digit(char c)
 {
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c = (char)(c | 0x20);
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return 99;
+}
+
+static bool is_hex(const char *s)
+{
+	return s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
+}
+
+/* By hand: strtoull would take "-1", " 5", "+5" and octal "010". */
+int ut_parse_num(const char *s, uint64_t *out)
+{
+	unsigned int base = 10;
+	const char *p;
+	uint64_t v = 0;
+
+	if (!s)
+		return -EINVAL;
+	if (is_hex(s)) {
+		base = 16;
+		s += 2;
+	}
 	if (!*s)
-		return 0;
-	for (; *s; s++)
-		if (*s < '0' || *s > '9')
-			return 0;
-	return 1;
+		return -EINVAL;
+	for (p = s; *p; p++)
+		if (digit(*p) >= (int)base)
+			return -EINVAL;
+	for (p = s; *p; p++) {
+		unsigned int d = (unsigned int)digit(*p);
+
+		if (v > (UINT64_MAX - d) / base)
+			return -ERANGE;
+		v = v * base + d;
+	}
+	*out = v;
+	return 0;
 }
 
 int ut_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {
-	unsigned long long v;
+	uint64_t v;
+	int ret = ut_parse_num(s, &v);
 
-	if (!s || !all_digits(s))
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, NULL, 10);
-	if (errno == ERANGE || v < min || v > max)
+	if (ret)
+		return ret;
+	if (v < min || v > max)
 		return -ERANGE;
 	*out = v;
 	return 0;
+}
+
+int ut_parse_bool(const char *s)
+{
+	static const char *const yes[] = { "1", "y", "yes", "on", "true" };
+	static const char *const no[] = { "0", "n", "no", "off", "false" };
+	size_t i;
+
+	if (!s)
+		return -EINVAL;
+	for (i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+		if (!strcasecmp(s, yes[i]))
+			return 1;
+		if (!strcasecmp(s, no[i]))
+			return 0;
+	}
+	return -EINVAL;
 }
 
 int ut_parse_double(const char *s, double min, double max, double *out)
@@ -163,10 +214,14 @@ int ut_parse_size(const char *s, uint64_t *out)
 
 	if (!s || *p < '0' || *p > '9')
 		return -EINVAL;
+	if (is_hex(s))
+		return ut_parse_num(s, out);
 	for (; *p >= '0' && *p <= '9'; p++) {
-		if (whole > (UINT64_MAX - 9) / 10)
+		uint64_t d = (uint64_t)(*p - '0');
+
+		if (whole > (UINT64_MAX - d) / 10)
 			return -ERANGE;
-		whole = whole * 10 + (uint64_t)(*p - '0');
+		whole = whole * 10 + d;
 	}
 	if (*p == '.') {
 		p++;

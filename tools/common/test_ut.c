@@ -51,6 +51,7 @@ TEST(size_rejects_junk)
 	ASSERT_EQ(-EINVAL, ut_parse_size(NULL, &v));
 	ASSERT_EQ(-ERANGE, ut_parse_size("16E", &v));
 	ASSERT_EQ(-ERANGE, ut_parse_size("99999999999999999999", &v));
+	ASSERT_EQ(-ERANGE, ut_parse_size("18446744073709551616", &v));
 	ASSERT_EQ(7, v);	/* untouched on error */
 }
 
@@ -64,7 +65,8 @@ TEST(u64_and_double_bounds)
 	ASSERT_EQ(-ERANGE, ut_parse_u64("0", 1, 100, &u));
 	ASSERT_EQ(-ERANGE, ut_parse_u64("101", 1, 100, &u));
 	ASSERT_EQ(-EINVAL, ut_parse_u64("-3", 0, 100, &u));
-	ASSERT_EQ(-EINVAL, ut_parse_u64("0x10", 0, 100, &u));
+	ASSERT_EQ(0, ut_parse_u64("0x10", 0, 100, &u));	/* the module's */
+	ASSERT_EQ(16, u);
 	ASSERT_EQ(-EINVAL, ut_parse_u64("4k", 0, 100, &u));
 	ASSERT_EQ(0, ut_parse_double("1e-3", 0, 1, &d));
 	ASSERT_TRUE(d == 1e-3);
@@ -72,6 +74,102 @@ TEST(u64_and_double_bounds)
 	ASSERT_EQ(-EINVAL, ut_parse_double("nan", 0, 1, &d));
 	ASSERT_EQ(-EINVAL, ut_parse_double("0.1x", 0, 1, &d));
 	ASSERT_EQ(-ERANGE, ut_parse_double("inf", 0, 1, &d));
+}
+
+/* Documentation/ABI/testing/sysfs-kernel-mm-umm, "Values". */
+TEST(grammar_numbers_as_the_module)
+{
+	uint64_t v = 7;
+
+	ASSERT_EQ(0, ut_parse_num("010", &v));
+	ASSERT_EQ(10, v);			/* not octal */
+	ASSERT_EQ(0, ut_parse_num("0x1F", &v));
+	ASSERT_EQ(31, v);
+	ASSERT_EQ(0, ut_parse_num("0XfF", &v));
+	ASSERT_EQ(255, v);
+	ASSERT_EQ(0, ut_parse_num("0xffffffffffffffff", &v));
+	ASSERT_EQ(UINT64_MAX, v);
+	ASSERT_EQ(0, ut_parse_num("18446744073709551615", &v));
+	ASSERT_EQ(UINT64_MAX, v);
+	v = 7;
+	ASSERT_EQ(-ERANGE, ut_parse_num("0x10000000000000000", &v));
+	ASSERT_EQ(-ERANGE, ut_parse_num("18446744073709551616", &v));
+	ASSERT_EQ(-EINVAL, ut_parse_num("0x", &v));
+	ASSERT_EQ(-EINVAL, ut_parse_num("0x1g", &v));
+	ASSERT_EQ(-EINVAL, ut_parse_num("+5", &v));
+	ASSERT_EQ(-EINVAL, ut_parse_num("1f", &v));
+	ASSERT_EQ(-EINVAL, ut_parse_num("5 ", &v));
+	ASSERT_EQ(-EINVAL, ut_parse_num("", &v));
+	ASSERT_EQ(7, v);
+	/* sizes: every u64 the module takes; hex is plain bytes;
+	 * fractions round down */
+	ASSERT_EQ(0, ut_parse_size("18446744073709551615", &v));
+	ASSERT_EQ(UINT64_MAX, v);
+	/* sizes: hex is plain bytes; fractions round down */
+	ASSERT_EQ(0, ut_parse_size("0x1000", &v));
+	ASSERT_EQ(4096, v);
+	ASSERT_EQ(-EINVAL, ut_parse_size("0x10M", &v));
+	ASSERT_EQ(0, ut_parse_size("0.3K", &v));
+	ASSERT_EQ(307, v);
+	ASSERT_EQ(0, ut_parse_size("1.5K", &v));
+	ASSERT_EQ(1536, v);
+}
+
+TEST(grammar_booleans_whole_words)
+{
+	ASSERT_EQ(1, ut_parse_bool("1"));
+	ASSERT_EQ(1, ut_parse_bool("Y"));
+	ASSERT_EQ(1, ut_parse_bool("yes"));
+	ASSERT_EQ(1, ut_parse_bool("ON"));
+	ASSERT_EQ(0, ut_parse_bool("0"));
+	ASSERT_EQ(0, ut_parse_bool("n"));
+	ASSERT_EQ(0, ut_parse_bool("No"));
+	ASSERT_EQ(0, ut_parse_bool("off"));
+	ASSERT_EQ(1, ut_parse_bool("TRUE"));
+	ASSERT_EQ(0, ut_parse_bool("false"));
+	/* kstrtobool reads 0x1 as 0 and 10 as 1: numbers are refused */
+	ASSERT_EQ(-EINVAL, ut_parse_bool("0x1"));
+	ASSERT_EQ(-EINVAL, ut_parse_bool("10"));
+	ASSERT_EQ(-EINVAL, ut_parse_bool("yellow"));
+	ASSERT_EQ(-EINVAL, ut_parse_bool("o"));
+	ASSERT_EQ(-EINVAL, ut_parse_bool(""));
+	ASSERT_EQ(-EINVAL, ut_parse_bool(NULL));
+}
+
+TEST(knob_table_lookup_and_floor)
+{
+	const struct ut_knob *k;
+	unsigned int id = 99;
+	char path[64];
+	uint64_t v = 7;
+
+	k = ut_knob_find("gpus/gpu3/budget_bytes", &id);
+	ASSERT_TRUE(k != NULL);
+	ASSERT_EQ(3, id);
+	ASSERT_EQ(UT_KNOB_GPU, k->dir);
+	ASSERT_EQ(0, ut_knob_path(k, 12, path, sizeof(path)));
+	ASSERT_STREQ("gpus/gpu12/budget_bytes", path);
+	ASSERT_EQ(-EDOM, ut_knob_parse(k, "20", &v));	/* "G" forgotten */
+	ASSERT_EQ(-EDOM, ut_knob_parse(k, "1048575", &v));
+	ASSERT_EQ(7, v);
+	ASSERT_EQ(0, ut_knob_parse(k, "0", &v));	/* no budget */
+	ASSERT_EQ(0, v);
+	ASSERT_EQ(0, ut_knob_parse(k, "1M", &v));
+	ASSERT_EQ(1ull << 20, v);
+	ASSERT_EQ(0, ut_knob_parse(k, "20G", &v));
+	ASSERT_EQ(20ull << 30, v);
+	k = ut_knob_find("enabled", &id);
+	ASSERT_TRUE(k != NULL);
+	ASSERT_EQ(-EINVAL, ut_knob_parse(k, "0x1", &v));
+	ASSERT_EQ(0, ut_knob_parse(k, "On", &v));
+	ASSERT_EQ(1, v);
+	k = ut_knob_find("interval_ms", &id);
+	ASSERT_EQ(0, ut_knob_parse(k, "0x64", &v));
+	ASSERT_EQ(100, v);
+	ASSERT_EQ(-ERANGE, ut_knob_parse(k, "9", &v));
+	ASSERT_TRUE(ut_knob_find("nodes/node1/level", &id) == NULL);
+	ASSERT_TRUE(ut_knob_find("nodes/node/low_bp", &id) == NULL);
+	ASSERT_TRUE(ut_knob_find("ring_bytes", &id) == NULL);
 }
 
 TEST(size_range_and_backend)
@@ -152,7 +250,8 @@ TEST(json_writer_shape)
 
 TEST(json_writer_line)
 {
-	const char *want = "{\"a\":1,\"l\":[true,{}],\"e\":[]}\n";
+	const char *want = "{\"a\":1,\"l\":[true,{}],\"e\":[],"
+			   "\"f\":0.6667,\"g\":null}\n";
 	struct ut_json j;
 	char buf[128];
 	FILE *f = tmpfile();
@@ -168,6 +267,8 @@ TEST(json_writer_line)
 	ut_json_arr_end(&j);
 	ut_json_arr_begin(&j, "e");
 	ut_json_arr_end(&j);
+	ut_json_fixed(&j, "f", 2.0 / 3.0, 4);
+	ut_json_fixed(&j, "g", 0.0 / 0.0, 4);
 	ut_json_obj_end(&j);
 	ut_json_finish(&j);
 	read_back(f, buf, sizeof(buf));

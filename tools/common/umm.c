@@ -17,7 +17,7 @@
 
 #include "ut.h"
 
-#define UT_UMM_NAME(n)	#n,
+#define UT_UMM_NAME(n, ...)	#n,
 const char *const ut_umm_global_names[UT_UMM_G_COUNT] = {
 	UT_UMM_GLOBALS(UT_UMM_NAME)
 };

@@ -18,16 +18,34 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "knobs.h"
+
 /* ---- Option values ---------------------------------------------------- */
 
 /*
- * "4096", "64K", "64KiB", "1.5G", "2MB" (all binary: K = 1024), optional
- * spaces before the suffix, "B" alone allowed. -EINVAL on junk, -ERANGE on
- * overflow. Fractions are rounded down to whole bytes.
+ * The grammar of umm.ko's files, which every tool's options share
+ * (Documentation/ABI/testing/sysfs-kernel-mm-umm, "Values"): a number is
+ * decimal digits ("010" is ten), or "0x"/"0X" and hex digits; no sign, no
+ * blanks. -EINVAL on anything else, -ERANGE past UINT64_MAX.
+ */
+int ut_parse_num(const char *s, uint64_t *out);
+/* A number (ut_parse_num) in [min, max]. -EINVAL junk, -ERANGE outside. */
+int ut_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+/*
+ * A size in bytes: a number as ut_parse_num, or decimal with a fraction and
+ * a binary suffix: "64K", "64KiB", "1.5G", "2MB" (K = 1024, up to E),
+ * optional spaces before the suffix, "B" alone allowed. Fractions are
+ * rounded down to whole bytes ("1.5K" is 1536, "0.3K" 307). Hex takes no
+ * suffix. -EINVAL on junk, -ERANGE on overflow.
  */
 int ut_parse_size(const char *s, uint64_t *out);
-/* Decimal unsigned integer in [min, max]. -EINVAL junk, -ERANGE outside. */
-int ut_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+/*
+ * A boolean as umm.ko's enabled takes it: 1, y, yes, on, true (1) or 0,
+ * n, no, off, false (0), in any case. The whole word is checked, so a number such as
+ * "0x1" or "10" is refused: kstrtobool() reads only its first character.
+ * Returns 1, 0 or -EINVAL.
+ */
+int ut_parse_bool(const char *s);
 /* Finite double in [min, max]. */
 int ut_parse_double(const char *s, double min, double max, double *out);
 /* A size as ut_parse_size, then in [min, max] (-ERANGE outside). */
@@ -131,6 +149,9 @@ void ut_json_u64(struct ut_json *j, const char *key, uint64_t val);
 void ut_json_i64(struct ut_json *j, const char *key, int64_t val);
 /* Non-finite values are written as null. */
 void ut_json_dbl(struct ut_json *j, const char *key, double val);
+/* With decimals digits after the point (fixed-width figures); the same. */
+void ut_json_fixed(struct ut_json *j, const char *key, double val,
+		   int decimals);
 void ut_json_bool(struct ut_json *j, const char *key, bool val);
 void ut_json_null(struct ut_json *j, const char *key);
 /* Ends the document with a newline. */
@@ -153,6 +174,42 @@ int ut_table_print(struct libscols_table *tb);
 /* Frees a table without printing it. */
 void ut_table_free(struct libscols_table *tb);
 
+/* ---- umm.ko's knobs (knob.c, the rows in knobs.h) -------------------- */
+
+enum ut_knob_kind { UT_KNOB_BOOL, UT_KNOB_NUM, UT_KNOB_WM, UT_KNOB_SIZE };
+enum ut_knob_dir { UT_KNOB_GLOBAL, UT_KNOB_NODE, UT_KNOB_GPU };
+
+struct ut_knob {
+	const char *pattern;	/* "nodes/node#/low_bp": '#' for an id */
+	const char *name;	/* the file's own name: "low_bp" */
+	enum ut_knob_dir dir;
+	enum ut_knob_kind kind;
+	int field;		/* index in ut_umm's g[] or a node's/GPU's v[] */
+	uint64_t min, max, def, floor;
+};
+
+extern const struct ut_knob ut_knobs[];
+extern const size_t ut_nknobs;
+
+/* The knob NAME is ("gpus/gpu3/budget_bytes": *id = 3), or NULL. */
+const struct ut_knob *ut_knob_find(const char *name, unsigned int *id);
+/* Its file under ROOT/kernel/mm/umm for id; -ENAMETOOLONG. */
+int ut_knob_path(const struct ut_knob *k, unsigned int id, char *buf,
+		 size_t len);
+/* "bool", "num", "wm", "size". */
+const char *ut_knob_kind_name(enum ut_knob_kind kind);
+/*
+ * A value for knob k in the grammar of its kind: 0 with *out, -EINVAL when
+ * it is not one, -ERANGE outside min..max, -EDOM for a size under the floor
+ * (not 0).
+ */
+int ut_knob_parse(const struct ut_knob *k, const char *s, uint64_t *out);
+/*
+ * The table, one knob a line after a "#" header, in decimal:
+ * "NAME KIND MIN MAX DEFAULT FLOOR", ids written as N ("nodes/nodeN/low_bp").
+ */
+void ut_knobs_list(FILE *f);
+
 /* ---- umm.ko's files (umm.c) ------------------------------------------- */
 
 /*
@@ -168,23 +225,26 @@ void ut_table_free(struct libscols_table *tb);
 #define UT_UMM_LEVEL_LEN	16
 #define UT_UMM_ETA_NONE		4294967295ull	/* eta_ms: not falling */
 
-/* The figures and knobs of each directory, in the ABI's order. */
+/*
+ * The figures and knobs of each directory, in the ABI's order; the knobs
+ * come from knobs.h, so X takes one argument (a figure) or six (a knob's
+ * row): X(name, ...) in both cases.
+ */
 #define UT_UMM_GLOBALS(X)						\
-	X(api_version) X(enabled) X(interval_ms) X(queue_len)		\
-	X(ring_bytes_max) X(hysteresis_bp) X(event_min_interval_ms)	\
-	X(repeat_interval_ms) X(clients) X(events_sent) X(events_dropped)	\
-	X(overflows) X(acks) X(bytes_freed) X(ack_latency_ns_avg)	\
-	X(ack_latency_ns_max) X(shrinker_calls) X(oom_calls) X(ring_bytes)
+	X(api_version) UT_KNOBS_GLOBAL(X) X(clients) X(events_sent)	\
+	X(events_dropped) X(overflows) X(acks) X(bytes_freed)		\
+	X(ack_latency_ns_avg) X(ack_latency_ns_max) X(shrinker_calls)	\
+	X(oom_calls) X(ring_bytes)
 #define UT_UMM_NODE_FIELDS(X)						\
-	X(low_bp) X(medium_bp) X(critical_bp) X(critical_effective_bytes)	\
-	X(free_bytes) X(total_bytes) X(resident_bytes)			\
-	X(reclaimable_bytes) X(eta_ms) X(events)
+	UT_KNOBS_NODE(X) X(critical_effective_bytes) X(free_bytes)	\
+	X(total_bytes) X(resident_bytes) X(reclaimable_bytes) X(eta_ms)	\
+	X(events)
 #define UT_UMM_GPU_FIELDS(X)						\
-	X(budget_bytes) X(used_bytes) X(reclaimable_bytes) X(events)
+	UT_KNOBS_GPU(X) X(used_bytes) X(reclaimable_bytes) X(events)
 
-#define UT_UMM_G_ENUM(n)	UT_UMM_G_##n,
-#define UT_UMM_N_ENUM(n)	UT_UMM_N_##n,
-#define UT_UMM_GPU_ENUM(n)	UT_UMM_GPU_##n,
+#define UT_UMM_G_ENUM(n, ...)	UT_UMM_G_##n,
+#define UT_UMM_N_ENUM(n, ...)	UT_UMM_N_##n,
+#define UT_UMM_GPU_ENUM(n, ...)	UT_UMM_GPU_##n,
 enum { UT_UMM_GLOBALS(UT_UMM_G_ENUM) UT_UMM_G_COUNT };
 enum { UT_UMM_NODE_FIELDS(UT_UMM_N_ENUM) UT_UMM_N_COUNT };
 enum { UT_UMM_GPU_FIELDS(UT_UMM_GPU_ENUM) UT_UMM_GPU_COUNT };

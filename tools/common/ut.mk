@@ -31,7 +31,7 @@ all:
 $(B):
 	mkdir -p $@
 
-$(B)/%.o: %.c $(TOOL_HDRS) $(UT_DIR)/ut.h | $(B)
+$(B)/%.o: %.c $(TOOL_HDRS) $(UT_DIR)/ut.h $(UT_DIR)/knobs.h | $(B)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
 $(B)/$(TOOL): $(TOOL_OBJS) $(UT_LIB)

@@ -31,6 +31,7 @@ struct bench_opts {
 	uint64_t sizes[BENCH_MAX_SIZES];
 	uint64_t region_bytes;		/* migrate: bytes per region */
 	unsigned int regions;		/* migrate: regions */
+	unsigned int scale_max;		/* scale: largest count; 0 all */
 	struct ut_json *j;		/* non-NULL with --json */
 };
 
@@ -38,6 +39,7 @@ struct bench_opts {
  * (after saying why on stderr). */
 int bench_pool(const struct bench_opts *o);
 int bench_migrate(const struct bench_opts *o);
+int bench_scale(const struct bench_opts *o);
 int bench_suballoc(const struct bench_opts *o);
 
 /* Raw pinned host memory as the backend would obtain it, without the pool:

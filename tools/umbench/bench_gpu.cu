@@ -29,6 +29,10 @@
 #include "bench_gpu.h"
 #include "gpu.h"
 
+extern "C" {
+#include "ut.h"
+}
+
 /* Targets (Documentation/performance.rst). */
 #define BG_T_TIERED 0.90	/* evict, restore vs one-way ceilings */
 #define BG_T_OVERLAP 0.85	/* vs the both-ways ceiling */
@@ -798,187 +802,175 @@ static void print_text(const struct bg_opts *o, const struct bg_results *r,
 								   "FAIL");
 }
 
-/* Where the JSON goes: stdout, or the --json-file. */
-static FILE *jf;
-
-static void fputc_jf(int c)
+/*
+ * The JSON object (umbench(1)), on one line through tools/common's writer;
+ * figures with four decimals.
+ */
+static void json_num(struct ut_json *j, const char *key, double v)
 {
-	fputc(c, jf);
-}
-
-static void json_str(const char *s)
-{
-	fputc_jf('"');
-	for (; s && *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			fprintf(jf, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(jf, "\\u%04x", c);
-		else
-			fputc_jf(c);
-	}
-	fputc_jf('"');
-}
-
-static void json_num(double v)
-{
-	if (isfinite(v))
-		fprintf(jf, "%.4f", v);
-	else
-		fprintf(jf, "null");
-}
-
-static void json_err(const char *err)
-{
-	if (err[0])
-		json_str(err);
-	else
-		fprintf(jf, "null");
-}
-
-static void json_tri(int v)
-{
-	fprintf(jf, "%s", v > 0 ? "true" : v == 0 ? "false" : "null");
-}
-
-/* ,"key": then the value, for the members after an object's first. */
-static void json_key(const char *key)
-{
-	fprintf(jf, ",\"%s\":", key);
-}
-
-static void json_key_num(const char *key, double v)
-{
-	json_key(key);
-	json_num(v);
+	ut_json_fixed(j, key, v, 4);
 }
 
 /* null when the figure was not measured */
-static void json_key_opt(const char *key, int known, double v)
+static void json_opt(struct ut_json *j, const char *key, int known, double v)
 {
-	json_key(key);
 	if (known)
-		json_num(v);
+		json_num(j, key, v);
 	else
-		fprintf(jf, "null");
+		ut_json_null(j, key);
 }
 
-static void json_key_err(const char *key, const char *err)
+/* null when there was no error */
+static void json_err(struct ut_json *j, const char *key, const char *err)
 {
-	json_key(key);
-	json_err(err);
+	ut_json_str(j, key, err[0] ? err : NULL);
 }
 
-static void json_key_tri(const char *key, int v)
+/* 1 true, 0 false, -1 (not checked) null */
+static void json_tri(struct ut_json *j, const char *key, int v)
 {
-	json_key(key);
-	json_tri(v);
+	if (v < 0)
+		ut_json_null(j, key);
+	else
+		ut_json_bool(j, key, v > 0);
 }
 
-/* {"id":...,"name":... opening row i of an array */
-static void json_row(int i, const char *id, const char *name)
+/* {"id":...,"name":... opening a row of an array */
+static void json_row(struct ut_json *j, const char *id, const char *name)
 {
-	fprintf(jf, "%s{\"id\":", i ? "," : "");
-	json_str(id);
-	json_key("name");
-	json_str(name);
+	ut_json_obj_begin(j, NULL);
+	ut_json_str(j, "id", id);
+	ut_json_str(j, "name", name);
 }
 
-static void json_skipped(const char *why)
+static void json_head(struct ut_json *j, FILE *f)
 {
-	fprintf(jf, "{\"tool\":\"umbench\",\"mode\":\"gpu\",\"skipped\":true,\"reason\":");
-	json_str(why);
-	fprintf(jf, "}\n");
+	ut_json_init_line(j, f);
+	ut_json_obj_begin(j, NULL);
+	ut_json_str(j, "tool", "umbench");
+	ut_json_str(j, "mode", "gpu");
 }
 
-static void print_json(const struct bg_opts *o, const struct bg_results *r,
-		       const struct bg_target *t, int nt, int ok)
+static void json_skipped(FILE *f, const char *why)
+{
+	struct ut_json j;
+
+	json_head(&j, f);
+	ut_json_bool(&j, "skipped", true);
+	ut_json_str(&j, "reason", why);
+	ut_json_obj_end(&j);
+	ut_json_finish(&j);
+}
+
+static void json_results(struct ut_json *j, const struct bg_results *r)
 {
 	int i;
 
-	fprintf(jf, "{\"tool\":\"umbench\",\"mode\":\"gpu\",\"modeled\":%s,\"device\":",
-		r->modeled ? "true" : "false");
-	json_str(r->device);
-	fprintf(jf, ",\"device_total_bytes\":%llu,\"driver_version\":%d,\"runtime_version\":%d",
-	       (unsigned long long)r->dev_total, r->driver_version,
-	       r->runtime_version);
-	fprintf(jf, ",\"bytes\":%llu,\"reps\":%d", (unsigned long long)o->bytes,
-	       o->reps);
-	fprintf(jf, ",\"pinned_alloc\":{\"bytes\":%llu",
-	       (unsigned long long)r->pin_bytes);
-	json_key_num("cudaHostAlloc_ms", r->pin_alloc_ms);
-	json_key_num("touch_register_ms", r->pin_register_ms);
-	json_key_err("error", r->pin_err);
-	fprintf(jf, "},\"ceilings\":{\"h2d_gbps\":");
-	json_num(r->h2d);
-	json_key_num("d2h_gbps", r->d2h);
-	json_key_num("both_gbps", r->both);
-	json_key_err("error", r->ceil_err);
-	fprintf(jf, "}");
-	json_key_err("libum_error", r->ctx_err);
-	fprintf(jf, ",\"migrations\":[");
+	ut_json_obj_begin(j, "pinned_alloc");
+	ut_json_u64(j, "bytes", r->pin_bytes);
+	json_num(j, "cudaHostAlloc_ms", r->pin_alloc_ms);
+	json_num(j, "touch_register_ms", r->pin_register_ms);
+	json_err(j, "error", r->pin_err);
+	ut_json_obj_end(j);
+	ut_json_obj_begin(j, "ceilings");
+	json_num(j, "h2d_gbps", r->h2d);
+	json_num(j, "d2h_gbps", r->d2h);
+	json_num(j, "both_gbps", r->both);
+	json_err(j, "error", r->ceil_err);
+	ut_json_obj_end(j);
+	json_err(j, "libum_error", r->ctx_err);
+	ut_json_arr_begin(j, "migrations");
 	for (i = 0; i < r->nmig; i++) {
 		const struct bg_mig *m = &r->mig[i];
 
-		json_row(i, m->id, m->name);
-		json_key_num("evict_gbps", m->evict_gbps);
-		json_key_num("evict_ratio", ratio(m->evict_gbps, r->d2h));
-		json_key_num("restore_gbps", m->restore_gbps);
-		json_key_num("restore_ratio", ratio(m->restore_gbps, r->h2d));
-		json_key_num("device_timed_evict_gbps", m->dev_evict_gbps);
-		json_key_num("device_timed_restore_gbps", m->dev_restore_gbps);
-		json_key_opt("gpu_freed_gib", m->freed_known, m->freed_gib);
-		json_key_tri("intact", m->intact);
-		json_key_err("error", m->err);
-		fprintf(jf, "}");
+		json_row(j, m->id, m->name);
+		json_num(j, "evict_gbps", m->evict_gbps);
+		json_num(j, "evict_ratio", ratio(m->evict_gbps, r->d2h));
+		json_num(j, "restore_gbps", m->restore_gbps);
+		json_num(j, "restore_ratio", ratio(m->restore_gbps, r->h2d));
+		json_num(j, "device_timed_evict_gbps", m->dev_evict_gbps);
+		json_num(j, "device_timed_restore_gbps", m->dev_restore_gbps);
+		json_opt(j, "gpu_freed_gib", m->freed_known, m->freed_gib);
+		json_tri(j, "intact", m->intact);
+		json_err(j, "error", m->err);
+		ut_json_obj_end(j);
 	}
-	fprintf(jf, "],\"overlap\":{\"gbps\":");
-	json_num(r->ovl_gbps);
-	json_key_num("ratio", ratio(r->ovl_gbps, r->both));
-	json_key_tri("intact", r->ovl_intact);
-	json_key_err("error", r->ovl_err);
-	fprintf(jf, "},\"repinned_reps\":%d", r->repinned);
-	fprintf(jf, ",\"adam\":{\"params\":%llu",
-		(unsigned long long)r->adam_params);
-	fprintf(jf, ",\"state_bytes\":%llu,\"pieces\":%d,\"piece_budget_bytes\":%llu,\"floor_ms\":",
-	       (unsigned long long)r->state_bytes, r->pieces,
-	       (unsigned long long)r->piece_budget);
-	json_num(r->floor_ms);
-	json_key_num("floor_overlap_ms", r->floor_ovl_ms);
-	fprintf(jf, ",\"rows\":[");
+	ut_json_arr_end(j);
+	ut_json_obj_begin(j, "overlap");
+	json_num(j, "gbps", r->ovl_gbps);
+	json_num(j, "ratio", ratio(r->ovl_gbps, r->both));
+	json_tri(j, "intact", r->ovl_intact);
+	json_err(j, "error", r->ovl_err);
+	ut_json_obj_end(j);
+	ut_json_i64(j, "repinned_reps", r->repinned);
+}
+
+static void json_adam(struct ut_json *j, const struct bg_results *r)
+{
+	int i;
+
+	ut_json_obj_begin(j, "adam");
+	ut_json_u64(j, "params", r->adam_params);
+	ut_json_u64(j, "state_bytes", r->state_bytes);
+	ut_json_i64(j, "pieces", r->pieces);
+	ut_json_u64(j, "piece_budget_bytes", r->piece_budget);
+	json_num(j, "floor_ms", r->floor_ms);
+	json_num(j, "floor_overlap_ms", r->floor_ovl_ms);
+	ut_json_arr_begin(j, "rows");
 	for (i = 0; i < r->nadam; i++) {
 		const struct bg_adam *a = &r->adam[i];
 
-		json_row(i, a->id, a->name);
-		json_key_opt("in_ms", a->parts, a->in_ms);
-		json_key_opt("step_ms", a->parts || a->step_ms > 0, a->step_ms);
-		json_key_opt("out_ms", a->parts, a->out_ms);
-		json_key_num("total_ms", a->total_ms);
-		json_key_num("floor_ratio", ratio(a->total_ms, r->floor_ms));
-		json_key_num("overlapped_floor_ratio",
-			     ratio(a->total_ms, r->floor_ovl_ms));
-		json_key_tri("identical", a->identical);
-		fprintf(jf, ",\"pmv_differing\":%llu",
-			(unsigned long long)a->ndiff);
-		json_key_num("max_abs_diff", a->max_diff);
-		json_key_opt("gpu_freed_gib", a->freed_known, a->freed_gib);
-		json_key_err("note", a->note);
-		json_key_err("error", a->err);
-		fprintf(jf, "}");
+		json_row(j, a->id, a->name);
+		json_opt(j, "in_ms", a->parts, a->in_ms);
+		json_opt(j, "step_ms", a->parts || a->step_ms > 0, a->step_ms);
+		json_opt(j, "out_ms", a->parts, a->out_ms);
+		json_num(j, "total_ms", a->total_ms);
+		json_num(j, "floor_ratio", ratio(a->total_ms, r->floor_ms));
+		json_num(j, "overlapped_floor_ratio",
+			 ratio(a->total_ms, r->floor_ovl_ms));
+		json_tri(j, "identical", a->identical);
+		ut_json_u64(j, "pmv_differing", a->ndiff);
+		json_num(j, "max_abs_diff", a->max_diff);
+		json_opt(j, "gpu_freed_gib", a->freed_known, a->freed_gib);
+		json_err(j, "note", a->note);
+		json_err(j, "error", a->err);
+		ut_json_obj_end(j);
 	}
-	fprintf(jf, "]},\"targets\":[");
+	ut_json_arr_end(j);
+	ut_json_obj_end(j);
+}
+
+static void print_json(FILE *f, const struct bg_opts *o,
+		       const struct bg_results *r, const struct bg_target *t,
+		       int nt, int ok)
+{
+	struct ut_json j;
+	int i;
+
+	json_head(&j, f);
+	ut_json_bool(&j, "modeled", r->modeled);
+	ut_json_str(&j, "device", r->device);
+	ut_json_u64(&j, "device_total_bytes", r->dev_total);
+	ut_json_i64(&j, "driver_version", r->driver_version);
+	ut_json_i64(&j, "runtime_version", r->runtime_version);
+	ut_json_u64(&j, "bytes", o->bytes);
+	ut_json_i64(&j, "reps", o->reps);
+	json_results(&j, r);
+	json_adam(&j, r);
+	ut_json_arr_begin(&j, "targets");
 	for (i = 0; i < nt; i++) {
-		fprintf(jf, "%s{\"name\":", i ? "," : "");
-		json_str(t[i].name);
-		json_key_num("value", t[i].value);
-		fprintf(jf, ",\"op\":\"%s\"", t[i].le ? "<=" : ">=");
-		json_key_num("target", t[i].target);
-		json_key_tri("pass", t[i].known ? target_pass(&t[i]) : -1);
-		fprintf(jf, "}");
+		ut_json_obj_begin(&j, NULL);
+		ut_json_str(&j, "name", t[i].name);
+		json_num(&j, "value", t[i].value);
+		ut_json_str(&j, "op", t[i].le ? "<=" : ">=");
+		json_num(&j, "target", t[i].target);
+		json_tri(&j, "pass", t[i].known ? target_pass(&t[i]) : -1);
+		ut_json_obj_end(&j);
 	}
-	fprintf(jf, "],\"pass\":%s}\n", ok ? "true" : "false");
+	ut_json_arr_end(&j);
+	ut_json_bool(&j, "pass", ok);
+	ut_json_obj_end(&j);
+	ut_json_finish(&j);
 }
 
 static int all_ok(const struct bg_results *r, const struct bg_target *t,
@@ -1032,17 +1024,16 @@ extern "C" int umbench_gpu_main(int argc, char **argv)
 		const char *why = e != cudaSuccess ? cudaGetErrorString(e) :
 						     "no CUDA device";
 
-		if (o.json) {
-			jf = stdout;
-			json_skipped(why);
-		} else {
+		if (o.json)
+			json_skipped(stdout, why);
+		else
 			printf("umbench --gpu: skipped: no usable GPU (%s)\n",
 			       why);
-		}
 		if (o.json_file) {
-			jf = fopen(o.json_file, "w");
+			FILE *jf = fopen(o.json_file, "w");
+
 			if (jf) {
-				json_skipped(why);
+				json_skipped(jf, why);
 				fclose(jf);
 			}
 		}
@@ -1104,17 +1095,16 @@ extern "C" int umbench_gpu_main(int argc, char **argv)
 	}
 	nt = collect_targets(r, targets);
 	ok = all_ok(r, targets, nt);
-	if (o.json) {
-		jf = stdout;
-		print_json(&o, r, targets, nt, ok);
-	} else {
+	if (o.json)
+		print_json(stdout, &o, r, targets, nt, ok);
+	else
 		print_text(&o, r, targets, nt);
-	}
 	fflush(stdout);
 	if (o.json_file) {
-		jf = fopen(o.json_file, "w");
+		FILE *jf = fopen(o.json_file, "w");
+
 		if (jf) {
-			print_json(&o, r, targets, nt, ok);
+			print_json(jf, &o, r, targets, nt, ok);
 			if (fclose(jf))
 				jf = NULL;
 		}

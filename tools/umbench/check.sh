@@ -87,6 +87,31 @@ gpu_flag() {
 	fi
 }
 
+# --scale --quick: two counts, every call with calls, a cost and a ratio,
+# the first count's ratios exactly 1; not in the default run.
+scale_shape() {
+	local c
+	"$UMBENCH" --scale --quick --json -q >"$TMP/scale.json" || return 1
+	"$JC" "$TMP/scale.json" scale.backend:string scale.base_regions:number \
+		scale.points.1.regions:number || return 1
+	! "$JC" "$TMP/scale.json" scale.points.2 2>/dev/null || return 1
+	for c in alloc hit miss lookup free; do
+		"$JC" "$TMP/scale.json" "scale.points.*.$c.calls:number" \
+			"scale.points.*.$c.ns_per_call:number" \
+			"scale.points.*.$c.ratio:number" || return 1
+	done
+	# base ratios are 1.0, and every call was made at least once
+	[ "$(grep -c '"ratio": 1,\?$' "$TMP/scale.json")" -ge 5 ] &&
+	! grep -q '"calls": 0' "$TMP/scale.json" &&
+	! grep -q '"scale"' "$TMP/out.json"
+}
+
+scale_text() {
+	"$UMBENCH" scale --quick -q >"$TMP/scale.txt" &&
+	grep -Eq '^REGIONS +ALLOC +HIT +MISS +LOOKUP +FREE' "$TMP/scale.txt" &&
+	grep -Eq '^512 .*x' "$TMP/scale.txt"
+}
+
 # -V as every um tool prints it, and the JSON's version the same
 version() {
 	local v
@@ -94,7 +119,7 @@ version() {
 	grep -q "\"version\": \"${BASH_REMATCH[1]}\"" "$TMP/out.json"
 }
 
-tap_begin 14
+tap_begin 18
 tap_check "umbench --quick --json runs (exit 0 or 1)" runs
 tap_check "JSON valid with every key" keys
 tap_check "migrated data intact" data_intact
@@ -109,5 +134,10 @@ tap_check "bad --region-bytes" usage_error "invalid --region-bytes" \
 	--region-bytes 12
 tap_check "unknown option" usage_error "unrecognized option" --frob
 tap_check "--gpu answers or refuses clearly" gpu_flag
+tap_check "--scale --quick --json has the table's shape" scale_shape
+tap_check "scale as a section prints the table" scale_text
+tap_check "bad --scale-max" usage_error "invalid --scale-max" --scale-max 8
+tap_check "--scale with another section" usage_error "both given" \
+	--scale pool
 tap_check "--version" version
 tap_end

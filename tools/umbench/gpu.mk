@@ -18,9 +18,13 @@ UMBENCH_GPU_NVCCFLAGS ?= -O2 -arch=sm_90 -cudart static -Werror all-warnings \
 	-Xcompiler -Wall,-Wextra,-Werror,-fno-exceptions,-fno-threadsafe-statics,-ffp-contract=off
 UMBENCH_GPU_LIBS := $(CUDA_LIBS) -lpthread -lm
 
-$(UMBENCH_GPU_OBJS): $(UMBENCH_GPU_B)/%.o: %.cu bench_gpu.h gpu.h
+# bench_gpu.cu writes its JSON with tools/common's writer (json.c, in the
+# libut the tool links).
+$(UMBENCH_GPU_OBJS): $(UMBENCH_GPU_B)/%.o: %.cu bench_gpu.h gpu.h \
+		$(TOP)/tools/common/ut.h
 	@mkdir -p $(UMBENCH_GPU_B)
-	$(NVCC) $(UMBENCH_GPU_NVCCFLAGS) -I$(TOP)/libum/include -I. -c -o $@ $<
+	$(NVCC) $(UMBENCH_GPU_NVCCFLAGS) -I$(TOP)/libum/include -I. \
+		-I$(TOP)/tools/common -c -o $@ $<
 else
 UMBENCH_GPU_OBJS :=
 UMBENCH_GPU_CPPFLAGS :=

@@ -21,15 +21,20 @@ struct section {
 	const char *name;
 	int (*fn)(const struct bench_opts *o);
 	const char *help;
+	bool not_in_all;	/* long: run only when named */
 };
 
 static const struct section sections[] = {
 	{ "pool", bench_pool,
-	  "pinned pool alloc+free vs malloc+free vs raw pinned allocation" },
+	  "pinned pool alloc+free vs malloc+free vs raw pinned allocation",
+	  false },
 	{ "migrate", bench_migrate,
-	  "evict+restore through libum vs memcpy of the same bytes" },
+	  "evict+restore through libum vs memcpy of the same bytes", false },
 	{ "suballoc", bench_suballoc,
-	  "4 KiB blocks of a sub-allocator vs a region each" },
+	  "4 KiB blocks of a sub-allocator vs a region each", false },
+	{ "scale", bench_scale,
+	  "per-call cost at 64 .. 65536 regions (not in all; also --scale)",
+	  true },
 };
 
 #define NSECTIONS (sizeof(sections) / sizeof(sections[0]))
@@ -60,6 +65,9 @@ static void usage(void)
 "                       256,4K,64K,1M,16M,64M)\n"
 "      --region-bytes SIZE  migrate: bytes per region (default 64M)\n"
 "      --regions N      migrate: regions (default 4)\n"
+"      --scale          run the scale section (same as SECTION scale)\n"
+"      --scale-max N    scale: stop at N regions (default 65536; --quick\n"
+"                       measures 64 and 512 only)\n"
 "      --gpu            run the GPU benchmarks instead (CUDA builds only)\n"
 "  -q, --quiet          no progress bar\n"
 "  -h, --help           show this help\n"
@@ -91,6 +99,16 @@ static void parse_sizes(struct bench_opts *o, const char *list)
 		ut_die_usage("--sizes needs at least one size");
 }
 
+static const struct section *section_named(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < NSECTIONS; i++)
+		if (!strcmp(name, sections[i].name))
+			return &sections[i];
+	return NULL;
+}
+
 static int has_gpu_flag(int argc, char **argv)
 {
 	int i;
@@ -108,7 +126,7 @@ static const struct section *parse_args(int argc, char **argv,
 					struct bench_opts *o)
 {
 	enum { OPT_QUICK = 256, OPT_BACKEND, OPT_SIZES, OPT_RBYTES,
-	       OPT_REGIONS };
+	       OPT_REGIONS, OPT_SCALE, OPT_SCALE_MAX };
 	static const struct option longopts[] = {
 		{ "json", no_argument, NULL, 'J' },
 		{ "quick", no_argument, NULL, OPT_QUICK },
@@ -117,13 +135,14 @@ static const struct section *parse_args(int argc, char **argv,
 		{ "sizes", required_argument, NULL, OPT_SIZES },
 		{ "region-bytes", required_argument, NULL, OPT_RBYTES },
 		{ "regions", required_argument, NULL, OPT_REGIONS },
+		{ "scale", no_argument, NULL, OPT_SCALE },
+		{ "scale-max", required_argument, NULL, OPT_SCALE_MAX },
 		{ "quiet", no_argument, NULL, 'q' },
 		UT_OPTS_TAIL,
 	};
 	bool rounds_set = false, rbytes_set = false, regions_set = false;
 	const struct section *only = NULL;
 	uint64_t v;
-	size_t i;
 	int c;
 
 	while ((c = getopt_long(argc, argv, "Jr:qhV", longopts, NULL)) != -1) {
@@ -164,6 +183,15 @@ static const struct section *parse_args(int argc, char **argv,
 			o->regions = (unsigned int)v;
 			regions_set = true;
 			break;
+		case OPT_SCALE:
+			only = section_named("scale");
+			break;
+		case OPT_SCALE_MAX:
+			if (ut_parse_u64(optarg, 64, 1u << 20, &v))
+				ut_die_usage("invalid --scale-max '%s': need "
+					     "64..1048576", optarg);
+			o->scale_max = (unsigned int)v;
+			break;
 		case 'q':
 			o->quiet = true;
 			break;
@@ -186,11 +214,14 @@ static const struct section *parse_args(int argc, char **argv,
 			usage();
 			exit(0);
 		}
-		for (i = 0; i < NSECTIONS; i++)
-			if (!strcmp(name, sections[i].name))
-				only = &sections[i];
-		if (!only && strcmp(name, "all"))
+		const struct section *named = section_named(name);
+
+		if (!named && strcmp(name, "all"))
 			ut_die_usage("unknown section '%s'", name);
+		if (only && named != only)
+			ut_die_usage("--scale and section '%s' both given",
+				     name);
+		only = named;
 	}
 	if (optind < argc)
 		ut_die_usage("unexpected argument '%s'", argv[optind]);
@@ -233,7 +264,7 @@ int main(int argc, char **argv)
 		ut_json_bool(&j, "quick", o.quick);
 	}
 	for (i = 0; i < NSECTIONS; i++) {
-		if (only && only != &sections[i])
+		if (only ? only != &sections[i] : sections[i].not_in_all)
 			continue;
 		rc = sections[i].fn(&o);
 		if (rc < 0 || rc > worst)

@@ -105,6 +105,45 @@ get_set() {
 	json_is "$TMP/g.json" interval_ms 250
 }
 
+# The module's grammar (the ABI document's "Values"): hex, decimal with
+# leading zeros, boolean words in any case; numbers are no booleans (the
+# module's kstrtobool reads 0x1 as 0). Every knob of the table is known.
+grammar() {
+	u set interval_ms 0x64 && file_is interval_ms 100 &&
+	u set interval_ms 0250 && file_is interval_ms 250 &&
+	u set enabled Y && file_is enabled 1 &&
+	u set enabled OFF && file_is enabled 0 &&
+	u set enabled ON && file_is enabled 1 &&
+	expect 2 "bad value '0x1' (a boolean" u set enabled 0x1 &&
+	expect 2 "bad value '10' (a boolean" u set enabled 10 &&
+	file_is enabled 1 &&
+	u set gpus/gpu3/budget_bytes 0x40000000 &&
+	file_is gpus/gpu3/budget_bytes 1073741824 &&
+	u set gpus/gpu3/budget_bytes 0.5G &&
+	file_is gpus/gpu3/budget_bytes 536870912 &&
+	expect 2 'bad size' u set gpus/gpu3/budget_bytes 0x1G &&
+	expect 2 'bad value' u set queue_len +5 &&
+	u knobs >"$TMP/knobs" &&
+	grep -qx 'queue_len num 4 65536 256 0' "$TMP/knobs" &&
+	grep -qx 'gpus/gpuN/budget_bytes size 0 18446744073709551615 0 1048576' \
+		"$TMP/knobs" &&
+	[ "$(grep -vc '^#' "$TMP/knobs")" = "$(u get | grep -c 'node0/\|gpu0/\|^[a-z_]* ')" ]
+}
+
+# A byte knob under its floor is a unit forgotten ("20" for "20G"): refused
+# with the unit named, unless --force; 0 (no budget) is no mistake.
+floor() {
+	expect 2 'budget_bytes: 20 is 20 bytes, under 1 MiB: a unit forgotten' \
+		u set gpus/gpu1/budget_bytes 20 &&
+	expect 2 'or --force' u set gpus/gpu1/budget_bytes 1048575 &&
+	file_is gpus/gpu1/budget_bytes 0 &&
+	u set --force gpus/gpu1/budget_bytes 20 &&
+	file_is gpus/gpu1/budget_bytes 20 &&
+	u set gpus/gpu1/budget_bytes 1M -f && file_is gpus/gpu1/budget_bytes 1048576 &&
+	u set gpus/gpu1/budget_bytes 0 && file_is gpus/gpu1/budget_bytes 0 &&
+	expect 2 'bad size' u set --force gpus/gpu1/budget_bytes 12Q
+}
+
 # ring_bytes_max: a size, its range's ends land; the figure beside it is no
 # knob. It is left at 128 MiB for the checks after this one.
 ring_bytes_max() {
@@ -345,13 +384,15 @@ sysroot_forms() {
 	return $bad
 }
 
-tap_begin 19
+tap_begin 21
 tap_check "umctl.status_text" status_text
 tap_check "umctl.status_json" status_json
 tap_check "umctl.clients" clients
 tap_check "umctl.clients_without_debugfs" clients_no_debugfs
 tap_check "umctl.get_set" get_set
 tap_check "umctl.ring_bytes_max_range" ring_bytes_max
+tap_check "umctl.grammar_of_the_module" grammar
+tap_check "umctl.byte_floor_needs_force" floor
 tap_check "umctl.sysroot_and_older_forms" sysroot_forms
 tap_check "umctl.bad_values_refused_before_writing" bad_values
 tap_check "umctl.inject" inject

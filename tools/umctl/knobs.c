@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * knobs.c - umctl get, set and inject: every value is checked here against
- * the ranges of Documentation/ABI/testing/sysfs-kernel-mm-umm before it is
- * written, so a mistake is a usage error with a reason, and what the kernel
- * still refuses is reported with its errno.
+ * knobs.c - umctl knobs, get, set and inject: every value is checked here
+ * against the tools' knob table (tools/common/knobs.h, which the build
+ * checks against kmod/sysfs.c) before it is written, so a mistake is a
+ * usage error with a reason, and what the kernel still refuses is reported
+ * with its errno.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,29 +17,6 @@
 
 #include "umctl.h"
 #include "ut.h"
-
-enum kind { K_BOOL, K_NUM, K_WM, K_SIZE };
-
-struct knob {
-	const char *pattern;	/* '#' stands for a node or GPU id */
-	enum kind kind;
-	uint64_t min, max;
-};
-
-static const struct knob knobs[] = {
-	{ "enabled", K_BOOL, 0, 1 },
-	{ "interval_ms", K_NUM, 10, 60000 },
-	{ "queue_len", K_NUM, 4, 65536 },
-	{ "ring_bytes_max", K_SIZE, 4096, 1ull << 40 },
-	{ "hysteresis_bp", K_NUM, 0, 5000 },
-	{ "event_min_interval_ms", K_NUM, 0, 60000 },
-	{ "repeat_interval_ms", K_NUM, 0, 3600000 },
-	{ "nodes/node#/low_bp", K_WM, 0, 10000 },
-	{ "nodes/node#/medium_bp", K_WM, 0, 10000 },
-	{ "nodes/node#/critical_bp", K_WM, 0, 10000 },
-	{ "gpus/gpu#/budget_bytes", K_SIZE, 0, UINT64_MAX },
-};
-#define NKNOBS (sizeof(knobs) / sizeof(knobs[0]))
 
 static const char *const levels[] = { "normal", "low", "medium", "critical" };
 
@@ -105,47 +83,14 @@ int umctl_need_module(const struct umctl *u)
 
 /* ---- knob names ---------------------------------------------------------- */
 
-/* name against pattern, '#' matching a decimal id (into *id). */
-static bool match(const char *pat, const char *name, unsigned int *id)
+static const struct ut_knob *find_knob(const char *name, unsigned int *id)
 {
-	uint64_t v = 0;
+	const struct ut_knob *k = ut_knob_find(name, id);
 
-	for (; *pat; pat++) {
-		if (*pat != '#') {
-			if (*name++ != *pat)
-				return false;
-			continue;
-		}
-		if (*name < '0' || *name > '9')
-			return false;
-		for (v = 0; *name >= '0' && *name <= '9' && v < 100000; name++)
-			v = v * 10 + (uint64_t)(*name - '0');
-		*id = (unsigned int)v;
-	}
-	return !*name;
-}
-
-static const struct knob *find_knob(const char *name, unsigned int *id)
-{
-	size_t i;
-
-	for (i = 0; i < NKNOBS; i++)
-		if (match(knobs[i].pattern, name, id))
-			return &knobs[i];
-	ut_die_usage("unknown knob '%s' (see '%s help')", name, ut_progname);
-}
-
-/* The file of knob k for id, with the id written the kernel's way. */
-static void knob_path(const struct knob *k, unsigned int id, char *buf,
-		      size_t len)
-{
-	const char *hash = strchr(k->pattern, '#');
-
-	if (!hash)
-		snprintf(buf, len, "%s", k->pattern);
-	else
-		snprintf(buf, len, "%.*s%u%s", (int)(hash - k->pattern),
-			 k->pattern, id, hash + 1);
+	if (!k)
+		ut_die_usage("unknown knob '%s' (see '%s knobs')", name,
+			     ut_progname);
+	return k;
 }
 
 /* nodes/node<id> or gpus/gpu<id> must be there: a usage error otherwise. */
@@ -163,41 +108,21 @@ static int check_dir(const struct umctl *u, const char *what,
 	return EX_USAGE;
 }
 
-static bool is_gpu_knob(const struct knob *k)
-{
-	return !strncmp(k->pattern, "gpus/", 5);
-}
-
 /* Module there, and the knob's node or GPU too. */
-static int check_target(const struct umctl *u, const struct knob *k,
+static int check_target(const struct umctl *u, const struct ut_knob *k,
 			unsigned int id)
 {
 	int ret = umctl_need_module(u);
 
-	if (ret || !strchr(k->pattern, '#'))
+	if (ret || k->dir == UT_KNOB_GLOBAL)
 		return ret;
-	return check_dir(u, is_gpu_knob(k) ? "gpu" : "node", id);
+	return check_dir(u, k->dir == UT_KNOB_GPU ? "gpu" : "node", id);
 }
 
 /* ---- set ------------------------------------------------------------------ */
 
-static int parse_bool(const char *s)
-{
-	static const char *const yes[] = { "1", "y", "yes", "on", "true" };
-	static const char *const no[] = { "0", "n", "no", "off", "false" };
-	size_t i;
-
-	for (i = 0; i < 5; i++) {
-		if (!strcmp(s, yes[i]))
-			return 1;
-		if (!strcmp(s, no[i]))
-			return 0;
-	}
-	return -EINVAL;
-}
-
 /* "; MIN..MAX" for a size knob with a range, "" for one without. */
-static const char *size_range(const struct knob *k, char buf[48])
+static const char *size_range(const struct ut_knob *k, char buf[48])
 {
 	if (!k->min && k->max == UINT64_MAX)
 		return "";
@@ -206,29 +131,30 @@ static const char *size_range(const struct knob *k, char buf[48])
 }
 
 /* The value in decimal as the kernel takes it, or a usage error. */
-static void parse_value(const struct knob *k, const char *name,
-			const char *val, uint64_t *out)
+static void parse_value(const struct ut_knob *k, const char *name,
+			const char *val, bool force, uint64_t *out)
 {
-	char range[48];
-	int b;
+	char range[48], fl[UT_SIZE_STR];
+	int ret = ut_knob_parse(k, val, out);
 
+	if (ret == -EDOM && !ut_parse_size(val, out) && force)
+		return;		/* a value under the floor, on purpose */
+	if (!ret)
+		return;
 	switch (k->kind) {
-	case K_BOOL:
-		b = parse_bool(val);
-		if (b < 0)
-			ut_die_usage("%s: bad value '%s' (0/1, on/off, yes/no)",
-				     name, val);
-		*out = (uint64_t)b;
-		return;
-	case K_SIZE:
-		if (ut_parse_size_range(val, k->min, k->max, out))
-			ut_die_usage("%s: bad size '%s' (bytes, K/M/G/T suffixes%s)",
-				     name, val, size_range(k, range));
-		return;
+	case UT_KNOB_BOOL:
+		ut_die_usage("%s: bad value '%s' (a boolean: 1/0, y/n, yes/no, on/off, true/false; not a number)",
+			     name, val);
+	case UT_KNOB_SIZE:
+		if (ret == -EDOM)
+			ut_die_usage("%s: %s is %" PRIu64 " bytes, under %s: a unit forgotten? (write e.g. %sG, or --force)",
+				     name, val, *out,
+				     ut_size_str(k->floor, fl), val);
+		ut_die_usage("%s: bad size '%s' (bytes, 0x hex, K/M/G/T suffixes%s)",
+			     name, val, size_range(k, range));
 	default:
-		if (ut_parse_u64(val, k->min, k->max, out))
-			ut_die_usage("%s: bad value '%s' (%" PRIu64 "..%" PRIu64 ")",
-				     name, val, k->min, k->max);
+		ut_die_usage("%s: bad value '%s': a number (%" PRIu64 "..%" PRIu64 "), decimal or 0x hex",
+			     name, val, k->min, k->max);
 	}
 }
 
@@ -259,24 +185,41 @@ static int check_order(const struct umctl *u, const char *name, uint64_t v)
 	return EX_USAGE;
 }
 
+/* argv without --force (-f) wherever it is; returns the new argc. */
+static int take_force(int argc, char **argv, bool *force)
+{
+	int i, n = 1;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--force") || !strcmp(argv[i], "-f"))
+			*force = true;
+		else
+			argv[n++] = argv[i];
+	}
+	return n;
+}
+
 int cmd_set(struct umctl *u, int argc, char **argv)
 {
 	char name[96], what[160], val[32];
-	const struct knob *k;
+	const struct ut_knob *k;
 	unsigned int id = 0;
+	bool force = false;
 	uint64_t v;
 	int ret;
 
+	argc = take_force(argc, argv, &force);
 	if (argc != 3)
-		ut_die_usage("usage: set KNOB VALUE");
+		ut_die_usage("usage: set [--force] KNOB VALUE");
 	k = find_knob(argv[1], &id);
-	knob_path(k, id, name, sizeof(name));
-	parse_value(k, name, argv[2], &v);
-	if (is_gpu_knob(k) && id >= UT_UMM_MAX_GPUS)
+	if (ut_knob_path(k, id, name, sizeof(name)))
+		ut_die_usage("knob name too long: '%s'", argv[1]);
+	parse_value(k, name, argv[2], force, &v);
+	if (k->dir == UT_KNOB_GPU && id >= UT_UMM_MAX_GPUS)
 		ut_die_usage("%s: GPU ids are 0..%d", name,
 			     UT_UMM_MAX_GPUS - 1);
 	ret = check_target(u, k, id);
-	if (!ret && k->kind == K_WM)
+	if (!ret && k->kind == UT_KNOB_WM)
 		ret = check_order(u, name, v);
 	if (ret)
 		return ret;
@@ -299,52 +242,53 @@ static void put_value(const struct umctl *u, struct ut_json *j,
 		printf("%" PRIu64 "\n", v);
 }
 
+/* The knobs of directory dir for id, values from v[] (a ut_umm's). */
+static void put_dir(const struct umctl *u, struct ut_json *j,
+		    enum ut_knob_dir dir, unsigned int id, const uint64_t *v)
+{
+	char name[96];
+	size_t i;
+
+	for (i = 0; i < ut_nknobs; i++) {
+		if (ut_knobs[i].dir != dir)
+			continue;
+		ut_knob_path(&ut_knobs[i], id, name, sizeof(name));
+		put_value(u, j, name, v[ut_knobs[i].field]);
+	}
+}
+
 /* Every knob: the global ones, then each node's and each GPU's. */
 static int get_all(const struct umctl *u, struct ut_json *j)
 {
-	static const int global[] = {
-		UT_UMM_G_enabled, UT_UMM_G_interval_ms, UT_UMM_G_queue_len,
-		UT_UMM_G_ring_bytes_max, UT_UMM_G_hysteresis_bp,
-		UT_UMM_G_event_min_interval_ms, UT_UMM_G_repeat_interval_ms,
-	};
 	struct ut_umm s;
-	char name[96];
-	size_t i;
-	int ret = ut_umm_read(u->root, &s), w;
+	size_t n;
+	int ret = ut_umm_read(u->root, &s);
 
 	if (ret) {
 		ut_umm_warn(u->root, s.failed[0] ? s.failed : "get", ret);
 		ut_umm_free(&s);
 		return EX_RUNTIME;
 	}
-	for (i = 0; i < sizeof(global) / sizeof(global[0]); i++)
-		put_value(u, j, ut_umm_global_names[global[i]],
-			  s.g[global[i]]);
-	for (i = 0; i < s.nnodes; i++)
-		for (w = UT_UMM_N_low_bp; w <= UT_UMM_N_critical_bp; w++) {
-			snprintf(name, sizeof(name), "nodes/node%u/%s",
-				 s.nodes[i].id, ut_umm_node_names[w]);
-			put_value(u, j, name, s.nodes[i].v[w]);
-		}
-	for (i = 0; i < s.ngpus; i++) {
-		snprintf(name, sizeof(name), "gpus/gpu%u/budget_bytes",
-			 s.gpus[i].id);
-		put_value(u, j, name, s.gpus[i].v[UT_UMM_GPU_budget_bytes]);
-	}
+	put_dir(u, j, UT_KNOB_GLOBAL, 0, s.g);
+	for (n = 0; n < s.nnodes; n++)
+		put_dir(u, j, UT_KNOB_NODE, s.nodes[n].id, s.nodes[n].v);
+	for (n = 0; n < s.ngpus; n++)
+		put_dir(u, j, UT_KNOB_GPU, s.gpus[n].id, s.gpus[n].v);
 	ut_umm_free(&s);
 	return EX_DONE;
 }
 
 static int get_one(const struct umctl *u, struct ut_json *j, const char *arg)
 {
-	const struct knob *k;
+	const struct ut_knob *k;
 	unsigned int id = 0;
 	char name[96];
 	uint64_t v;
 	int ret;
 
 	k = find_knob(arg, &id);
-	knob_path(k, id, name, sizeof(name));
+	if (ut_knob_path(k, id, name, sizeof(name)))
+		ut_die_usage("knob name too long: '%s'", arg);
 	ret = check_target(u, k, id);
 	if (ret)
 		return ret;
@@ -374,6 +318,16 @@ int cmd_get(struct umctl *u, int argc, char **argv)
 		ut_json_finish(&j);
 	}
 	return ret;
+}
+
+/* ---- knobs ---------------------------------------------------------------- */
+
+int cmd_knobs(struct umctl *u, int argc, char **argv)
+{
+	if (argc > 1)
+		ut_die_usage("knobs: unexpected argument '%s'", argv[1]);
+	ut_knobs_list(stdout);
+	return fflush(stdout) ? EX_RUNTIME : EX_DONE;
 }
 
 /* ---- inject --------------------------------------------------------------- */

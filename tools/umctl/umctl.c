@@ -20,6 +20,28 @@
 
 static int cmd_help(struct umctl *u, int argc, char **argv);
 
+/*
+ * "knobs:" and every global number knob of the table (enabled and
+ * ring_bytes_max have their place on the lines above).
+ */
+static void print_knobs(const uint64_t *g)
+{
+	const char *sep = " ";
+	size_t i;
+
+	printf("knobs:   ");
+	for (i = 0; i < ut_nknobs; i++) {
+		const struct ut_knob *k = &ut_knobs[i];
+
+		if (k->dir != UT_KNOB_GLOBAL || k->kind != UT_KNOB_NUM)
+			continue;
+		printf("%s%s %llu", sep, k->name,
+		       (unsigned long long)g[k->field]);
+		sep = ", ";
+	}
+	printf("\n\n");
+}
+
 static int umctl_print_status(const struct ut_umm *s)
 {
 	const uint64_t *g = s->g;
@@ -45,12 +67,7 @@ static int umctl_print_status(const struct ut_umm *s)
 	printf("kernel:   %llu shrinker calls, %llu OOM notifier calls\n",
 	       (unsigned long long)g[UT_UMM_G_shrinker_calls],
 	       (unsigned long long)g[UT_UMM_G_oom_calls]);
-	printf("knobs:    interval_ms %llu, queue_len %llu, hysteresis_bp %llu, event_min_interval_ms %llu, repeat_interval_ms %llu\n\n",
-	       (unsigned long long)g[UT_UMM_G_interval_ms],
-	       (unsigned long long)g[UT_UMM_G_queue_len],
-	       (unsigned long long)g[UT_UMM_G_hysteresis_bp],
-	       (unsigned long long)g[UT_UMM_G_event_min_interval_ms],
-	       (unsigned long long)g[UT_UMM_G_repeat_interval_ms]);
+	print_knobs(g);
 	ret = ut_umm_print_nodes(s, NULL);
 	if (!ret && s->ngpus) {
 		putchar('\n');
@@ -143,9 +160,11 @@ static const struct command commands[] = {
 	  "the processes that have /dev/umm open (debugfs, root)" },
 	{ "metrics", cmd_metrics, "[FILE]",
 	  "Prometheus text, to stdout or FILE (atomic)" },
+	{ "knobs", cmd_knobs, "",
+	  "the knobs: kind, range, default, floor" },
 	{ "get", cmd_get, "[KNOB]",
 	  "print one knob, or all of them" },
-	{ "set", cmd_set, "KNOB VALUE",
+	{ "set", cmd_set, "[--force] KNOB VALUE",
 	  "write a knob (checked first)" },
 	{ "inject", cmd_inject, "node N LEVEL|clear|shrink SIZE",
 	  "" },
@@ -153,6 +172,33 @@ static const struct command commands[] = {
 	  "raise a level or event (test only)" },
 	{ "help", cmd_help, "", "this text" },
 };
+
+/* "KNOB: enabled, ..., gpus/gpuN/budget_bytes" from the table, wrapped. */
+static void usage_knobs(void)
+{
+	size_t i, col = 7;
+
+	printf("\nKNOB:");
+	for (i = 0; i < ut_nknobs; i++) {
+		const char *p = ut_knobs[i].pattern, *hash = strchr(p, '#');
+		size_t len = strlen(p) + 2;
+
+		if (col + len > 76) {
+			printf("\n ");
+			col = 2;
+		}
+		if (hash)
+			printf(" %.*sN%s%s", (int)(hash - p), p, hash + 1,
+			       i + 1 < ut_nknobs ? "," : "");
+		else
+			printf(" %s%s", p, i + 1 < ut_nknobs ? "," : "");
+		col += len;
+	}
+	printf("\n  ('%s knobs': ranges). VALUE: decimal or 0x hex; sizes also\n"
+	       "  1.5G (K/M/G/T, binary); booleans 1/0, y/n, on/off, ...\n"
+	       "  A byte knob under its floor needs --force. LEVEL: normal,\n"
+	       "  low, medium, critical.\n", ut_progname);
+}
 
 static void usage(void)
 {
@@ -164,12 +210,8 @@ static void usage(void)
 	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		printf("  %-7s %-32s %s\n", commands[i].name, commands[i].args,
 		       commands[i].help);
-	printf("\nKNOB: enabled, interval_ms, queue_len, ring_bytes_max,\n"
-	       "  hysteresis_bp, event_min_interval_ms, repeat_interval_ms,\n"
-	       "  nodes/nodeN/{low,medium,critical}_bp, gpus/gpuN/budget_bytes\n"
-	       "  (sizes: K/M/G/T suffixes). LEVEL: normal, low, medium,\n"
-	       "  critical.\n\n"
-	       "Options:\n"
+	usage_knobs();
+	printf("\nOptions:\n"
 	       "  -J, --json            machine-readable output\n"
 	       "      --sysroot DIR     DIR stands for / (tests with a fake tree)\n"
 	       "  -r, --sysfs-root DIR  DIR stands for /sys (the older form;\n"
@@ -271,7 +313,7 @@ int main(int argc, char **argv)
 	ut_set_progname(argv[0]);
 	parse(argc, argv, &u);
 	if (optind >= argc)
-		ut_die_usage("no command (status, clients, metrics, get, set, inject)");
+		ut_die_usage("no command (status, clients, metrics, knobs, get, set, inject)");
 	argc = keep_args(argc - optind, argv + optind, &u);
 	argv += optind;
 	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)

@@ -15,6 +15,7 @@ struct umctl {
 	bool json;
 };
 
+int cmd_knobs(struct umctl *u, int argc, char **argv);
 int cmd_get(struct umctl *u, int argc, char **argv);
 int cmd_set(struct umctl *u, int argc, char **argv);
 int cmd_inject(struct umctl *u, int argc, char **argv);

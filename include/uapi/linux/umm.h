@@ -78,11 +78,23 @@
  * @UMM_TIER_HOST_NODE:	host memory on NUMA node <tier id>.
  * @UMM_TIER_GPU:	device memory of GPU <tier id> (0 .. UMM_MAX_GPUS - 1),
  *			as numbered by the clients themselves.
+ * @UMM_TIER_CGROUP:	the memory of a cgroup v2 memory cgroup, against the
+ *			lowest memory.max or memory.high on its path to the
+ *			root. <tier id> is the low 32 bits of its id (the
+ *			kernel's cgroup_id(): on 64-bit kernels the inode
+ *			number of its directory in cgroupfs, as stat(2) or
+ *			name_to_handle_at(2) give it, below 2^32 until 2^31
+ *			kernfs nodes were made); UMM_IOC_QUERY gives the high
+ *			32 bits. Only in events and QUERY, and only to
+ *			clients that asked for UMM_FEATURE_CGROUP; REPORT
+ *			refuses it (what a client holds in its cgroup is
+ *			what it reports on host nodes).
  */
 enum umm_tier_type {
 	UMM_TIER_NONE		= 0,
 	UMM_TIER_HOST_NODE	= 1,
 	UMM_TIER_GPU		= 2,
+	UMM_TIER_CGROUP		= 3,
 };
 
 /*
@@ -90,7 +102,9 @@ enum umm_tier_type {
  * value is worse, so levels compare with < and >.
  * @UMM_LEVEL_INVALID:	reserved, never reported.
  * @UMM_LEVEL_NORMAL:	above the low watermark (or within budget).
- * @UMM_LEVEL_LOW:	free memory below the low watermark.
+ * @UMM_LEVEL_LOW:	free memory below the low watermark (for a cgroup:
+ *			the room left under its limit below the low
+ *			threshold, and so on).
  * @UMM_LEVEL_MEDIUM:	below the medium watermark.
  * @UMM_LEVEL_CRITICAL:	below the critical watermark (or over budget for a
  *			GPU: GPUs only use NORMAL and CRITICAL, plus the
@@ -119,6 +133,15 @@ enum umm_level {
  *			 node stays at LOW or worse. bytes_free = free bytes on
  *			 the node; dest_node = the node with most headroom;
  *			 eta_ms = estimated ms until the critical level.
+ *			 Or (UMM_FEATURE_CGROUP) a memory cgroup's level rose:
+ *			 tier = the cgroup; sent only to clients in that
+ *			 cgroup or below it; bytes_to_free = this client's
+ *			 share of what would bring the cgroup's room back
+ *			 above its low threshold plus the hysteresis (asked
+ *			 as for a node, from what the clients there declared
+ *			 on all host nodes together); bytes_free = room left
+ *			 under the limit; dest_node = UMM_NODE_NONE (moving
+ *			 between nodes frees nothing in a cgroup).
  * @UMM_EVENT_RELIEF:	 a source's level dropped (only with
  *			 UMM_FEATURE_RELIEF). tier, level (the new one),
  *			 bytes_free as for PRESSURE/GPU_BUDGET.
@@ -179,20 +202,23 @@ enum umm_event_type {
  *		for every record queued *or dropped*: a gap means loss (and an
  *		OVERFLOW record says how many).
  * @ts_ns:	CLOCK_MONOTONIC time the event was raised, in ns.
- * @tier_id:	node id or GPU id of the source (0 when tier_type is NONE).
+ * @tier_id:	node id or GPU id of the source (0 when tier_type is NONE);
+ *		for a cgroup the low 32 bits of its id.
  * @level:	enum umm_level of the source now (CRITICAL for OOM).
  * @bytes_to_free: bytes this client is asked to give back (0: information
  *		only). UMM_EVENT_F_ACK is set exactly when it is non-zero.
  * @lost:	OVERFLOW only (shares storage with bytes_to_free): records
  *		dropped.
  * @bytes_free:	free bytes on the source now (node: free memory; GPU:
- *		budget left, 0 when over budget or no budget).
+ *		budget left, 0 when over budget or no budget; cgroup: room
+ *		left under its limit).
  * @dest_node:	a host node with headroom (most free bytes above its low
  *		watermark plus the hysteresis band) to move bytes to, or
  *		UMM_NODE_NONE (-1).
  * @eta_ms:	estimated ms until the source reaches the critical level at
  *		the current rate of decline; 0 if it is critical already;
- *		UMM_ETA_UNKNOWN if it is not declining or not a node.
+ *		UMM_ETA_UNKNOWN if it is not declining or not a node or
+ *		cgroup.
  */
 struct umm_event {
 	__u32 type;
@@ -221,10 +247,22 @@ struct umm_event {
  *			     is not asked for anything). Without it a client
  *			     only gets the PRESSURE/GPU_BUDGET events that ask
  *			     it to free bytes.
+ * UMM_FEATURE_CGROUP:	     the client is tied to the memory cgroup (v2) of
+ *			     the process that opened the file, and follows it
+ *			     when it moves; it gets the PRESSURE (and, with
+ *			     UMM_FEATURE_RELIEF, RELIEF) events of
+ *			     UMM_TIER_CGROUP about that cgroup and QUERY lists
+ *			     the watched cgroups. Granted always; the reply
+ *			     of the handshake carries it only where the memory
+ *			     controller is on the cgroup v2 hierarchy (with
+ *			     no memory controller, or on cgroup v1, there are
+ *			     no cgroup events).
  */
 #define UMM_FEATURE_RELIEF		(1ULL << 0)
 #define UMM_FEATURE_ALL_PRESSURE	(1ULL << 1)
-#define UMM_API_FEATURES	(UMM_FEATURE_RELIEF | UMM_FEATURE_ALL_PRESSURE)
+#define UMM_FEATURE_CGROUP		(1ULL << 2)
+#define UMM_API_FEATURES	(UMM_FEATURE_RELIEF | UMM_FEATURE_ALL_PRESSURE | \
+				 UMM_FEATURE_CGROUP)
 
 /**
  * struct umm_api - UMM_IOC_API, the handshake. Must be the first ioctl on a
@@ -232,7 +270,8 @@ struct umm_event {
  * @size:	(in) sizeof(struct umm_api).
  * @api:	(in) UMM_API_VERSION.
  * @features:	(in) UMM_FEATURE_* the client wants; (out) every feature this
- *		module supports (the client gets what it asked for).
+ *		module supports (the client gets what it asked for;
+ *		UMM_FEATURE_CGROUP is left out where it can do nothing).
  * @priority:	(in) client priority: lower values are asked to free first;
  *		0 is the usual value. Any s32.
  * @flags:	(in) reserved, must be 0.
@@ -346,23 +385,31 @@ struct umm_ack {
 };
 
 /* struct umm_level_info.flags */
-#define UMM_LEVEL_F_BUDGET	(1U << 0) /* GPU: a budget is set */
+#define UMM_LEVEL_F_BUDGET	(1U << 0) /* GPU: a budget; cgroup: a limit */
 #define UMM_LEVEL_F_INJECTED	(1U << 1) /* level held by the inject file */
 
 /**
  * struct umm_level_info - one source in UMM_IOC_QUERY. All (out).
- * @tier_type:	UMM_TIER_HOST_NODE or UMM_TIER_GPU.
- * @tier_id:	node id or GPU id.
+ * @tier_type:	UMM_TIER_HOST_NODE, UMM_TIER_GPU or UMM_TIER_CGROUP.
+ * @tier_id:	node id, GPU id, or the low 32 bits of a cgroup's id.
  * @level:	enum umm_level.
  * @flags:	UMM_LEVEL_F_*.
- * @free_bytes:	node: free memory; GPU: budget left (0 if over or none).
- * @total_bytes: node: its memory; GPU: budget_bytes (0: no budget).
- * @used_bytes:	sum of resident_bytes all clients reported there
- *		(saturating at 2^64 - 1).
+ * @free_bytes:	node: free memory; GPU: budget left (0 if over or none);
+ *		cgroup: room left under its limit, the least over it and its
+ *		ancestors (U64_MAX: no limit).
+ * @total_bytes: node: its memory; GPU: budget_bytes (0: no budget);
+ *		cgroup: the effective limit, the lowest memory.max or
+ *		memory.high on its path to the root (0: none).
+ * @used_bytes:	node, GPU: sum of resident_bytes all clients reported there
+ *		(saturating at 2^64 - 1); cgroup: its memory usage
+ *		(memory.current).
  * @reclaimable_bytes: sum of reclaimable_bytes all clients reported there
- *		(saturating).
+ *		(saturating); cgroup: what the clients in it and below it
+ *		declared on host nodes.
  * @eta_ms:	as struct umm_event.eta_ms.
- * @reserved:	0.
+ * @reserved:	0 for a node or GPU.
+ * @tier_id_hi:	cgroup: the high 32 bits of its id (shares storage with
+ *		@reserved).
  */
 struct umm_level_info {
 	__u32 tier_type;
@@ -374,7 +421,10 @@ struct umm_level_info {
 	__u64 used_bytes;
 	__u64 reclaimable_bytes;
 	__u32 eta_ms;
-	__u32 reserved;
+	union {
+		__u32 reserved;
+		__u32 tier_id_hi;
+	};
 };
 
 /**
@@ -383,8 +433,10 @@ struct umm_level_info {
  * @flags:	(in) must be 0.
  * @count:	(in) room at @levels, in entries (0 to only learn the
  *		number); (out) entries that exist: every node with memory,
- *		then every GPU with a budget or reported bytes. If larger than
- *		the room given, only that many were written.
+ *		then every GPU with a budget or reported bytes, then (for a
+ *		client with UMM_FEATURE_CGROUP) every watched memory cgroup,
+ *		the cgroups that hold such clients. If larger than the room
+ *		given, only that many were written.
  * @enabled:	(out) 1 if the module's enabled knob is 1, else 0.
  * @levels:	(in) user pointer to @count struct umm_level_info.
  * @last_seq:	(out) seq of the last record this client was given (queued

@@ -44,5 +44,5 @@ const struct um_backend_ops *um_cuda_plugin_v1(const struct um_plugin_core *c)
 	    c->ops_size != sizeof(struct um_backend_ops))
 		return NULL;
 	core = c;
-	return &um_backend_cuda;
+	return &um__backend_cuda;
 }

@@ -40,14 +40,14 @@ static int be_init(struct um_backend *be)
 	struct um_backend_config bc = { .sim_capacity = 0, .device = 0 };
 
 	memset(be, 0, sizeof(*be));
-	be->ops = &um_backend_cuda;
+	be->ops = &um__backend_cuda;
 	be->log = be_log;
-	return um_backend_cuda.init(be, &bc);
+	return um__backend_cuda.init(be, &bc);
 }
 
 TEST(fences_record_on_a_second_devices_queues_and_streams)
 {
-	const struct um_backend_ops *o = &um_backend_cuda;
+	const struct um_backend_ops *o = &um__backend_cuda;
 	struct um_queue *q1 = NULL;
 	struct um_fence *f = NULL;
 	struct um_backend be;
@@ -93,7 +93,7 @@ TEST(no_primary_context_on_devices_not_used)
 
 TEST(managed_cap_is_per_device)
 {
-	const struct um_backend_ops *o = &um_backend_cuda;
+	const struct um_backend_ops *o = &um__backend_cuda;
 	struct um_backend be;
 	size_t f1 = 0, t1 = 0;
 	void *other = NULL, *m = NULL;
@@ -116,7 +116,7 @@ TEST(managed_cap_is_per_device)
 
 TEST(a_dead_context_is_reported_as_such)
 {
-	const struct um_backend_ops *o = &um_backend_cuda;
+	const struct um_backend_ops *o = &um__backend_cuda;
 	struct um_queue *q = NULL;
 	struct um_backend be;
 	void *host = NULL, *dev = NULL;
@@ -140,7 +140,7 @@ TEST(a_dead_context_is_reported_as_such)
 
 TEST(copies_from_pageable_memory_are_refused)
 {
-	const struct um_backend_ops *o = &um_backend_cuda;
+	const struct um_backend_ops *o = &um__backend_cuda;
 	struct um_queue *q = NULL;
 	struct um_backend be;
 	void *dev = NULL;

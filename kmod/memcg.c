@@ -1,0 +1,489 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Memory cgroups (v2) as sources. A client with UMM_FEATURE_CGROUP is tied
+ * to the memory cgroup of the process that opened the file and follows it
+ * when it moves (checked at every sample and every QUERY). Every cgroup
+ * that holds such clients is watched: its room -- the least left under
+ * any memory.max or memory.high on its path to the root -- is sampled
+ * against thresholds in basis points of its effective limit (the lowest
+ * of those limits), and PRESSURE goes to the clients in it and below it.
+ *
+ * A watched cgroup holds a css reference, so its struct mem_cgroup (and
+ * every ancestor: a cgroup holds its parent) stays valid after rmdir; a
+ * cgroup that went offline under a client whose process is gone hands the
+ * client to its nearest online ancestor, where its charges went.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/cgroup.h>
+#include <linux/kernel.h>
+#include <linux/math64.h>
+#include <linux/memcontrol.h>
+#include <linux/minmax.h>
+#include <linux/page_counter.h>
+#include <linux/pid.h>
+#include <linux/rcupdate.h>
+#include <linux/sched.h>
+#include <linux/slab.h>
+
+#include "umm_internal.h"
+
+/**
+ * umm_memcg_available() - is there a memory controller on cgroup v2?
+ *
+ * With the controller disabled (cgroup_disable=memory) or bound to a
+ * cgroup v1 hierarchy there are no cgroup sources.
+ *
+ * Return: true when cgroup sources can exist.
+ */
+bool umm_memcg_available(void)
+{
+#ifdef CONFIG_MEMCG
+	return !mem_cgroup_disabled() &&
+	       cgroup_subsys_on_dfl(memory_cgrp_subsys);
+#else
+	return false;
+#endif
+}
+
+#ifdef CONFIG_MEMCG
+
+/*
+ * mem_cgroup_is_root() compares with root_mem_cgroup, which modules cannot
+ * see; the root is the one cgroup without a parent.
+ */
+static bool umm_memcg_is_root(struct mem_cgroup *m)
+{
+	return !m->css.parent;
+}
+
+/*
+ * The nearest online cgroup at or above @m that is not the root, with a
+ * reference; NULL for none. Under rcu_read_lock(): @m's memory (and its
+ * parents') cannot go away meanwhile.
+ */
+static struct mem_cgroup *umm_memcg_get_live(struct mem_cgroup *m)
+{
+	for (; m && !umm_memcg_is_root(m); m = parent_mem_cgroup(m))
+		if (css_tryget_online(&m->css))
+			return m;
+	return NULL;
+}
+
+/*
+ * The cgroup @c belongs in now, with a reference, or NULL: that of the
+ * process that opened the file; once that process is gone, the one it is
+ * tied to, while that is online.
+ */
+static struct mem_cgroup *umm_memcg_of(struct umm_client *c)
+{
+	struct task_struct *task;
+	struct mem_cgroup *m = NULL;
+
+	rcu_read_lock();
+	task = pid_task(c->pid, PIDTYPE_TGID);
+	if (task)
+		m = umm_memcg_get_live(mem_cgroup_from_task(task));
+	else if (c->cg)
+		m = umm_memcg_get_live(c->cg->memcg);
+	rcu_read_unlock();
+	return m;
+}
+
+static struct umm_cgroup *umm_cgroup_find(struct mem_cgroup *memcg)
+{
+	struct umm_cgroup *cg;
+
+	list_for_each_entry(cg, &umm.cgroups, list)
+		if (cg->memcg == memcg)
+			return cg;
+	return NULL;
+}
+
+/* @a * @bp / 10000 without overflow (limits reach 2^63). */
+static u64 umm_cg_bp_of(u64 a, u32 bp)
+{
+	return mul_u64_u64_div_u64(a, bp, UMM_BP_MAX);
+}
+
+static u32 umm_cgroup_level_of(u64 room, u64 limit)
+{
+	if (room < umm_cg_bp_of(limit, umm.cg_critical_bp))
+		return UMM_LEVEL_CRITICAL;
+	if (room < umm_cg_bp_of(limit, umm.cg_medium_bp))
+		return UMM_LEVEL_MEDIUM;
+	if (room < umm_cg_bp_of(limit, umm.cg_low_bp))
+		return UMM_LEVEL_LOW;
+	return UMM_LEVEL_NORMAL;
+}
+
+/* As for nodes: rise at once, drop once hysteresis_bp above the threshold. */
+static u32 umm_cgroup_level(struct umm_cgroup *cg)
+{
+	u64 hyst, room = cg->room_bytes, limit = cg->limit_bytes;
+	u32 raw, cur = cg->src.level;
+
+	if (limit == U64_MAX || !limit)
+		return UMM_LEVEL_NORMAL;
+	raw = umm_cgroup_level_of(room, limit);
+	if (raw >= cur)
+		return raw;
+	hyst = umm_cg_bp_of(limit, umm.hysteresis_bp);
+	return min(cur, umm_cgroup_level_of(room > hyst ? room - hyst : 0,
+					    limit));
+}
+
+/* Bytes per second that @before - @after over @dt ns are (negative: grew). */
+static s64 umm_rate(u64 before, u64 after, u64 dt)
+{
+	if (before >= after)
+		return min_t(u64, mul_u64_u64_div_u64(before - after,
+						      NSEC_PER_SEC, dt),
+			     S64_MAX);
+	return -(s64)min_t(u64, mul_u64_u64_div_u64(after - before,
+						    NSEC_PER_SEC, dt),
+			   S64_MAX);
+}
+
+static void umm_cgroup_sample(struct umm_cgroup *cg, u64 now)
+{
+	u64 limit = U64_MAX, room = U64_MAX, crit;
+	struct mem_cgroup *m, *binding = NULL;
+
+	for (m = cg->memcg; m && !umm_memcg_is_root(m);
+	     m = parent_mem_cgroup(m)) {
+		unsigned long lim = min(READ_ONCE(m->memory.max),
+					READ_ONCE(m->memory.high));
+		unsigned long use;
+		u64 left;
+
+		if (lim >= PAGE_COUNTER_MAX)
+			continue;
+		use = page_counter_read(&m->memory);
+		left = lim > use ? (u64)(lim - use) << PAGE_SHIFT : 0;
+		limit = min_t(u64, limit, (u64)lim << PAGE_SHIFT);
+		/* on a tie the higher one: watches above share it */
+		if (left <= room) {
+			room = left;
+			binding = m;
+		}
+	}
+	WRITE_ONCE(cg->usage_bytes,
+		   (u64)page_counter_read(&cg->memcg->memory) << PAGE_SHIFT);
+
+	if (cg->sample_ns && now > cg->sample_ns && binding &&
+	    cg->room_bytes != U64_MAX) {
+		cg->fill_now_bps = umm_rate(cg->room_bytes, room,
+					    now - cg->sample_ns);
+		/* EWMA, weight 1/4, as for nodes */
+		cg->fill_bps += (cg->fill_now_bps - cg->fill_bps) / 4;
+	} else {
+		cg->fill_now_bps = 0;
+		cg->fill_bps = 0;
+	}
+	WRITE_ONCE(cg->limit_bytes, limit);
+	WRITE_ONCE(cg->room_bytes, room);
+	cg->binding = binding;
+	cg->sample_ns = now;
+	if (cg->fill_bps > 0)
+		umm.fill_peak_bps = max_t(u64, umm.fill_peak_bps,
+					  cg->fill_bps);
+
+	crit = umm_cg_bp_of(limit, umm.cg_critical_bp);
+	if (!binding)
+		WRITE_ONCE(cg->eta_ms, UMM_ETA_UNKNOWN);
+	else if (room <= crit)
+		WRITE_ONCE(cg->eta_ms, 0);
+	else if (cg->fill_bps <= 0)
+		WRITE_ONCE(cg->eta_ms, UMM_ETA_UNKNOWN);
+	else
+		WRITE_ONCE(cg->eta_ms,
+			   min_t(u64, mul_u64_u64_div_u64(room - crit,
+							  MSEC_PER_SEC,
+							  cg->fill_bps),
+				 UMM_ETA_UNKNOWN - 1));
+	cg->src.level = umm_cgroup_level(cg);
+}
+
+/*
+ * A watched cgroup above @cg whose path holds the limit that binds @cg
+ * already tells @cg's clients (they are in its subtree): @cg stays quiet
+ * rather than ask them twice for the same bytes.
+ */
+static bool umm_cgroup_covered(struct umm_cgroup *cg)
+{
+	struct umm_cgroup *up;
+
+	if (!cg->binding)
+		return false;
+	list_for_each_entry(up, &umm.cgroups, list)
+		if (up != cg && mem_cgroup_is_descendant(cg->memcg, up->memcg) &&
+		    mem_cgroup_is_descendant(up->memcg, cg->binding))
+			return true;
+	return false;
+}
+
+static void umm_cgroup_announce(struct umm_cgroup *cg, u64 now)
+{
+	struct umm_event ev;
+	u64 target;
+	u32 type;
+
+	/* the idle case, every sample: nothing to say */
+	if (cg->src.level == UMM_LEVEL_NORMAL &&
+	    cg->src.announced == UMM_LEVEL_NORMAL)
+		return;
+	if (umm_cgroup_covered(cg)) {
+		cg->src.announced = cg->src.level;
+		return;
+	}
+	type = umm_source_event(&cg->src, UMM_EVENT_PRESSURE, now, false);
+	if (!type)
+		return;
+	umm_event_init(&ev, type, UMM_TIER_CGROUP, lower_32_bits(cg->id));
+	ev.level = cg->src.level;
+	ev.bytes_free = cg->room_bytes;
+	ev.eta_ms = cg->eta_ms;
+	if (type == UMM_EVENT_RELIEF) {
+		umm_broadcast_within(&ev, cg->memcg, UMM_FEATURE_RELIEF);
+		return;
+	}
+	target = umm_cg_bp_of(cg->limit_bytes,
+			      umm.cg_low_bp + umm.hysteresis_bp);
+	umm_ask_within(&ev, cg->memcg,
+		       target > cg->room_bytes ? target - cg->room_bytes : 0,
+		       UMM_ASK_RESIDENT | UMM_ASK_INFO);
+}
+
+static void umm_cgroup_put(struct umm_cgroup *cg)
+{
+	lockdep_assert_held(&umm.mutex);
+	if (--cg->clients)
+		return;
+	spin_lock(&umm.lock);
+	list_del(&cg->list);
+	umm.nr_cgroups--;
+	spin_unlock(&umm.lock);
+	css_put(&cg->memcg->css);
+	kfree(cg);
+}
+
+/*
+ * Tie @c to @memcg (NULL: to none), whose reference this takes over: the
+ * watch keeps one per cgroup. On -ENOMEM @c stays where it was and the next
+ * sample tries again.
+ */
+static int umm_memcg_tie(struct umm_client *c, struct mem_cgroup *memcg)
+{
+	struct umm_cgroup *cg = NULL, *old = c->cg;
+
+	if (memcg) {
+		cg = umm_cgroup_find(memcg);
+		if (cg) {
+			css_put(&memcg->css);
+		} else {
+			cg = kzalloc(sizeof(*cg), GFP_KERNEL);
+			if (!cg) {
+				css_put(&memcg->css);
+				return -ENOMEM;
+			}
+			cg->memcg = memcg;
+			cg->id = cgroup_id(memcg->css.cgroup);
+			cg->eta_ms = UMM_ETA_UNKNOWN;
+			cg->room_bytes = U64_MAX;
+			cg->limit_bytes = U64_MAX;
+			cg->src.level = UMM_LEVEL_NORMAL;
+			cg->src.announced = UMM_LEVEL_NORMAL;
+			atomic64_set(&cg->src.events, 0);
+			umm_cgroup_sample(cg, ktime_get_ns());
+			spin_lock(&umm.lock);
+			list_add_tail(&cg->list, &umm.cgroups);
+			umm.nr_cgroups++;
+			spin_unlock(&umm.lock);
+		}
+		cg->clients++;
+	}
+	spin_lock(&umm.lock);
+	c->cg = cg;
+	spin_unlock(&umm.lock);
+	if (old)
+		umm_cgroup_put(old);
+	return 0;
+}
+
+/**
+ * umm_memcg_follow() - tie a client to the cgroup its process is in now.
+ * @c:		a ready client.
+ *
+ * Clients without UMM_FEATURE_CGROUP, or with no memory controller on
+ * cgroup v2, are tied to none; so is a process in the root cgroup (it has
+ * no limit).
+ *
+ * Context: umm.mutex held; may sleep (allocates a watch).
+ */
+void umm_memcg_follow(struct umm_client *c)
+{
+	struct mem_cgroup *memcg = NULL;
+
+	lockdep_assert_held(&umm.mutex);
+	if ((c->features & UMM_FEATURE_CGROUP) && umm_memcg_available())
+		memcg = umm_memcg_of(c);
+	if (c->cg && c->cg->memcg == memcg) {
+		css_put(&memcg->css);
+		return;
+	}
+	if (!memcg && !c->cg)
+		return;
+	umm_memcg_tie(c, memcg);
+}
+
+/**
+ * umm_memcg_untie() - drop a client's cgroup (it is being released).
+ * @c:		the client.
+ *
+ * Context: umm.mutex held.
+ */
+void umm_memcg_untie(struct umm_client *c)
+{
+	lockdep_assert_held(&umm.mutex);
+	umm_memcg_tie(c, NULL);
+}
+
+/**
+ * umm_memcg_sample_all() - follow every client to its cgroup, sample every
+ * watched cgroup and tell clients of the changes.
+ * @now:	ktime_get_ns() of this sample.
+ *
+ * Context: umm.mutex held (the sampling work).
+ */
+void umm_memcg_sample_all(u64 now)
+{
+	struct umm_cgroup *cg;
+	struct umm_client *c;
+
+	lockdep_assert_held(&umm.mutex);
+	/* umm.mutex keeps the list as it is: only its holders change it */
+	list_for_each_entry(c, &umm.clients, list)
+		if (c->ready && (c->cg || (c->features & UMM_FEATURE_CGROUP)))
+			umm_memcg_follow(c);
+	list_for_each_entry(cg, &umm.cgroups, list)
+		umm_cgroup_sample(cg, now);
+	list_for_each_entry(cg, &umm.cgroups, list)
+		umm_cgroup_announce(cg, now);
+}
+
+/**
+ * umm_memcg_next_ns() - how soon a watched cgroup needs its next sample.
+ *
+ * Half the time it would take, at its current fill rate, to reach its next
+ * threshold, or, at the fastest fill seen on any source, to run out of
+ * room (the OOM kill of the cgroup); whichever comes first.
+ *
+ * Context: umm.mutex held, after umm_memcg_sample_all().
+ * Return: ns, U64_MAX when no cgroup is filling or limited.
+ */
+u64 umm_memcg_next_ns(void)
+{
+	u64 best = U64_MAX, t;
+	struct umm_cgroup *cg;
+
+	lockdep_assert_held(&umm.mutex);
+	list_for_each_entry(cg, &umm.cgroups, list) {
+		s64 rate = max(cg->fill_bps, cg->fill_now_bps);
+		u32 bp = 0;
+
+		if (!cg->binding)
+			continue;
+		t = mul_u64_u64_div_u64(cg->room_bytes, NSEC_PER_SEC,
+					max(umm.fill_peak_bps,
+					    UMM_FILL_BPS_MIN));
+		best = min(best, t / 2);
+		switch (cg->src.level) {
+		case UMM_LEVEL_NORMAL:
+			bp = umm.cg_low_bp;
+			break;
+		case UMM_LEVEL_LOW:
+			bp = umm.cg_medium_bp;
+			break;
+		case UMM_LEVEL_MEDIUM:
+			bp = umm.cg_critical_bp;
+			break;
+		}
+		if (bp && rate > 0) {
+			u64 at = umm_cg_bp_of(cg->limit_bytes, bp);
+
+			t = cg->room_bytes > at ?
+			    mul_u64_u64_div_u64(cg->room_bytes - at,
+						NSEC_PER_SEC, rate) : 0;
+			best = min(best, t / 2);
+		}
+	}
+	return best;
+}
+
+/**
+ * umm_memcg_level_info() - QUERY's entries for the watched cgroups.
+ * @li:		room for @room entries, zeroed.
+ * @room:	entries at @li.
+ *
+ * Context: umm.mutex and umm.lock held.
+ * Return: the number of entries written (every watched cgroup that fits).
+ */
+u32 umm_memcg_level_info(struct umm_level_info *li, u32 room)
+{
+	struct umm_cgroup *cg;
+	struct umm_client *c;
+	u32 n = 0;
+
+	lockdep_assert_held(&umm.lock);
+	list_for_each_entry(cg, &umm.cgroups, list) {
+		u64 recl = 0;
+
+		if (n == room)
+			break;
+		list_for_each_entry(c, &umm.clients, list)
+			if (c->cg && mem_cgroup_is_descendant(c->cg->memcg,
+							      cg->memcg))
+				recl = umm_add_sat(recl,
+						   umm_client_host(c, true));
+		li[n].tier_type = UMM_TIER_CGROUP;
+		li[n].tier_id = lower_32_bits(cg->id);
+		li[n].tier_id_hi = upper_32_bits(cg->id);
+		li[n].level = cg->src.level;
+		if (cg->binding)
+			li[n].flags |= UMM_LEVEL_F_BUDGET;
+		li[n].free_bytes = cg->room_bytes;
+		li[n].total_bytes = cg->binding ? cg->limit_bytes : 0;
+		li[n].used_bytes = cg->usage_bytes;
+		li[n].reclaimable_bytes = recl;
+		li[n].eta_ms = cg->eta_ms;
+		n++;
+	}
+	return n;
+}
+
+#else /* !CONFIG_MEMCG */
+
+void umm_memcg_follow(struct umm_client *c)
+{
+}
+
+void umm_memcg_untie(struct umm_client *c)
+{
+}
+
+void umm_memcg_sample_all(u64 now)
+{
+}
+
+u64 umm_memcg_next_ns(void)
+{
+	return U64_MAX;
+}
+
+u32 umm_memcg_level_info(struct umm_level_info *li, u32 room)
+{
+	return 0;
+}
+
+#endif /* CONFIG_MEMCG */

@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pressure_internal.h - what the pressure loop's three files share: the
+ * loop's state and what each file offers the ones above it.
+ *
+ *   pressure.c         the loop: its thread and ring, the wake eventfd,
+ *                      start/stop/forget, the books hook, the figures
+ *   pressure_source.c  the sources (umm.ko's /dev/umm, a PSI trigger):
+ *                      opening them, falling back, and the module's
+ *                      protocol (handshake, QUERY, REPORT, events, ACK)
+ *   pressure_shed.c    shedding and steering: what the context holds on
+ *                      each node, moving it off, where new host copies go
+ *
+ * Calls go from each file to the ones below it only (libum/layers).
+ */
+#ifndef UM_PRESSURE_INTERNAL_H
+#define UM_PRESSURE_INTERNAL_H
+
+#include <liburing.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <linux/umm.h>
+
+#include "internal.h"
+#include "pressure.h"
+
+#define EV_BATCH	16
+#define MAX_GPUS	(UMM_MAX_GPUS < UM_MAX_DEVICES ? UMM_MAX_GPUS : \
+			 UM_MAX_DEVICES)
+
+/*
+ * What a completion on the loop's ring is for (its user data): a source's
+ * request, indexed like um__psources[], or the loop's own eventfd.
+ */
+enum um_pressure_tag {
+	UM_PTAG_UMM,
+	UM_PTAG_PSI,
+	UM_PTAG_SOURCES,		/* how many sources have a request */
+	UM_PTAG_WAKE = UM_PTAG_SOURCES,
+};
+
+/* What the context holds and could give back, per tier. */
+struct books {
+	uint64_t host_res[UM_STATS_MAX_NODES];
+	uint64_t host_rec[UM_STATS_MAX_NODES];
+	uint64_t dev_res[MAX_GPUS];
+	uint64_t dev_rec[MAX_GPUS];
+};
+
+struct um_pressure {
+	struct um_context *ctx;
+	pthread_t thread;
+	bool started;
+	struct io_uring ring;
+	int wake_fd;
+	uint64_t wake_buf;
+	atomic_bool stop;
+	atomic_bool dirty;
+
+	/* /dev/umm */
+	int umm_fd;
+	bool umm_enabled;
+	bool umm_read_armed;
+	int umm_prio;
+	char umm_name[UMM_NAME_LEN];
+	uint64_t last_seq;
+	struct umm_event evbuf[EV_BATCH];
+	struct books sent;
+	bool sent_valid;
+	uint64_t last_report_ns;
+	uint64_t report_ns;
+
+	/* host placement steered away from a node under pressure */
+	int home_orig;			/* -1: not steered */
+	/*
+	 * Nodes at LOW or worse since their last event, and where to put
+	 * what we hold there: between events, the loop keeps our released
+	 * host copies off them (a trainer's next step would otherwise bring
+	 * back, through evictions and restores, what an event just moved).
+	 */
+	uint32_t hot;			/* bit per node < 32 */
+	int hot_dest[32];		/* node the module named, or -1 */
+	/*
+	 * Free bytes a node had when it was said to be LOW or worse: about
+	 * its low mark. Copies steered away come home only when the node's
+	 * free memory covers them and stays above it, or they would push it
+	 * straight back to LOW (seen in the VM: a RELIEF after every move,
+	 * the copies back on the next step, PRESSURE again).
+	 */
+	uint64_t low_mark[32];
+	uint64_t last_home_check_ns;
+	uint64_t last_keep_ns;		/* last pass of keep_away(); 0: due */
+	bool keep_yields;		/* keep_away() runs: stop for events */
+	bool keep_cut;			/* it stopped: go on after them */
+
+	/* PSI */
+	int psi_fd;
+	const char *psi_path;
+	uint64_t last_psi_ns;
+
+	pthread_mutex_t st_lock;
+	struct um_pressure_stats st;
+	atomic_uint sources;
+};
+
+/* ---- pressure_source.c ------------------------------------------------- */
+
+/*
+ * A source whose events come through a request on the loop's ring. The
+ * loop arms each at start, hands it its completions and closes it at the
+ * end; which ones are open is pressure_source.c's choice (the module,
+ * else PSI). A new source is an entry of um__psources[], its tag, its bit
+ * in enum um_pressure_source, and its opening in
+ * um__pressure_open_sources().
+ */
+struct um_psource {
+	unsigned int bit;		/* enum um_pressure_source */
+	const char *name;		/* in the sources line */
+	bool (*active)(const struct um_pressure *pr);
+	void (*arm)(struct um_pressure *pr);	/* if open and not armed */
+	void (*done)(struct um_pressure *pr, int res);	/* its completion */
+	void (*close)(struct um_pressure *pr);	/* idempotent */
+};
+
+extern const struct um_psource um__psources[UM_PTAG_SOURCES];
+
+/*
+ * The sources' settings, then the sources by preference (umm.ko, else
+ * PSI); publishes them and logs the line that names them.
+ */
+void um__pressure_open_sources(struct um_pressure *pr);
+/* A read of len bytes of fd into buf on the ring, its completion tagged. */
+void um__pressure_arm_read(struct um_pressure *pr, int fd, void *buf,
+			   unsigned int len, uint64_t tag);
+/* REPORT when the books changed, at most once per report interval. */
+void um__pressure_report(struct um_pressure *pr, bool force);
+
+/* ---- pressure_shed.c --------------------------------------------------- */
+
+/* What the context holds and could give back, per tier, from its regions. */
+int um__pressure_collect(struct um_context *ctx, struct books *b);
+/*
+ * Tell the application: a PRESSURE event through the context's callback.
+ * level is an enum umm_level.
+ */
+void um__pressure_post_event(struct um_context *ctx, um_tier_t tier,
+			     um_tier_t dest, uint64_t bytes,
+			     unsigned int umm_level);
+/* Shed bytes from tier toward dest and wait; returns bytes freed. */
+uint64_t um__pressure_shed(struct um_pressure *pr, um_tier_t tier,
+			   uint64_t bytes, um_tier_t dest);
+/*
+ * A module event that asks for bytes (PRESSURE, SHRINK, OOM, GPU_BUDGET):
+ * steer, tell the application, shed. true when it asked for bytes, with
+ * *freed what went; the caller ACKs.
+ */
+bool um__pressure_answer(struct um_pressure *pr, const struct umm_event *ev,
+			 uint64_t *freed);
+/* A RELIEF: the node is no longer hot; send host copies home if it was. */
+void um__pressure_steer_back(struct um_pressure *pr,
+			     const struct umm_event *ev);
+/* Between events: keep what we hold off hot nodes, look home. */
+void um__pressure_keep_away(struct um_pressure *pr);
+
+#endif /* UM_PRESSURE_INTERNAL_H */

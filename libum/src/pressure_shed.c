@@ -1,0 +1,510 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pressure_shed.c - the pressure loop's shedding and steering.
+ *
+ * What the context holds on each node (from its regions), how an ask is
+ * met (free pool chunks first, then our idle host copies moved off the
+ * node, newest first, or um_shed), where they go (a node with room, the
+ * spill, else nowhere), and steering: while a node is under pressure, new
+ * host copies go elsewhere and what we hold there is kept off it between
+ * events, until it has room again.
+ */
+#include <errno.h>
+#include <liburing.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <linux/umm.h>
+
+#include "internal.h"
+#include "um_numa.h"
+#include "pressure_internal.h"
+#include "util.h"
+
+#define HOME_CHECK_NS	(1000ull * 1000000ull)	/* steered away: look home */
+#define UMM_SYSFS_NODES	"/sys/kernel/mm/umm/nodes"
+
+/* The node holding r's host copy: its pool heap's, else where its pages are. */
+static int node_of(const struct um_context *ctx, const struct um_region *r)
+{
+	int node = r->host_node;
+
+	if (node < 0)
+		node = ctx->home_node;
+	if (node < 0) {
+		uintptr_t page = (uintptr_t)r->host & ~(uintptr_t)4095;
+
+		node = um__numa_where((const void *)page, 4096, NULL, 0);
+	}
+	if (node < 0 || node >= UM_STATS_MAX_NODES)
+		node = 0;
+	return node;
+}
+
+int um__pressure_collect(struct um_context *ctx, struct books *b)
+{
+	struct um_region *r;
+	int ret = um__enter(ctx);
+
+	if (ret)
+		return ret;
+	memset(b, 0, sizeof(*b));
+	for (r = ctx->regions.next; r != &ctx->regions; r = r->next) {
+		bool idle = !r->acquired && !r->pending;
+
+		if (r->host) {
+			int node = node_of(ctx, r);
+
+			b->host_res[node] += r->bytes;
+			if (idle && !um__tier_is_dev(r->residency))
+				b->host_rec[node] += r->bytes;
+		}
+		if (r->counted && r->device < MAX_GPUS) {
+			b->dev_res[r->device] += r->dev_len;
+			if (idle)
+				b->dev_rec[r->device] += r->dev_len;
+		}
+	}
+	um__exit(ctx);
+	return 0;
+}
+
+/* ---- shedding ---------------------------------------------------------- */
+
+/* um_event's level is 1 low, 2 medium, 3 critical. */
+void um__pressure_post_event(struct um_context *ctx, um_tier_t tier,
+			     um_tier_t dest, uint64_t bytes,
+			     unsigned int umm_level)
+{
+	unsigned int level = umm_level > UMM_LEVEL_NORMAL ?
+				     umm_level - UMM_LEVEL_NORMAL : 0;
+
+	if (um__enter(ctx))
+		return;
+	um__event(ctx, UM_EVENT_PRESSURE, level, NULL, tier, dest, bytes, 0,
+		  0);
+	um__exit(ctx);
+}
+
+struct idle_copy {
+	um_region_t h;
+	uint64_t lru;
+};
+
+static int newest_first(const void *a, const void *b)
+{
+	const struct idle_copy *x = a, *y = b;
+
+	return x->lru < y->lru ? 1 : x->lru > y->lru ? -1 : 0;
+}
+
+/* Our idle host copies on node (released, nothing in flight), newest first. */
+static int idle_copies(struct um_context *ctx, int node, struct idle_copy **out)
+{
+	struct idle_copy *v;
+	struct um_region *r;
+	int n = 0, ret = um__enter(ctx);
+
+	if (ret)
+		return ret;
+	v = malloc((ctx->nregions ? ctx->nregions : 1) * sizeof(*v));
+	for (r = ctx->regions.next; v && r != &ctx->regions; r = r->next)
+		/* a kept READ_MOSTLY copy of a device-resident region is
+		 * not one: um_evict would evict its device copy instead */
+		if (r->host && !r->acquired && !r->pending && !r->freeing &&
+		    !um__tier_is_dev(r->residency) && node_of(ctx, r) == node)
+			v[n++] = (struct idle_copy){ r->handle, r->lru };
+	um__exit(ctx);
+	if (!v)
+		return -ENOMEM;
+	qsort(v, (size_t)n, sizeof(*v), newest_first);
+	*out = v;
+	return n;
+}
+
+/*
+ * Move up to bytes of our idle host copies off node to dest (another node
+ * or the spill) with um_evict, one region per call, most recently used
+ * first; returns bytes moved or -errno. Measured in the VM with node 0
+ * filling at 32-64 MiB/s, where a 16 MiB move took 0.4-0.9 s: a training
+ * loop walks its regions in order, so the one it used last is the one it
+ * needs last (the oldest it restores to the device next, which takes that
+ * copy off the node anyway); and between moves the application steps on
+ * instead of waiting seconds for the context lock, its own evictions
+ * going to the node the loop steered it to.
+ */
+static int64_t move_off(struct um_pressure *pr, int node, um_tier_t dest,
+			uint64_t bytes)
+{
+	struct um_context *ctx = pr->ctx;
+	struct idle_copy *v = NULL;
+	uint64_t moved = 0;
+	int n = idle_copies(ctx, node, &v), last = 0;
+
+	for (int i = 0; i < n && moved < bytes; i++) {
+		struct um_region_info ri = { .size = sizeof(ri) };
+		int ret;
+
+		/* an event came in: answer it first (keep_away goes on after) */
+		if (pr->keep_yields && io_uring_cq_ready(&pr->ring)) {
+			pr->keep_cut = true;
+			break;
+		}
+		ret = um_evict(ctx, v[i].h, dest);
+
+		/* gone, taken again or still in flight meanwhile: next one */
+		if (!ret && !um_region_info(ctx, v[i].h, &ri) &&
+		    ri.residency != UM_TIER_HOST_NODE((unsigned int)node))
+			moved += ri.bytes;
+		else if (ret && ret != -ENOENT && ret != -EBUSY &&
+			 ret != -EOPNOTSUPP)
+			last = ret;
+	}
+	free(v);
+	if (n < 0)
+		return n;
+	return moved ? (int64_t)moved : last;
+}
+
+/*
+ * For a host tier, moved copies leave free blocks in the pool's chunks:
+ * trimming afterwards is what gives the node its memory back.
+ */
+uint64_t um__pressure_shed(struct um_pressure *pr, um_tier_t tier,
+			   uint64_t bytes, um_tier_t dest)
+{
+	struct um_context *ctx = pr->ctx;
+	bool host = um__tier_is_host(tier);
+	uint64_t freed = 0;
+	int64_t got, trimmed;
+
+	if (host) {
+		/* free pool chunks first: no copy at all */
+		trimmed = um_pool_trim(ctx);
+		if (trimmed > 0)
+			freed += (uint64_t)trimmed;
+	}
+	if (freed >= bytes)
+		return freed;
+	if (host && !um__tier_is_any(tier) &&
+	    (um__tier_via_host(dest) ||
+	     (um__tier_is_host(dest) && dest != tier)))
+		got = move_off(pr, (int)UM_TIER_ID(tier), dest, bytes - freed);
+	else
+		got = um_shed(ctx, tier, bytes - freed, dest);
+	if ((got == -ENOSPC || got == -EOPNOTSUPP || got == 0) &&
+	    dest != UM_TIER_NONE && !um__tier_via_host(dest))
+		got = um_shed(ctx, tier, bytes - freed, UM_TIER_NONE);
+	/*
+	 * Host copies move to another node or the spill before um_evict and
+	 * um_shed return; only evictions from a device are still in flight.
+	 * Waiting for every migration of the context would also wait for the
+	 * application's own, and delay the ACK by them.
+	 */
+	if (got > 0 && (host || !um_wait_all(ctx)))
+		freed += (uint64_t)got;
+	if (host) {
+		trimmed = um_pool_trim(ctx);
+		(void)trimmed;	/* what the moves freed, counted in got */
+	}
+	pthread_mutex_lock(&pr->st_lock);
+	pr->st.shed_calls++;
+	if (got > 0)
+		pr->st.shed_bytes += (uint64_t)got;
+	pthread_mutex_unlock(&pr->st_lock);
+	/* nothing to shed, or nowhere to put it: not worth a line each time */
+	if (got < 0 && got != -ENOENT && got != -EOPNOTSUPP && got != -ENOSPC)
+		um__log(ctx, UM_LOG_WARN,
+			"pressure: shedding %llu bytes from %s failed: %s",
+			(unsigned long long)bytes, host ? "host" : "device",
+			strerror((int)-got));
+	return freed;
+}
+
+/*
+ * Bytes node can take before it falls to its low mark: the module's
+ * low_bp of the node's memory, or the free memory we saw it go LOW at,
+ * whichever is higher; a quarter of the node where neither is known.
+ */
+static uint64_t node_room(const struct um_pressure *pr, int node)
+{
+	uint64_t free_b, total, low = 0;
+	long long bp = 0;
+	char path[96];
+
+	if (node < 0 || node >= 32 || um__numa_node_mem(node, &free_b, &total))
+		return 0;
+	snprintf(path, sizeof(path), UMM_SYSFS_NODES "/node%d/low_bp", node);
+	if (!um__read_num(path, &bp) && bp >= 0 && bp <= 10000)
+		low = total / 10000 * (uint64_t)bp;
+	if (pr->low_mark[node] > low)
+		low = pr->low_mark[node];
+	if (!low)
+		low = total / 4;
+	return free_b > low ? free_b - low : 0;
+}
+
+/*
+ * Where what we hold on from_node (held bytes, ask of them asked for) goes:
+ * the node the module named if it has room for all of it; else the spill;
+ * else that node if it has room for the ask at least. The module names the
+ * node with most room, however little: filling it to its OOM killer would
+ * be worse than the pressure we are answering (seen in the VM, with the
+ * other node held at its low mark by umpressure).
+ */
+static um_tier_t dest_for(const struct um_pressure *pr, int dest_node,
+			  int from_node, uint64_t held, uint64_t ask)
+{
+	uint64_t room = 0;
+
+	if (dest_node >= 0 && dest_node != from_node &&
+	    dest_node < (int)UM_TIER_ANY_NODE)
+		room = node_room(pr, dest_node);
+	if (room && room >= held)
+		return UM_TIER_HOST_NODE((unsigned int)dest_node);
+	if (pr->ctx->spill)
+		return UM_TIER_DISK;
+	if (room && room >= ask)
+		return UM_TIER_HOST_NODE((unsigned int)dest_node);
+	return UM_TIER_NONE;
+}
+
+/*
+ * Host bytes held on node, or on every node but it (elsewhere); err when
+ * the books cannot be read.
+ */
+static uint64_t held(struct um_pressure *pr, int node, bool elsewhere,
+		     uint64_t err)
+{
+	uint64_t sum = 0;
+	struct books b;
+
+	if (um__pressure_collect(pr->ctx, &b))
+		return err;
+	for (int n = 0; n < UM_STATS_MAX_NODES; n++)
+		if ((n == node) != elsewhere)
+			sum += b.host_res[n];
+	return sum;
+}
+
+/*
+ * New host copies (evictions, restores from the spill) go to the context's
+ * home node. While that node is under pressure and the module names one
+ * with headroom, place them there instead, or the next step of the trainer
+ * would bring back what was just moved away; back home on RELIEF.
+ */
+static void steer_home(struct um_pressure *pr, int from, int to)
+{
+	struct um_context *ctx = pr->ctx;
+
+	if (to < 0 || to == from || to >= UM_POOL_MAX_NODES ||
+	    !um__numa_node_valid(to) || um__enter(ctx))
+		return;
+	if (ctx->home_node == from) {
+		if (pr->home_orig < 0)
+			pr->home_orig = from;
+		ctx->home_node = to;
+		um__log(ctx, UM_LOG_INFO,
+			"pressure: node %d is under pressure; new host copies go to node %d",
+			from, to);
+	}
+	um__exit(ctx);
+}
+
+static void mark_hot(struct um_pressure *pr, uint32_t node, int dest_node)
+{
+	/* with no other node and no spill there is nowhere to keep them */
+	if (node >= 32 || ((dest_node < 0 || dest_node == (int)node) &&
+			   !pr->ctx->spill))
+		return;
+	pr->hot |= 1u << node;
+	pr->hot_dest[node] = dest_node;
+}
+
+/* Between events: push what we hold on a hot node to its destination. */
+static void keep_off_hot(struct um_pressure *pr)
+{
+	struct books b;
+
+	if (!pr->hot || um__pressure_collect(pr->ctx, &b))
+		return;
+	for (uint32_t n = 0; n < 32 && n < UM_STATS_MAX_NODES; n++) {
+		if (!(pr->hot & (1u << n)) || !b.host_rec[n])
+			continue;
+		um__pressure_shed(pr, UM_TIER_HOST_NODE(n), b.host_rec[n],
+		     dest_for(pr, pr->hot_dest[n], (int)n, b.host_res[n],
+			      b.host_rec[n]));
+		atomic_store(&pr->dirty, true);
+	}
+}
+
+/*
+ * Free chunks of the pool on nodes we are keeping off: moves and restores
+ * leave them behind, and until they go back the node is no better off.
+ */
+static void trim_kept_off(struct um_pressure *pr)
+{
+	uint32_t nodes = pr->hot;
+
+	if (pr->home_orig >= 0 && pr->home_orig < 32)
+		nodes |= 1u << pr->home_orig;
+	/*
+	 * Without the context lock: a trim waits for a growth in progress
+	 * (the refill thread pinning a chunk), which must not hold up the
+	 * trainer's calls; the pool is thread-safe on its own.
+	 */
+	for (int n = 0; n < 32 && n < UM_POOL_MAX_NODES; n++) {
+		if (!(nodes & (1u << n)) || um__enter_const(pr->ctx))
+			continue;
+		(void)um__pool_trim(pr->ctx->pool, n, 0);
+	}
+}
+
+/*
+ * Send new host copies home again if the home node, with free_b bytes
+ * free, has room for what would come back and stays a quarter above its
+ * low mark.
+ */
+static void try_home(struct um_pressure *pr, uint64_t free_b)
+{
+	struct um_context *ctx = pr->ctx;
+	int home = pr->home_orig;
+	uint64_t away, mark;
+
+	if (home < 0 || home >= 32 || (pr->hot & (1u << home)))
+		return;
+	away = held(pr, home, true, UINT64_MAX);
+	mark = pr->low_mark[home] + pr->low_mark[home] / 4;
+	if (away > free_b || free_b - away < mark || um__enter(ctx))
+		return;
+	ctx->home_node = home;
+	um__log(ctx, UM_LOG_INFO,
+		"pressure: node %d has room again (%llu MiB free, %llu MiB to come back); new host copies go there",
+		home, (unsigned long long)(free_b >> 20),
+		(unsigned long long)(away >> 20));
+	pr->home_orig = -1;
+	um__exit(ctx);
+}
+
+void um__pressure_steer_back(struct um_pressure *pr,
+			     const struct umm_event *ev)
+{
+	if (ev->tier_type != UMM_TIER_HOST_NODE || ev->tier_id >= 32 ||
+	    ev->level > UMM_LEVEL_NORMAL)
+		return;
+	pr->hot &= ~(1u << ev->tier_id);
+	if ((int)ev->tier_id == pr->home_orig)
+		try_home(pr, ev->bytes_free);
+}
+
+/* Between events: is the node we steered away from roomy again? */
+static void check_home(struct um_pressure *pr)
+{
+	uint64_t free_b, total;
+
+	if (pr->home_orig < 0 ||
+	    um__now_ns() - pr->last_home_check_ns < HOME_CHECK_NS)
+		return;
+	pr->last_home_check_ns = um__now_ns();
+	if (!um__numa_node_mem(pr->home_orig, &free_b, &total))
+		try_home(pr, free_b);
+}
+
+/*
+ * Everything we hold on hot nodes goes to their destinations, and the pool
+ * gives those nodes back its free chunks: every report interval while a
+ * node is hot, and at once after answering an event's ask. An event that
+ * arrives meanwhile stops the moves, so that its ACK does not wait for
+ * them all; they go on once it is answered.
+ */
+static void keep_away(struct um_pressure *pr)
+{
+	io_uring_submit(&pr->ring);	/* the re-armed read: events show */
+	pr->keep_yields = true;
+	keep_off_hot(pr);
+	pr->keep_yields = false;
+	trim_kept_off(pr);
+	check_home(pr);
+	pr->last_keep_ns = pr->keep_cut ? 0 : um__now_ns();
+	pr->keep_cut = false;
+}
+
+/* Every report interval while a node is hot or we steered away. */
+void um__pressure_keep_away(struct um_pressure *pr)
+{
+	if ((pr->hot || pr->home_orig >= 0) &&
+	    um__now_ns() - pr->last_keep_ns >= pr->report_ns)
+		keep_away(pr);
+}
+
+bool um__pressure_answer(struct um_pressure *pr, const struct umm_event *ev,
+			 uint64_t *freed)
+{
+	um_tier_t tier, dest;
+	uint64_t t0;
+
+	switch (ev->type) {
+	case UMM_EVENT_PRESSURE:
+	case UMM_EVENT_SHRINK:
+		tier = UM_TIER_HOST_NODE(ev->tier_id);
+		dest = dest_for(pr, ev->dest_node, (int)ev->tier_id,
+				held(pr, (int)ev->tier_id, false, 0),
+				ev->bytes_to_free);
+		if (ev->level >= UMM_LEVEL_LOW) {
+			if (ev->tier_id < 32 &&
+			    ev->bytes_free > pr->low_mark[ev->tier_id])
+				pr->low_mark[ev->tier_id] = ev->bytes_free;
+			if (um__tier_is_host(dest))
+				steer_home(pr, (int)ev->tier_id,
+					   ev->dest_node);
+			mark_hot(pr, ev->tier_id, ev->dest_node);
+		}
+		break;
+	case UMM_EVENT_OOM:
+		tier = UM_TIER_HOST_ANY;
+		dest = dest_for(pr, ev->dest_node, -1, ev->bytes_to_free,
+				ev->bytes_to_free);
+		break;
+	case UMM_EVENT_GPU_BUDGET:
+		tier = UM_TIER_GPU(ev->tier_id);
+		dest = ev->dest_node >= 0 ?
+			       UM_TIER_HOST_NODE((unsigned int)ev->dest_node) :
+			       UM_TIER_NONE;
+		break;
+	default:
+		return false;
+	}
+	pthread_mutex_lock(&pr->st_lock);
+	if (!pr->st.first_event_ns && ev->level >= UMM_LEVEL_LOW) {
+		pr->st.first_event_ns = um__now_ns();
+		pr->st.first_eta_ms = ev->eta_ms;
+	}
+	if (ev->level > pr->st.max_level)
+		pr->st.max_level = ev->level;
+	pthread_mutex_unlock(&pr->st_lock);
+	um__pressure_post_event(pr->ctx, tier, dest, ev->bytes_to_free,
+				ev->level);
+	if (!ev->bytes_to_free)
+		return false;
+	t0 = um__now_ns();
+	*freed = um__pressure_shed(pr, tier, ev->bytes_to_free, dest);
+	um__log(pr->ctx, UM_LOG_DEBUG,
+		"pressure: freed %llu of %llu bytes asked in %.1f ms",
+		(unsigned long long)*freed,
+		(unsigned long long)ev->bytes_to_free,
+		(double)(um__now_ns() - t0) / 1e6);
+	/*
+	 * The caller ACKs, with the ask met; then the rest of what we hold
+	 * on the node goes as soon as the events read with this one are
+	 * answered, not at the next tick: a node filling at 64 MiB/s goes
+	 * from LOW to its min watermark in under 2 s.
+	 */
+	if (pr->hot)
+		pr->last_keep_ns = 0;
+	atomic_store(&pr->dirty, true);
+	return true;
+}
+

@@ -1,0 +1,255 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * victims.c - the policy's victims, kept in eviction order as regions
+ * change state, so that choosing one costs O(log n) instead of a walk and
+ * a sort of every region on each eviction.
+ *
+ * A region is a victim of a tier when it is released, not being freed and
+ * resident there (on a device, only while its bytes count on the budget).
+ * Each device and each host node has an ordered set; host regions are also
+ * in one set for "any node". The sets are treaps (a binary search tree
+ * whose nodes also form a heap on a hash of the region's index): expected
+ * O(log n) insert, remove and successor with no rebalancing state, and the
+ * shape depends only on the regions, never on the order of the calls.
+ *
+ * Whoever changes what membership depends on (residency, acquired,
+ * freeing, counted) calls um__victims_sync() afterwards. The same call
+ * keeps the per-device count of bytes leaving the device (counted but no
+ * longer resident there: evictions in flight).
+ */
+#include "internal.h"
+
+/* Eviction order of the kinds: optimizer state goes first, params last. */
+static const int kind_rank[UM_KIND_COUNT] = {
+	[UM_KIND_OPTIMIZER_STATE] = 0,
+	[UM_KIND_GRAD] = 1,
+	[UM_KIND_ACTIVATION] = 2,
+	[UM_KIND_GENERIC] = 3,
+	[UM_KIND_PARAM] = 4,
+};
+
+static int kind_rank_of(uint32_t kind)
+{
+	return kind < UM_KIND_COUNT ? kind_rank[kind] : UM_KIND_COUNT;
+}
+
+static int key_cmp(const struct um_vkey *a, const struct um_vkey *b)
+{
+	if (a->rank != b->rank)
+		return a->rank < b->rank ? -1 : 1;
+	if (a->prio != b->prio)
+		return a->prio < b->prio ? -1 : 1;
+	if (a->lru != b->lru)
+		return a->lru < b->lru ? -1 : 1;
+	if (a->bytes != b->bytes)
+		return a->bytes > b->bytes ? -1 : 1;	/* larger first */
+	return a->idx < b->idx ? -1 : a->idx > b->idx;
+}
+
+static uint32_t heap_of(uint32_t idx, int which)
+{
+	uint32_t h = idx * 2654435761u + (uint32_t)which * 0x9e3779b9u;
+
+	h ^= h >> 15;
+	h *= 0x2c1b3c6du;
+	return h ^ (h >> 12);
+}
+
+/* (t < key) into *lo, the rest into *hi. */
+static void split(struct um_vnode *t, const struct um_vkey *key,
+		  struct um_vnode **lo, struct um_vnode **hi)
+{
+	if (!t) {
+		*lo = *hi = NULL;
+	} else if (key_cmp(&t->key, key) < 0) {
+		split(t->right, key, &t->right, hi);
+		*lo = t;
+	} else {
+		split(t->left, key, lo, &t->left);
+		*hi = t;
+	}
+}
+
+/* Every key of a below every key of b. */
+static struct um_vnode *merge(struct um_vnode *a, struct um_vnode *b)
+{
+	if (!a)
+		return b;
+	if (!b)
+		return a;
+	if (a->heap > b->heap) {
+		a->right = merge(a->right, b);
+		return a;
+	}
+	b->left = merge(a, b->left);
+	return b;
+}
+
+static void set_insert(struct um_vset *s, struct um_vnode *n)
+{
+	struct um_vnode *lo, *hi;
+
+	n->left = n->right = NULL;
+	split(s->root, &n->key, &lo, &hi);
+	s->root = merge(merge(lo, n), hi);
+	s->bytes += n->charged;
+	s->n++;
+}
+
+static void set_remove(struct um_vset *s, struct um_vnode *n)
+{
+	struct um_vnode **at = &s->root;
+
+	while (*at != n) {
+		/* n is in the set: the search cannot fall off the tree */
+		at = key_cmp(&n->key, &(*at)->key) < 0 ? &(*at)->left :
+							  &(*at)->right;
+	}
+	*at = merge(n->left, n->right);
+	n->left = n->right = NULL;
+	s->bytes -= n->charged;
+	s->n--;
+}
+
+/* The set r belongs in for its node which (0: its tier, 1: host any). */
+static struct um_vset *wanted_set(struct um_context *ctx,
+				  const struct um_region *r, int which)
+{
+	unsigned int id = UM_TIER_ID(r->residency);
+
+	if (r->acquired || r->freeing)
+		return NULL;
+	/* on a device only while its bytes count on the budget */
+	if (um__tier_is_dev(r->residency))
+		return which || !r->counted || id >= UM_MAX_DEVICES ? NULL :
+		       &ctx->victims_dev[id];
+	if (um__tier_is_host(r->residency)) {
+		if (which)
+			return &ctx->victims_host_any;
+		return id < UM_STATS_MAX_NODES ? &ctx->victims_host[id] : NULL;
+	}
+	return NULL;
+}
+
+static struct um_vkey key_of(const struct um_region *r)
+{
+	return (struct um_vkey){
+		.rank = (uint32_t)kind_rank_of(r->kind),
+		.prio = r->priority,
+		.lru = r->lru,
+		.bytes = r->bytes,
+		.idx = r->idx,
+	};
+}
+
+static void sync_node(struct um_context *ctx, struct um_region *r, int which)
+{
+	struct um_vnode *n = &r->victim[which];
+	struct um_vset *want = wanted_set(ctx, r, which);
+	struct um_vkey k = key_of(r);
+	uint64_t charge = um__tier_is_dev(r->residency) ? r->dev_len :
+							   r->bytes;
+
+	if (n->set == want && (!want || (!key_cmp(&n->key, &k) &&
+					 n->charged == charge)))
+		return;
+	if (n->set)
+		set_remove(n->set, n);
+	n->set = want;
+	if (!want)
+		return;
+	n->owner = r;
+	n->key = k;
+	n->charged = charge;
+	n->heap = heap_of(r->idx, which);
+	set_insert(want, n);
+}
+
+static void sync_drain(struct um_context *ctx, struct um_region *r)
+{
+	/* um__draining(): counted, but no longer resident on the device */
+	bool leaving = r->counted && !um__tier_is_dev(r->residency);
+	uint64_t want = leaving ? r->dev_len : 0;
+
+	if (want == r->drain_charged)
+		return;
+	ctx->dev[r->drain_dev].draining -= r->drain_charged;
+	r->drain_dev = r->device;
+	ctx->dev[r->device].draining += want;
+	r->drain_charged = want;
+}
+
+void um__victims_sync(struct um_context *ctx, struct um_region *r)
+{
+	sync_node(ctx, r, 0);
+	sync_node(ctx, r, 1);
+	sync_drain(ctx, r);
+}
+
+void um__victims_drop(struct um_context *ctx, struct um_region *r)
+{
+	for (int which = 0; which < 2; which++) {
+		struct um_vnode *n = &r->victim[which];
+
+		if (n->set)
+			set_remove(n->set, n);
+		n->set = NULL;
+	}
+	ctx->dev[r->drain_dev].draining -= r->drain_charged;
+	r->drain_charged = 0;
+}
+
+/* The set of tier's victims, or NULL where a tier keeps none. */
+static struct um_vset *tier_set(struct um_context *ctx, um_tier_t tier)
+{
+	unsigned int id = UM_TIER_ID(tier);
+
+	if (um__tier_is_dev(tier))
+		return id < UM_MAX_DEVICES ? &ctx->victims_dev[id] : NULL;
+	if (um__tier_is_any(tier))
+		return um__tier_is_host(tier) ? &ctx->victims_host_any : NULL;
+	if (um__tier_is_host(tier))
+		return id < UM_STATS_MAX_NODES ? &ctx->victims_host[id] : NULL;
+	return NULL;
+}
+
+static struct um_region *region_of(struct um_vnode *n)
+{
+	return n ? n->owner : NULL;
+}
+
+/* The first victim after key (all, with key NULL). */
+static struct um_vnode *after(struct um_vnode *t, const struct um_vkey *key)
+{
+	struct um_vnode *best = NULL;
+
+	while (t) {
+		if (!key || key_cmp(&t->key, key) > 0) {
+			best = t;
+			t = t->left;
+		} else {
+			t = t->right;
+		}
+	}
+	return best;
+}
+
+struct um_region *um__victim_next(struct um_context *ctx, um_tier_t tier,
+				  const struct um_vkey *key)
+{
+	struct um_vset *s = tier_set(ctx, tier);
+
+	return s ? region_of(after(s->root, key)) : NULL;
+}
+
+uint64_t um__victims_bytes(struct um_context *ctx, um_tier_t tier)
+{
+	struct um_vset *s = tier_set(ctx, tier);
+
+	return s ? s->bytes : 0;
+}
+
+struct um_vkey um__victim_key(const struct um_region *r, um_tier_t tier)
+{
+	return r->victim[um__tier_is_host(tier) && um__tier_is_any(tier)].key;
+}
