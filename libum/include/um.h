@@ -289,6 +289,17 @@ struct um_stats {
 	/* evictions of READ_MOSTLY regions that copied nothing (host copy kept) */
 	uint64_t evict_clean_count;
 	uint64_t evict_clean_bytes;	/* bytes they did not copy */
+	/* sub-allocators (um_suballoc_create), all of the context's */
+	uint64_t suballoc_segments;	/* segments (regions) alive */
+	uint64_t suballoc_reserved;	/* their bytes */
+	uint64_t suballoc_allocated;	/* live blocks, rounded to 512 */
+	uint64_t suballoc_requested;	/* live blocks, as asked */
+	uint64_t suballoc_blocks;	/* live blocks */
+	uint64_t suballoc_inactive_split; /* free bytes of segments in use */
+	uint64_t suballoc_largest_free;	/* largest free block */
+	uint64_t suballoc_pending;	/* free bytes waiting for a stream */
+	uint64_t suballoc_allocs;	/* blocks ever handed out */
+	uint64_t suballoc_grows;	/* segments ever made */
 };
 
 int um_stats_get(struct um_context *ctx, struct um_stats *st);
@@ -302,6 +313,60 @@ int um_host_alloc(struct um_context *ctx, size_t bytes, void **ptr);
 int um_host_free(struct um_context *ctx, void *ptr);
 /* Give whole free pool chunks back to the backend; returns bytes released. */
 int64_t um_pool_trim(struct um_context *ctx);
+
+/* ---- Small allocations ------------------------------------------------ */
+
+/*
+ * A sub-allocator packs blocks smaller than a granule into segments, each
+ * an ordinary region of one or a few granules (so segments are evicted and
+ * restored like any other region). Blocks are 512-byte aligned and sized;
+ * best fit with splitting and coalescing. A block freed on a stream is
+ * reused on that stream at once, on another one only once the work queued
+ * on the freeing stream at the free is done (um_suballoc_create(3)).
+ */
+struct um_suballoc;
+
+enum um_suballoc_flags {
+	/* segments stay acquired on the device from creation to trim */
+	UM_SUBALLOC_HOLD = 1u << 0,
+};
+
+struct um_suballoc_desc {
+	uint32_t size;		/* sizeof(struct um_suballoc_desc) */
+	uint32_t device;	/* device of the segments */
+	uint32_t kind;		/* enum um_kind of the segments */
+	int32_t priority;	/* of the segments */
+	uint32_t flags;		/* enum um_suballoc_flags */
+	uint32_t reserved;	/* must be 0 */
+	uint64_t segment_bytes;	/* 0: the device granularity */
+	uint64_t max_block;	/* largest block; 0: segment_bytes / 2 */
+	const char *name;	/* segments' name; NULL: "um.suballoc" */
+};
+
+struct um_suballoc_block {
+	uint32_t size;		/* sizeof(struct um_suballoc_block) */
+	uint32_t reserved;
+	um_region_t segment;	/* the region holding the block */
+	uint64_t offset;	/* of the block in the segment */
+	void *ptr;		/* the block's start */
+	uint64_t bytes;		/* as asked */
+	uint64_t rounded;	/* taken */
+};
+
+int um_suballoc_create(struct um_context *ctx,
+		       const struct um_suballoc_desc *desc,
+		       struct um_suballoc **out);
+/* Returns the number of blocks still alive (freed with their segments). */
+int um_suballoc_destroy(struct um_suballoc *sa);
+/* stream: a cudaStream_t or NULL, the stream the block is used on. */
+int um_suballoc_alloc(struct um_suballoc *sa, size_t bytes, void *stream,
+		      void **ptr);
+int um_suballoc_free(struct um_suballoc *sa, void *ptr, void *stream);
+/* The live block holding ptr (any address inside it). */
+int um_suballoc_lookup(struct um_suballoc *sa, const void *ptr,
+		       struct um_suballoc_block *info);
+/* Free the segments no block uses; returns their bytes. */
+int64_t um_suballoc_trim(struct um_suballoc *sa);
 
 /* Helpers. */
 const char *um_kind_name(int kind);

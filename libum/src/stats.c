@@ -19,6 +19,7 @@
 
 #include "internal.h"
 #include "spill.h"
+#include "suballoc.h"
 
 /* X(field in struct um_stats and struct um_books, JSON name) */
 #define UM_SCALAR_STATS(X)					\
@@ -73,6 +74,7 @@ static void fill(struct um_context *ctx, struct um_stats *s)
 		s->pool_internal_frag_bp = ps.internal_frag_bp;
 		s->pool_external_frag_bp = ps.external_frag_bp;
 	}
+	um__suballoc_stats(ctx, s);
 }
 
 int um_granularity(struct um_context *ctx, unsigned int device,
@@ -226,6 +228,15 @@ static void json(struct um_context *ctx, struct out *o)
 	    ",\"internal_frag_bp\":%u,\"external_frag_bp\":%u}",
 	    s.pool_chunks, s.pool_bytes, s.pool_used, s.pool_requested,
 	    s.pool_internal_frag_bp, s.pool_external_frag_bp);
+	put(o, ",\"suballoc\":{\"segments\":%" PRIu64 ",\"reserved\":%" PRIu64
+	    ",\"allocated\":%" PRIu64 ",\"requested\":%" PRIu64
+	    ",\"blocks\":%" PRIu64 ",\"inactive_split\":%" PRIu64
+	    ",\"largest_free\":%" PRIu64 ",\"pending\":%" PRIu64
+	    ",\"allocs\":%" PRIu64 ",\"grows\":%" PRIu64 "}",
+	    s.suballoc_segments, s.suballoc_reserved, s.suballoc_allocated,
+	    s.suballoc_requested, s.suballoc_blocks, s.suballoc_inactive_split,
+	    s.suballoc_largest_free, s.suballoc_pending, s.suballoc_allocs,
+	    s.suballoc_grows);
 	if (ctx->spill) {
 		struct um_spill_stats ss;
 

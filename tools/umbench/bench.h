@@ -40,6 +40,7 @@ struct bench_opts {
 int bench_pool(const struct bench_opts *o);
 int bench_migrate(const struct bench_opts *o);
 int bench_scale(const struct bench_opts *o);
+int bench_suballoc(const struct bench_opts *o);
 
 /* Raw pinned host memory as the backend would obtain it, without the pool:
  * sim mmap+mlock (mmap+MAP_POPULATE where mlock is refused), cuda

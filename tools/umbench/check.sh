@@ -32,7 +32,10 @@ keys() {
 		migrate.evict_gbps:number migrate.restore_gbps:number \
 		migrate.migrate_gbps:number migrate.migrate_wall_gbps:number \
 		migrate.memcpy_gbps:number migrate.ratio:number \
-		migrate.wall_ratio:number migrate.pass:bool
+		migrate.wall_ratio:number migrate.pass:bool \
+		suballoc:object 'suballoc.live.*.hit_ns:number' \
+		'suballoc.live.*.device_bytes:number' suballoc.live.2.blocks:number \
+		suballoc.pass:bool
 }
 
 data_intact() {

@@ -30,6 +30,8 @@ static const struct section sections[] = {
 	  false },
 	{ "migrate", bench_migrate,
 	  "evict+restore through libum vs memcpy of the same bytes", false },
+	{ "suballoc", bench_suballoc,
+	  "4 KiB blocks of a sub-allocator vs a region each", false },
 	{ "scale", bench_scale,
 	  "per-call cost at 64 .. 65536 regions (not in all; also --scale)",
 	  true },

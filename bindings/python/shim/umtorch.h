@@ -3,11 +3,18 @@
  * umtorch.h - libumtorch.so, a CUDAPluggableAllocator for PyTorch on libum.
  *
  * torch.cuda.memory.CUDAPluggableAllocator loads a shared object and calls
- * two functions of it for every CUDA allocation; these are they. Each
- * allocation is one libum region (kind GENERIC, named "umtorch.alloc"),
- * acquired on the device for its whole life, so its pointer is stable and
- * its bytes count on the same per-device budget as the regions the trainer
- * releases (optimizer state): when torch needs memory, libum evicts those.
+ * two functions of it for every CUDA allocation; these are they. An
+ * allocation of 1 MiB or more is one libum region (kind GENERIC, named
+ * "umtorch.alloc"), acquired on the device for its whole life, so its
+ * pointer is stable and its bytes count on the same per-device budget as
+ * the regions the trainer releases (optimizer state): when torch needs
+ * memory, libum evicts those. Smaller ones are blocks of a sub-allocator
+ * per device (um_suballoc_create(3)) whose segments, regions named
+ * "umtorch.small" held on the device, stay cached when empty, as torch's
+ * caching allocator keeps its blocks (given back when a region would not
+ * fit beside what the device holds, and at detach); a block freed on a
+ * stream is reused there at once, elsewhere once the stream's work at the
+ * free is done.
  *
  * The allocator uses the context handed to um_torch_attach() (umtorch's
  * Context does that), else one it creates from the LIBUM_* environment on

@@ -54,6 +54,37 @@ def test_shim_bad_calls_do_not_crash():
         assert ctx.close() == 0
 
 
+def test_shim_small_allocations_packed():
+    """10,000 live 4 KiB allocations within 1.2x their bytes plus a granule
+    on the device, seen through memory_stats()' small_pool keys."""
+    lib = cuda.shim()
+    n = 10000
+    with context(device_budget="128M", sim_capacity="128M") as ctx:
+        cuda.attach(ctx)
+        ptrs = [lib.um_torch_malloc(4096, 0, None) for _ in range(n)]
+        assert all(ptrs) and lib.um_torch_last_error() == 0
+        st = umtorch.memory_stats(ctx)
+        dev = st["tier.device.current"]
+        print("# %d live x 4 KiB: %d bytes on the device (%.3fx), "
+              "%d segments" % (n, dev, dev / (n * 4096.0),
+                               st["segment.small_pool.current"]))
+        assert dev <= 1.2 * n * 4096 + 2 * MiB, st
+        assert st["allocation.small_pool.current"] == n, st
+        assert st["allocated_bytes.small_pool.current"] == n * 4096, st
+        assert st["reserved_bytes.small_pool.current"] == dev, st
+        lib.um_torch_free(ptrs[1], 4096, 0, None)	# a hole: split bytes
+        st = umtorch.memory_stats(ctx)
+        assert st["inactive_split_bytes.all.current"] >= 4096, st
+        for p in ptrs[:1] + ptrs[2:]:
+            lib.um_torch_free(p, 4096, 0, None)
+        assert lib.um_torch_live() == 0 and lib.um_torch_last_error() == 0
+        st = umtorch.memory_stats(ctx)
+        assert st["allocation.small_pool.current"] == 0, st
+        assert st["suballoc.largest_free_block"] == 2 * MiB, st
+        cuda.detach()
+        assert ctx.stats()["suballoc"]["segments"] == 0
+
+
 def test_install_allocator():
     if not torch.cuda.is_available():
         raises(-errno.ENODEV, cuda.install_allocator)

@@ -48,8 +48,13 @@ def memory_stats(ctx=None, device=0):
     """A dict like torch.cuda.memory_stats(): bytes of live regions as
     allocated/reserved/active (each region is one allocation and maps whole
     2 MiB granules), num_ooms (acquires libum refused), then the tiers
-    (tier.device.current/peak, ...), migrations, and the allocator shim's
-    counters. ctx: one Context, default all open ones, summed."""
+    (tier.device.current/peak, ...), migrations, the sub-allocators'
+    figures under torch's small_pool keys (allocated/requested/reserved
+    bytes, allocation and segment counts, inactive_split_bytes: free bytes
+    of segments in use) with suballoc.largest_free_block and
+    suballoc.pending_bytes (freed, waiting for their stream), and the
+    allocator shim's counters. ctx: one Context, default all open ones,
+    summed."""
     out = {}
 
     def add(key, value):
@@ -80,6 +85,23 @@ def memory_stats(ctx=None, device=0):
         add("migrations.evictions", st.evict_count)
         add("migrations.restores", st.restore_count)
         add("allocated_bytes.all.peak", c._peaks.get("allocated", 0))
+        sub = c.stats().get("suballoc", {})
+        for key, field in (("allocated_bytes.small_pool.current", "allocated"),
+                           ("requested_bytes.small_pool.current", "requested"),
+                           ("reserved_bytes.small_pool.current", "reserved"),
+                           ("allocation.small_pool.current", "blocks"),
+                           ("allocation.small_pool.allocated", "allocs"),
+                           ("segment.small_pool.current", "segments"),
+                           ("segment.small_pool.allocated", "grows"),
+                           ("inactive_split_bytes.small_pool.current",
+                            "inactive_split"),
+                           ("inactive_split_bytes.all.current",
+                            "inactive_split"),
+                           ("suballoc.pending_bytes", "pending")):
+            add(key, sub.get(field, 0))
+        out["suballoc.largest_free_block"] = max(
+            out.get("suballoc.largest_free_block", 0),
+            sub.get("largest_free", 0))
     out.update(_shim_stats())
     return dict(sorted(out.items()))
 
