@@ -127,7 +127,7 @@ grammar() {
 	grep -qx 'queue_len num 4 65536 256 0' "$TMP/knobs" &&
 	grep -qx 'gpus/gpuN/budget_bytes size 0 18446744073709551615 0 1048576' \
 		"$TMP/knobs" &&
-	[ "$(grep -vc '^#' "$TMP/knobs")" = "$(u get | grep -c 'node0/\|gpu0/\|^[a-z_]* ')" ]
+	[ "$(grep -vc '^#' "$TMP/knobs")" = "$(u get | grep -c 'node0/\|gpu0/\|^cgroup/\|^[a-z_]* ')" ]
 }
 
 # A byte knob under its floor is a unit forgotten ("20" for "20G"): refused
