@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: MIT
 """check-knobs.py - the tools' knob table (tools/common/knobs.h, as ut-knobs
 prints it) against umm.ko's own: the knobs kmod/sysfs.c creates, what their
-store functions accept and their values at load (kmod/state.c, the node and
-GPU setup in kmod/sysfs.c); and the ABI document's "Range A .. B, default D"
-line of every knob. Any difference is an error that names the knob.
+store functions accept and their values at load (kmod/state.c for the
+global and cgroup/ knobs, the node and GPU setup in kmod/sysfs.c); and the
+ABI document's "Range A .. B, default D" line of every knob. Any difference
+is an error that names the knob.
 
   check-knobs.py --kmod DIR --knobs UT_KNOBS [--abi FILE]
 
@@ -27,11 +28,14 @@ DIRS = {
     'umm_attrs': '',
     'umm_node_attrs': 'nodes/nodeN/',
     'umm_gpu_attrs': 'gpus/gpuN/',
+    'umm_cg_attrs': 'cgroup/',
 }
 # Where a directory's objects get their values at load: the initializer
-# of struct umm_state (kmod/state.c) or the function that allocates them
-# (zeroed, so a field it does not set starts at 0).
-SETUP = {'': None, 'nodes/nodeN/': 'umm_add_node', 'gpus/gpuN/': 'umm_add_gpu'}
+# of struct umm_state (kmod/state.c; cgroup/'s knobs are its cg_* fields)
+# or the function that allocates them (zeroed, so a field it does not set
+# starts at 0).
+SETUP = {'': None, 'nodes/nodeN/': 'umm_add_node', 'gpus/gpuN/': 'umm_add_gpu',
+         'cgroup/': None}
 
 PRELUDE = r'''
 #define __ATTR(_name, _mode, _show, _store) \
@@ -193,7 +197,14 @@ def analyse(src, d, fname, store):
         k.update(kind='bool', min=0, max=1)
     elif m:
         k.update(kind='num', min=value(lo, name), max=value(hi, name))
-    elif 'umm_wm_store' in b:
+    elif re.search(r'\bumm_(?:\w+_)?wm_store\s*\(', b):
+        # umm_wm_store (a node's) or umm_cg_wm_store: either orders the
+        # three with umm_node_check_wm()
+        helper = re.search(r'\b(umm_(?:\w+_)?wm_store)\s*\(', b).group(1)
+        hb = body(src['sysfs.c'], helper) or ''
+        if 'umm_node_check_wm' not in hb:
+            raise Bad('knob %s: %s() (kmod/sysfs.c) does not check the '
+                      'order with umm_node_check_wm()' % (name, helper))
         wm = body(src['monitor.c'], 'umm_node_check_wm') or ''
         mx = bound(wm, 'low', '>')
         if not mx:
@@ -206,8 +217,8 @@ def analyse(src, d, fname, store):
         if not p:
             raise Bad('knob %s: check-knobs.py cannot tell what %s() '
                       'accepts (it knows kstrtobool, umm_store_u32, '
-                      'umm_wm_store, umm_parse_u32/u64 with "v < MIN || '
-                      'v > MAX")' % (name, store))
+                      'umm_wm_store, umm_cg_wm_store, umm_parse_u32/u64 '
+                      'with "v < MIN || v > MAX")' % (name, store))
         cond = operand(b, p.start(), True)  # the rest of the if's condition
         lo = bound(cond, p.group(2), '<')
         hi = bound(cond, p.group(2), '>')

@@ -5,7 +5,9 @@
 #                            sysfs-kernel-mm-umm (the knobs from the tools'
 #                            table, as build/ut-knobs prints it, or
 #                            $UT_KNOBS): nodes 0 and 1 (1 GiB each),
-#                            gpu0..gpu15, an empty inject file, and
+#                            gpu0..gpu15, cgroup/ (no cgroup watched;
+#                            remove it for a module without it), an empty
+#                            inject file, and
 #                            ROOT/kernel/debug/umm/clients with two clients
 #   fake_set ROOT REL VALUE  change one file
 #   expect RC PATTERN CMD... CMD exits RC and its stderr matches PATTERN
@@ -42,18 +44,21 @@ _fake_files() {
 _fake_knobs_bin=${UT_KNOBS:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/build/ut-knobs}
 
 # _fake_knobs DIR [KIND ID]: the knobs of the table at their defaults under
-# DIR (ROOT/kernel/mm/umm): the global ones, or those of KIND (nodes/node,
-# gpus/gpu) for its directory ID.
+# DIR (ROOT/kernel/mm/umm): the global ones, those of KIND (nodes/node,
+# gpus/gpu) for its directory ID, or those of a directory without an id
+# (KIND cgroup/, no ID).
 _fake_knobs() {
 	local d=$1 kind=${2-} id=${3-} name def f tab
 	tab=$("$_fake_knobs_bin") || return 1
 	while read -r name _ _ _ def _; do
 		case $name in
 		'#'*) continue ;;
-		*/*) if [ -z "$kind" ] || [ "${name%%N/*}" != "$kind" ]; then
+		*N/*) if [ -z "$kind" ] || [ "${name%%N/*}" != "$kind" ]; then
 			continue
 		     fi
 		     f=$kind$id/${name#*N/} ;;
+		*/*) [ -n "$kind" ] && [ "${name%/*}/" = "$kind" ] || continue
+		     f=$name ;;
 		*) [ -z "$kind" ] || continue; f=$name ;;
 		esac
 		_fake_files "$d/$(dirname "$f")" 0600 "$(basename "$f")=$def"
@@ -87,6 +92,9 @@ fake_umm() {
 		_fake_files "$u/gpus/gpu$g" 0400 level=normal used_bytes=0 \
 			reclaimable_bytes=0 events=0
 	done
+	mkdir -p "$u/cgroup"
+	_fake_knobs "$u" cgroup/ || return 1
+	_fake_files "$u/cgroup" 0400 watched=0
 	mkdir -p "$1/kernel/debug/umm"
 	cat >"$1/kernel/debug/umm/clients" <<-'EOF'
 	pid name priority ready queue_len queued events drops acks bytes_freed ack_ns_avg tiers(resident/reclaimable) ack_ns_sum ack_ms_le(1,2,5,10,20,50,100,200,500,1000,2000,5000,10000,inf)

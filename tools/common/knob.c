@@ -20,11 +20,15 @@
 #define UT_KNOB_GPU(n, kind, mn, mx, def, fl)				\
 	{ "gpus/gpu#/" #n, #n, UT_KNOB_GPU, UT_KNOB_##kind,		\
 	  UT_UMM_GPU_##n, mn, mx, def, fl },
+#define UT_KNOB_CG(n, kind, mn, mx, def, fl)				\
+	{ "cgroup/" #n, #n, UT_KNOB_CGROUP, UT_KNOB_##kind,		\
+	  UT_UMM_CG_##n, mn, mx, def, fl },
 
 const struct ut_knob ut_knobs[] = {
 	UT_KNOBS_GLOBAL(UT_KNOB_G)
 	UT_KNOBS_NODE(UT_KNOB_N)
 	UT_KNOBS_GPU(UT_KNOB_GPU)
+	UT_KNOBS_CGROUP(UT_KNOB_CG)
 };
 const size_t ut_nknobs = sizeof(ut_knobs) / sizeof(ut_knobs[0]);
 

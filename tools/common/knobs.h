@@ -5,17 +5,19 @@
  *   X(name, kind, min, max, default, floor)
  *
  * in the list of the knob's directory (ROOT/kernel/mm/umm, nodes/node<N>/,
- * gpus/gpu<N>/). umctl checks values against it, prints status, help and
- * "umctl knobs" from it, ut_umm_read reads the files it names, and the fake
- * tree of the tools' tests (fakeumm.sh, through ut-knobs) is made from it.
+ * gpus/gpu<N>/, cgroup/). umctl checks values against it, prints status,
+ * help and "umctl knobs" from it, ut_umm_read reads the files it names,
+ * and the fake tree of the tools' tests (fakeumm.sh, through ut-knobs) is
+ * made from it.
  *
  * kmod/sysfs.c is the truth: check-knobs.py, run by every build of
  * tools/common, compares the rows with what the module's store functions
  * accept and fail at any difference, naming the knob. Adding a knob to the
  * module is adding its row here (and to the ABI document).
  *
- *   kind   BOOL: kstrtobool words; NUM: a number; WM: a node watermark in
- *          basis points, low_bp > medium_bp > critical_bp; SIZE: bytes,
+ *   kind   BOOL: kstrtobool words; NUM: a number; WM: a watermark in
+ *          basis points (a node's, or the watched cgroups'), the three of
+ *          its directory kept low_bp > medium_bp > critical_bp; SIZE: bytes,
  *          K/M/G/T suffixes allowed
  *   min, max  what the module accepts, inclusive
  *   default   the value at load
@@ -43,5 +45,11 @@
 
 #define UT_KNOBS_GPU(X)                                                  \
 	X(budget_bytes,          SIZE, 0,    UINT64_MAX, 0,    1ull << 20)
+
+/* Thresholds of every watched memory cgroup: one directory, no id. */
+#define UT_KNOBS_CGROUP(X)                                               \
+	X(low_bp,                WM,   0,    10000,      2000,        0) \
+	X(medium_bp,             WM,   0,    10000,      1000,        0) \
+	X(critical_bp,           WM,   0,    10000,      500,         0)
 
 #endif /* UT_KNOBS_H */

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # Description: check-knobs.py passes on the tree as it is and fails, naming
 # the knob, on a copy of kmod/ (or of the ABI document) changed the ways the
-# module and the tools' table can drift apart: a range, a default, a knob
+# module and the tools' table can drift apart: a range, a default (global,
+# node, cgroup/), a kind, a knob
 # added to or dropped from the module, a store function it cannot read.
 set -u
 KNOBS=$1
@@ -42,7 +43,7 @@ agree() {
 		--knobs "$KNOBS" >/dev/null
 }
 
-tap_begin 10
+tap_begin 13
 tap_check "the tree agrees" agree
 tap_check "u32 knob range" drifted \
 	'knob hysteresis_bp: max is 5001 in kmod, 5000' sysfs.c \
@@ -62,6 +63,15 @@ tap_check "global default" drifted \
 tap_check "node default" drifted \
 	'knob nodes/nodeN/medium_bp: default is 1500 in kmod, 1000' sysfs.c \
 	's/UMM_DEF_MEDIUM_BP\t1000/UMM_DEF_MEDIUM_BP\t1500/'
+tap_check "cgroup default" drifted \
+	'knob cgroup/low_bp: default is 2500 in kmod, 2000' state.c \
+	's/\.cg_low_bp\t= 2000/.cg_low_bp\t= 2500/'
+tap_check "cgroup knob's store" drifted \
+	'knob cgroup/medium_bp: kind is num in kmod, wm' sysfs.c \
+	's/return umm_cg_wm_store(&umm.cg_##_name, buf, count);/return umm_store_u32(buf, 0, 9000, \&umm.cg_##_name) ?: count;/'
+tap_check "cgroup knob's ABI range" drifted \
+	'knob cgroup/critical_bp: .* does not say "Range 0 .. 10000, default 500"' abi \
+	's/Range 0 \.\. 10000, default 500;/Range 0 .. 10000, default 400;/'
 tap_check "knob only in the module" drifted \
 	'knob gpus/gpuN/memcg_bytes: kmod/sysfs.c has it.*no row' sysfs.c \
 	's/^\t&gpu_budget_bytes_attr.attr,/&\n\t\&gpu_memcg_bytes_attr.attr,/' \

@@ -27,6 +27,9 @@ const char *const ut_umm_node_names[UT_UMM_N_COUNT] = {
 const char *const ut_umm_gpu_names[UT_UMM_GPU_COUNT] = {
 	UT_UMM_GPU_FIELDS(UT_UMM_NAME)
 };
+const char *const ut_umm_cgroup_names[UT_UMM_CG_COUNT] = {
+	UT_UMM_CGROUP_FIELDS(UT_UMM_NAME)
+};
 
 const char *ut_umm_root(const char *opt)
 {
@@ -221,6 +224,32 @@ static int read_gpus(const char *root, struct ut_umm *s)
 	return n < 0 ? n : ret;
 }
 
+/*
+ * cgroup/, which a module built before it lacks: then not supported
+ * (has_cgroup false), not an error. Once there, every file must be.
+ */
+static int read_cgroup(const char *root, struct ut_umm *s)
+{
+	char path[4096];
+	struct stat st;
+
+	if (ut_umm_path(path, sizeof(path), root, "cgroup"))
+		return -ENAMETOOLONG;
+	if (stat(path, &st)) {
+		if (errno == ENOENT)
+			return 0;
+		snprintf(s->failed, sizeof(s->failed), "cgroup");
+		return -errno;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		snprintf(s->failed, sizeof(s->failed), "cgroup");
+		return -EPROTO;
+	}
+	s->has_cgroup = true;
+	return read_fields(root, "cgroup", ut_umm_cgroup_names,
+			   UT_UMM_CG_COUNT, s->cg, s);
+}
+
 int ut_umm_read(const char *root, struct ut_umm *s)
 {
 	int ret;
@@ -236,6 +265,8 @@ int ut_umm_read(const char *root, struct ut_umm *s)
 		ret = read_nodes(root, s);
 	if (!ret)
 		ret = read_gpus(root, s);
+	if (!ret)
+		ret = read_cgroup(root, s);
 	return ret;
 }
 

@@ -54,6 +54,11 @@ void ut_umm_json(struct ut_json *j, const struct ut_umm *s,
 		ut_json_obj_end(j);
 	}
 	ut_json_arr_end(j);
+	if (s->has_cgroup) {
+		ut_json_obj_begin(j, "cgroup");
+		json_fields(j, ut_umm_cgroup_names, s->cg, UT_UMM_CG_COUNT);
+		ut_json_obj_end(j);
+	}
 }
 
 int ut_umm_books(const char *books, struct ut_umm_book *b, int max)

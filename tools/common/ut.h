@@ -177,14 +177,14 @@ void ut_table_free(struct libscols_table *tb);
 /* ---- umm.ko's knobs (knob.c, the rows in knobs.h) -------------------- */
 
 enum ut_knob_kind { UT_KNOB_BOOL, UT_KNOB_NUM, UT_KNOB_WM, UT_KNOB_SIZE };
-enum ut_knob_dir { UT_KNOB_GLOBAL, UT_KNOB_NODE, UT_KNOB_GPU };
+enum ut_knob_dir { UT_KNOB_GLOBAL, UT_KNOB_NODE, UT_KNOB_GPU, UT_KNOB_CGROUP };
 
 struct ut_knob {
 	const char *pattern;	/* "nodes/node#/low_bp": '#' for an id */
 	const char *name;	/* the file's own name: "low_bp" */
 	enum ut_knob_dir dir;
 	enum ut_knob_kind kind;
-	int field;		/* index in ut_umm's g[] or a node's/GPU's v[] */
+	int field;		/* index in ut_umm's g[] or cg[], a node's/GPU's v[] */
 	uint64_t min, max, def, floor;
 };
 
@@ -241,18 +241,23 @@ void ut_knobs_list(FILE *f);
 	X(events)
 #define UT_UMM_GPU_FIELDS(X)						\
 	UT_KNOBS_GPU(X) X(used_bytes) X(reclaimable_bytes) X(events)
+#define UT_UMM_CGROUP_FIELDS(X)						\
+	UT_KNOBS_CGROUP(X) X(watched)
 
 #define UT_UMM_G_ENUM(n, ...)	UT_UMM_G_##n,
 #define UT_UMM_N_ENUM(n, ...)	UT_UMM_N_##n,
 #define UT_UMM_GPU_ENUM(n, ...)	UT_UMM_GPU_##n,
+#define UT_UMM_CG_ENUM(n, ...)	UT_UMM_CG_##n,
 enum { UT_UMM_GLOBALS(UT_UMM_G_ENUM) UT_UMM_G_COUNT };
 enum { UT_UMM_NODE_FIELDS(UT_UMM_N_ENUM) UT_UMM_N_COUNT };
 enum { UT_UMM_GPU_FIELDS(UT_UMM_GPU_ENUM) UT_UMM_GPU_COUNT };
+enum { UT_UMM_CGROUP_FIELDS(UT_UMM_CG_ENUM) UT_UMM_CG_COUNT };
 
 /* File names, indexed by the enums above. */
 extern const char *const ut_umm_global_names[UT_UMM_G_COUNT];
 extern const char *const ut_umm_node_names[UT_UMM_N_COUNT];
 extern const char *const ut_umm_gpu_names[UT_UMM_GPU_COUNT];
+extern const char *const ut_umm_cgroup_names[UT_UMM_CG_COUNT];
 
 struct ut_umm_node {
 	unsigned int id;
@@ -274,6 +279,9 @@ struct ut_umm {
 	size_t nnodes;
 	struct ut_umm_gpu gpus[UT_UMM_MAX_GPUS];
 	size_t ngpus;
+	/* cgroup/: a module built without it has none (has_cgroup false) */
+	bool has_cgroup;
+	uint64_t cg[UT_UMM_CG_COUNT];
 	char failed[128];		/* the file that could not be read */
 };
 
@@ -310,9 +318,10 @@ int ut_umm_read_u64(const char *root, const char *rel, uint64_t *out);
  */
 int ut_umm_present(const char *root);
 /*
- * Reads every file of the tree into s: 0, -ENOENT when umm.ko is not
- * loaded, else the -errno of the first file that failed (its name in
- * s->failed; -EACCES as non-root). ut_umm_free(s) afterwards, always.
+ * Reads every file of the tree into s (cgroup/ only where the module has
+ * it: s->has_cgroup): 0, -ENOENT when umm.ko is not loaded, else the
+ * -errno of the first file that failed (its name in s->failed; -EACCES as
+ * non-root). ut_umm_free(s) afterwards, always.
  */
 int ut_umm_read(const char *root, struct ut_umm *s);
 void ut_umm_free(struct ut_umm *s);
@@ -339,7 +348,8 @@ int ut_umm_books(const char *books, struct ut_umm_book *b, int max);
 void ut_umm_warn(const char *root, const char *what, int err);
 
 /*
- * "module", "nodes" and "gpus" members of the current JSON object; with
+ * "module", "nodes" and "gpus" members of the current JSON object, and
+ * "cgroup" where the module has that directory; with
  * decline (see ut_umm_print_nodes), each node's as free_decline_bytes_per_s.
  */
 void ut_umm_json(struct ut_json *j, const struct ut_umm *s,

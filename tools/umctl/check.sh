@@ -4,11 +4,11 @@
 # clients in text and JSON, metrics in the Prometheus format (promtool's
 # check, values, escaped names, the atomic file, partial trees), get/set of
 # every kind of knob with the value landing in the file (ring_bytes_max at
-# both ends of its range), ranges and watermark order refused before writing,
-# inject commands as the kernel's grammar wants them, the module absent, a
-# write the kernel refuses (ENOSPC from /dev/full), and non-root (EACCES)
-# when we can drop privileges. The real module is exercised in the VM by
-# tests/kmod (umctl-vm.sh).
+# both ends of its range), ranges and watermark order (a node's, cgroup/'s)
+# refused before writing, a module without cgroup/, inject commands as the
+# kernel's grammar wants them, the module absent, a write the kernel refuses
+# (ENOSPC from /dev/full), and non-root (EACCES) when we can drop privileges.
+# The real module is exercised in the VM by tests/kmod (umctl-vm.sh).
 # Usage: check.sh UMCTL UT-JSONCHECK
 set -u
 UMCTL=$1
@@ -127,7 +127,68 @@ grammar() {
 	grep -qx 'queue_len num 4 65536 256 0' "$TMP/knobs" &&
 	grep -qx 'gpus/gpuN/budget_bytes size 0 18446744073709551615 0 1048576' \
 		"$TMP/knobs" &&
-	[ "$(grep -vc '^#' "$TMP/knobs")" = "$(u get | grep -c 'node0/\|gpu0/\|^[a-z_]* ')" ]
+	[ "$(grep -vc '^#' "$TMP/knobs")" = "$(u get | grep -c 'node0/\|gpu0/\|^cgroup/\|^[a-z_]* ')" ]
+}
+
+# cgroup/: its thresholds are checked as the node watermarks are (range,
+# then low_bp > medium_bp > critical_bp against the files) before writing;
+# get, status and "knobs" show it.
+cgroup_knobs() {
+	[ "$(u get cgroup/low_bp)" = 2000 ] &&
+	expect 2 'cgroup/low_bp 900: the watermarks must stay low_bp > medium_bp' \
+		u set cgroup/low_bp 900 &&
+	expect 2 'low_bp > medium_bp' u set cgroup/critical_bp 1000 &&
+	expect 2 'low_bp > medium_bp' u set cgroup/medium_bp 2000 &&
+	expect 2 "cgroup/low_bp: bad value '10001': a number (0..10000)" \
+		u set cgroup/low_bp 10001 &&
+	expect 2 "unknown knob 'cgroup/watched'" u set cgroup/watched 1 &&
+	expect 2 "unknown knob 'cgroup0/low_bp'" u set cgroup0/low_bp 3000 &&
+	file_is cgroup/low_bp 2000 && file_is cgroup/medium_bp 1000 &&
+	file_is cgroup/critical_bp 500 &&
+	u set cgroup/low_bp 3000 && file_is cgroup/low_bp 3000 &&
+	u set cgroup/medium_bp 2500 && file_is cgroup/medium_bp 2500 &&
+	u get >"$TMP/all" && grep -qx 'cgroup/low_bp 3000' "$TMP/all" &&
+	grep -qx 'cgroup/critical_bp 500' "$TMP/all" &&
+	! grep -q 'cgroup/watched' "$TMP/all" &&
+	u get --json >"$TMP/g.json" &&
+	"$JC" "$TMP/g.json" cgroup/medium_bp:number &&
+	fake_set "$R" cgroup/watched 3 &&
+	u status >"$TMP/s.txt" &&
+	grep -qx 'cgroups:  3 watched, thresholds low 3000, medium 2500, critical 500 bp' \
+		"$TMP/s.txt" &&
+	u status --json >"$TMP/s.json" &&
+	"$JC" "$TMP/s.json" cgroup.watched:number cgroup.low_bp:number &&
+	json_is "$TMP/s.json" watched 3 &&
+	u knobs | grep -qx 'cgroup/low_bp wm 0 10000 2000 0' &&
+	u help | grep -q 'cgroup/low_bp' &&
+	u set cgroup/medium_bp 1000 && u set cgroup/low_bp 2000 &&
+	fake_set "$R" cgroup/watched 0 || { cat "$TMP/s.txt"; return 1; }
+}
+
+# A module built before cgroup/: everything else works, the cgroup knobs
+# are "not supported" (a runtime failure, nothing written), not a usage
+# error or a broken tree.
+cgroup_absent() {
+	local T=$TMP/ncg
+	mkdir -p "$T/sys"
+	fake_umm "$T/sys"
+	rm -r "$T/sys/kernel/mm/umm/cgroup"
+	"$UMCTL" --sysroot "$T" status >"$T/s.txt" &&
+	grep -q 'loaded, API 1' "$T/s.txt" && ! grep -q '^cgroups:' "$T/s.txt" &&
+	"$UMCTL" --sysroot "$T" status --json >"$T/s.json" &&
+	! grep -q '"cgroup"' "$T/s.json" &&
+	"$UMCTL" --sysroot "$T" get >"$T/all" &&
+	grep -qx 'nodes/node0/low_bp 2000' "$T/all" &&
+	! grep -q '^cgroup/' "$T/all" &&
+	expect 1 'cgroup/low_bp: not supported by this umm.ko' \
+		"$UMCTL" --sysroot "$T" get cgroup/low_bp &&
+	expect 1 'cgroup/critical_bp: not supported by this umm.ko' \
+		"$UMCTL" --sysroot "$T" set cgroup/critical_bp 400 &&
+	[ ! -e "$T/sys/kernel/mm/umm/cgroup" ] &&
+	# there, but a file of it missing: a tree the tools do not know
+	fake_umm "$T/sys" && rm "$T/sys/kernel/mm/umm/cgroup/watched" &&
+	expect 1 'cgroup/watched: unexpected contents' \
+		"$UMCTL" --sysroot "$T" status
 }
 
 # A byte knob under its floor is a unit forgotten ("20" for "20G"): refused
@@ -384,7 +445,7 @@ sysroot_forms() {
 	return $bad
 }
 
-tap_begin 21
+tap_begin 23
 tap_check "umctl.status_text" status_text
 tap_check "umctl.status_json" status_json
 tap_check "umctl.clients" clients
@@ -392,6 +453,8 @@ tap_check "umctl.clients_without_debugfs" clients_no_debugfs
 tap_check "umctl.get_set" get_set
 tap_check "umctl.ring_bytes_max_range" ring_bytes_max
 tap_check "umctl.grammar_of_the_module" grammar
+tap_check "umctl.cgroup_knobs_checked" cgroup_knobs
+tap_check "umctl.cgroup_absent_not_supported" cgroup_absent
 tap_check "umctl.byte_floor_needs_force" floor
 tap_check "umctl.sysroot_and_older_forms" sysroot_forms
 tap_check "umctl.bad_values_refused_before_writing" bad_values

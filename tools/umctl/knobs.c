@@ -108,7 +108,21 @@ static int check_dir(const struct umctl *u, const char *what,
 	return EX_USAGE;
 }
 
-/* Module there, and the knob's node or GPU too. */
+/* cgroup/, which a module built before it does not have: not supported. */
+static int check_cgroup(const struct umctl *u, const struct ut_knob *k)
+{
+	char path[4096];
+	struct stat st;
+
+	if (!ut_umm_path(path, sizeof(path), u->root, "cgroup") &&
+	    !stat(path, &st) && S_ISDIR(st.st_mode))
+		return EX_DONE;
+	ut_warn("cgroup/%s: not supported by this umm.ko (no cgroup/: a module without memory cgroup thresholds)",
+		k->name);
+	return EX_RUNTIME;
+}
+
+/* Module there, and the knob's node, GPU or cgroup/ directory too. */
 static int check_target(const struct umctl *u, const struct ut_knob *k,
 			unsigned int id)
 {
@@ -116,6 +130,8 @@ static int check_target(const struct umctl *u, const struct ut_knob *k,
 
 	if (ret || k->dir == UT_KNOB_GLOBAL)
 		return ret;
+	if (k->dir == UT_KNOB_CGROUP)
+		return check_cgroup(u, k);
 	return check_dir(u, k->dir == UT_KNOB_GPU ? "gpu" : "node", id);
 }
 
@@ -158,7 +174,10 @@ static void parse_value(const struct ut_knob *k, const char *name,
 	}
 }
 
-/* low_bp > medium_bp > critical_bp with v in place of name's own value. */
+/*
+ * low_bp > medium_bp > critical_bp with v in place of name's own value, the
+ * other two read from name's directory (a node's or cgroup/).
+ */
 static int check_order(const struct umctl *u, const char *name, uint64_t v)
 {
 	static const char *const wm[] = { "low_bp", "medium_bp", "critical_bp" };
@@ -257,7 +276,10 @@ static void put_dir(const struct umctl *u, struct ut_json *j,
 	}
 }
 
-/* Every knob: the global ones, then each node's and each GPU's. */
+/*
+ * Every knob: the global ones, then each node's and each GPU's, then
+ * cgroup/'s where the module has it.
+ */
 static int get_all(const struct umctl *u, struct ut_json *j)
 {
 	struct ut_umm s;
@@ -274,6 +296,8 @@ static int get_all(const struct umctl *u, struct ut_json *j)
 		put_dir(u, j, UT_KNOB_NODE, s.nodes[n].id, s.nodes[n].v);
 	for (n = 0; n < s.ngpus; n++)
 		put_dir(u, j, UT_KNOB_GPU, s.gpus[n].id, s.gpus[n].v);
+	if (s.has_cgroup)
+		put_dir(u, j, UT_KNOB_CGROUP, 0, s.cg);
 	ut_umm_free(&s);
 	return EX_DONE;
 }

@@ -67,6 +67,12 @@ static int umctl_print_status(const struct ut_umm *s)
 	printf("kernel:   %llu shrinker calls, %llu OOM notifier calls\n",
 	       (unsigned long long)g[UT_UMM_G_shrinker_calls],
 	       (unsigned long long)g[UT_UMM_G_oom_calls]);
+	if (s->has_cgroup)
+		printf("cgroups:  %llu watched, thresholds low %llu, medium %llu, critical %llu bp\n",
+		       (unsigned long long)s->cg[UT_UMM_CG_watched],
+		       (unsigned long long)s->cg[UT_UMM_CG_low_bp],
+		       (unsigned long long)s->cg[UT_UMM_CG_medium_bp],
+		       (unsigned long long)s->cg[UT_UMM_CG_critical_bp]);
 	print_knobs(g);
 	ret = ut_umm_print_nodes(s, NULL);
 	if (!ret && s->ngpus) {
