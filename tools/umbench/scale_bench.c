@@ -150,15 +150,17 @@ static bool resident(struct scale_run *s, um_region_t r)
 	       !info.pending;
 }
 
-/* One round of acquire+release over a permutation; timed when p is set. */
-static int round_once(struct scale_run *s, unsigned int n,
-		      struct scale_point *p)
+/*
+ * acquire+release of perm[from..to), each timed as a hit or a miss by
+ * where its region was (when p is set).
+ */
+static int touch(struct scale_run *s, unsigned int from, unsigned int to,
+		 struct scale_point *p)
 {
 	unsigned int i;
 	int rc = 0;
 
-	shuffle(s, n);
-	for (i = 0; !rc && i < n; i++) {
+	for (i = from; !rc && i < to; i++) {
 		um_region_t r = s->r[s->perm[i]];
 		int c = resident(s, r) ? C_HIT : C_MISS;
 		uint64_t t0 = ut_now_ns();
@@ -174,6 +176,14 @@ static int round_once(struct scale_run *s, unsigned int n,
 	return rc;
 }
 
+/* One round over a new permutation of the n regions. */
+static int round_once(struct scale_run *s, unsigned int n,
+		      struct scale_point *p)
+{
+	shuffle(s, n);
+	return touch(s, 0, n, p);
+}
+
 /*
  * Hits on purpose: the last regions a round touched are resident, so
  * acquire+release them again (a random permutation alone hits rarely:
@@ -182,21 +192,9 @@ static int round_once(struct scale_run *s, unsigned int n,
 static int hit_tail(struct scale_run *s, unsigned int n,
 		    struct scale_point *p)
 {
-	unsigned int i, k = resident_max(n) / 2 ? resident_max(n) / 2 : 1;
-	int rc = 0;
+	unsigned int k = resident_max(n) / 2 ? resident_max(n) / 2 : 1;
 
-	for (i = n - k; !rc && i < n; i++) {
-		um_region_t r = s->r[s->perm[i]];
-		int c = resident(s, r) ? C_HIT : C_MISS;
-		uint64_t t0 = ut_now_ns();
-
-		rc = um_acquire(s->ctx, r, UM_TIER_GPU(0), NULL);
-		if (!rc)
-			rc = um_release(s->ctx, r);
-		p->ns[c] += ut_now_ns() - t0;
-		p->calls[c]++;
-	}
-	return rc;
+	return touch(s, n - k, n, p);
 }
 
 static int lookup_all(struct scale_run *s, struct scale_point *p)
