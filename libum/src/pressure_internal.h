@@ -65,6 +65,8 @@ struct um_pressure {
 	int umm_fd;
 	bool umm_enabled;
 	bool umm_read_armed;
+	bool umm_cgroup;		/* the module watches our memory cgroup */
+	bool cgroup_unmet_said;		/* the ERR line of an unmet ask */
 	int umm_prio;
 	char umm_name[UMM_NAME_LEN];
 	uint64_t last_seq;
@@ -150,6 +152,13 @@ int um__pressure_collect(struct um_context *ctx, struct books *b);
 void um__pressure_post_event(struct um_context *ctx, um_tier_t tier,
 			     um_tier_t dest, uint64_t bytes,
 			     unsigned int umm_level);
+/*
+ * The tier an event of the module names, for the application's
+ * UM_EVENT_PRESSURE: its GPU or node; a memory cgroup, which is no tier of
+ * ours, is UM_TIER_HOST_ANY (what we hold there is our host copies on
+ * every node together).
+ */
+um_tier_t um__pressure_event_tier(const struct umm_event *ev);
 /* Shed bytes from tier toward dest and wait; returns bytes freed. */
 uint64_t um__pressure_shed(struct um_pressure *pr, um_tier_t tier,
 			   uint64_t bytes, um_tier_t dest);
