@@ -343,6 +343,26 @@ static void keep_off_hot(struct um_pressure *pr)
 }
 
 /*
+ * Between events while our memory cgroup is hot: our released host copies
+ * back in the spill (a step restores through the host and evicts to it).
+ */
+static void keep_out_of_cgroup(struct um_pressure *pr)
+{
+	uint64_t rec = 0;
+	struct books b;
+
+	if (!atomic_load(&pr->cg_hot) || pr->keep_cut ||
+	    um__pressure_collect(pr->ctx, &b))
+		return;
+	for (int n = 0; n < UM_STATS_MAX_NODES; n++)
+		rec += b.host_rec[n];
+	if (!rec)
+		return;
+	um__pressure_shed(pr, UM_TIER_HOST_ANY, rec, UM_TIER_DISK);
+	atomic_store(&pr->dirty, true);
+}
+
+/*
  * Free chunks of the pool on nodes we are keeping off: moves and restores
  * leave them behind, and until they go back the node is no better off.
  */
@@ -393,6 +413,11 @@ static void try_home(struct um_pressure *pr, uint64_t free_b)
 void um__pressure_steer_back(struct um_pressure *pr,
 			     const struct umm_event *ev)
 {
+	if (ev->tier_type == UMM_TIER_CGROUP) {
+		if (ev->level <= UMM_LEVEL_NORMAL)
+			atomic_store(&pr->cg_hot, false);
+		return;
+	}
 	if (ev->tier_type != UMM_TIER_HOST_NODE || ev->tier_id >= 32 ||
 	    ev->level > UMM_LEVEL_NORMAL)
 		return;
@@ -427,16 +452,20 @@ static void keep_away(struct um_pressure *pr)
 	pr->keep_yields = true;
 	keep_off_hot(pr);
 	pr->keep_yields = false;
+	keep_out_of_cgroup(pr);
 	trim_kept_off(pr);
 	check_home(pr);
 	pr->last_keep_ns = pr->keep_cut ? 0 : um__now_ns();
 	pr->keep_cut = false;
 }
 
-/* Every report interval while a node is hot or we steered away. */
+/*
+ * Every report interval while a node or our memory cgroup is hot, or we
+ * steered away.
+ */
 void um__pressure_keep_away(struct um_pressure *pr)
 {
-	if ((pr->hot || pr->home_orig >= 0) &&
+	if ((pr->hot || pr->home_orig >= 0 || atomic_load(&pr->cg_hot)) &&
 	    um__now_ns() - pr->last_keep_ns >= pr->report_ns)
 		keep_away(pr);
 }
@@ -515,6 +544,10 @@ static bool answer_cgroup(struct um_pressure *pr, const struct umm_event *ev,
 	um__pressure_post_event(pr->ctx, UM_TIER_HOST_ANY,
 				pr->ctx->spill ? UM_TIER_DISK : UM_TIER_NONE,
 				ask, ev->level);
+	if (ev->level >= UMM_LEVEL_LOW && pr->ctx->spill) {
+		atomic_store(&pr->cg_hot, true);
+		pr->last_keep_ns = 0;
+	}
 	if (!ask)
 		return false;
 	t0 = um__now_ns();

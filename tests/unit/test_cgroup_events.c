@@ -202,6 +202,67 @@ TEST(cgroup_pressure_spills_host_copies)
 	rm_dir(dir);
 }
 
+/* r back on the host from the device (a trainer's step). */
+static int step_back(struct um_context *ctx, um_region_t r)
+{
+	if (um_acquire(ctx, r, UM_TIER_GPU(0), NULL) || um_release(ctx, r) ||
+	    um_evict(ctx, r, UM_TIER_HOST_NODE(0)) || um_wait_all(ctx))
+		return -1;
+	return um__tier_is_host(residency(ctx, r)) ? 0 : -1;
+}
+
+/* r's residency becomes want within ms. */
+static bool becomes(struct um_context *ctx, um_region_t r, um_tier_t want,
+		    int ms)
+{
+	for (int i = 0; i < ms; i++) {
+		if (residency(ctx, r) == want)
+			return true;
+		usleep(1000);
+	}
+	return residency(ctx, r) == want;
+}
+
+/*
+ * Until the cgroup's RELIEF, host copies that come back between events
+ * go back to the spill; after it, they stay.
+ */
+TEST(cgroup_hot_keeps_copies_spilled_until_relief)
+{
+	struct umm_event ev = cg_event(RBYTES, 9 * MiB);
+	struct um_context *ctx;
+	um_region_t r[NREG];
+	uint64_t freed = 0;
+	char dir[64];
+
+	setenv("LIBUM_PRESSURE_REPORT_MS", "5", 1);
+	ctx = cg_ctx(dir, sizeof(dir), true);
+	unsetenv("LIBUM_PRESSURE_REPORT_MS");
+	ASSERT_NONNULL(ctx);
+	ASSERT_EQ(0, host_copies(ctx, r));
+	ASSERT_TRUE(um__pressure_answer(ctx->pressure, &ev, &freed));
+	/* the loop spills the rest, then what a step brings back */
+	for (int i = 0; i < NREG; i++)
+		ASSERT_TRUE(becomes(ctx, r[i], UM_TIER_DISK, 3000))
+			TH_LOG("region %d still on %#x", i,
+			       residency(ctx, r[i]));
+	ASSERT_EQ(0, step_back(ctx, r[0]));
+	ASSERT_TRUE(becomes(ctx, r[0], UM_TIER_DISK, 3000));
+
+	ev.type = UMM_EVENT_RELIEF;
+	ev.level = UMM_LEVEL_NORMAL;
+	ev.bytes_to_free = 0;
+	um__pressure_steer_back(ctx->pressure, &ev);
+	usleep(20000);	/* a pass of the loop in flight ends */
+	ASSERT_EQ(0, step_back(ctx, r[1]));
+	usleep(100000);	/* 20 report intervals */
+	ASSERT_EQ(UM_TIER_HOST_NODE(0), residency(ctx, r[1]));
+	ASSERT_EQ(0, g_log.err) TH_LOG("log: %s", g_log.text);
+	ASSERT_EQ(0, free_all(ctx, r));
+	ASSERT_EQ(0, um_context_destroy(ctx));
+	rm_dir(dir);
+}
+
 /* No spill tier: nothing can go; said once, naming the room and the ask. */
 TEST(cgroup_ask_unmet_said_once)
 {
