@@ -143,6 +143,8 @@ static void trainer_child(const struct cg_scene *sc, int wfd, int rfd)
 
 	e2e_oom_adj(0);
 	e2e_no_mlock();
+	/* as the node scenes' trainer: its home node is node 0 */
+	e2e_bind_node(0);
 	if (cg_enter(sc->name))
 		_exit(20);
 	setenv("LIBUM_PRESSURE", sc->reaction ? "1" : "0", 1);

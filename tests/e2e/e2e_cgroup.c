@@ -2,8 +2,10 @@
 /*
  * Description: a trainer in a memory cgroup (v2) whose memory.max is below
  * what it and a filler in the same cgroup take together: the trainer holds
- * 96 MiB of libum host copies, the filler takes 140 MiB at 32 MiB/s under a
- * 192 MiB limit. umm.ko's PRESSURE events about the cgroup reach libum
+ * 96 MiB of libum host copies (6 of its 7 regions of 16 MiB, the seventh
+ * on the sim device, whose memory is the process's too), the filler takes
+ * 140 MiB at 32 MiB/s under a 224 MiB limit (the trainer takes 130-150 MiB
+ * before the fill, with the pool's chunks). umm.ko's PRESSURE events about the cgroup reach libum
  * before the limit; libum spills the host copies (never to another node:
  * that frees nothing in a cgroup), trims the pool and ACKs, and the filler
  * fits. Passes when: the handshake granted the cgroup events, events came
@@ -27,11 +29,11 @@ TEST(cgroup_limit_met_by_spilling)
 		.name = "e2e-cgroup",
 		.reaction = true,
 		.spill_dir = "/mnt/um-spill-cg",
-		.limit = 192 * MiB,
+		.limit = 224 * MiB,
 		.fill = 140 * MiB,
 		.rate_mib = 32,
-		.nregions = 13,
-		.region_bytes = 8 * MiB,
+		.nregions = 7,
+		.region_bytes = 16 * MiB,
 	};
 	struct cg_result res;
 

@@ -21,11 +21,11 @@ TEST(cgroup_reaction_off_trainer_oom_killed)
 		.name = "e2e-cgroup-off",
 		.reaction = false,
 		.spill_dir = "/mnt/um-spill-cg-off",
-		.limit = 192 * MiB,
+		.limit = 224 * MiB,
 		.fill = 140 * MiB,
 		.rate_mib = 32,
-		.nregions = 13,
-		.region_bytes = 8 * MiB,
+		.nregions = 7,
+		.region_bytes = 16 * MiB,
 	};
 	struct cg_result res;
 
