@@ -29,6 +29,7 @@
 
 #define CG	"/sys/fs/cgroup"
 #define STEP	(4 * MiB)
+#define CG_LOW_BP	UMM_SYSFS "/cgroup/low_bp"
 
 enum { MSG_READY = 1, MSG_DONE = 2 };
 
@@ -239,13 +240,22 @@ int cg_scene_run(const struct cg_scene *sc, struct cg_result *res)
 	int to_parent[2], to_child[2], ret, st;
 	struct sampler smp = { .cg = sc->name };
 	pid_t trainer, filler;
-	char dir[128], val[32];
+	char dir[128], val[32], low_bp[32];
 	struct stat sb;
 	struct msg m;
 
 	memset(res, 0, sizeof(*res));
 	signal(SIGPIPE, SIG_IGN);
 	e2e_oom_adj(-1000);
+	/*
+	 * LOW at 40 % of the limit rather than 20 %: the spill's writes in
+	 * the emulated VM go at about the filler's rate, and the trainer's
+	 * host copies must be out before the filler's bytes come in.
+	 */
+	if (e2e_read_str(CG_LOW_BP, low_bp, sizeof(low_bp)))
+		low_bp[0] = '\0';
+	else
+		e2e_write_str(CG_LOW_BP, "4000");
 	ret = cg_ready();
 	if (ret)
 		return ret;
@@ -338,6 +348,8 @@ int cg_scene_run(const struct cg_scene *sc, struct cg_result *res)
 	snprintf(dir, sizeof(dir), CG "/%s", sc->name);
 	for (int i = 0; i < 100 && rmdir(dir) && errno == EBUSY; i++)
 		e2e_sleep_ms(20);
+	if (low_bp[0])
+		e2e_write_str(CG_LOW_BP, low_bp);
 
 	printf("# %s: trainer %s after %llu steps, %d region(s) differ, filler exit %d\n",
 	       sc->name, res->trainer_killed ? "KILLED" : "finished",

@@ -5,7 +5,8 @@
  * 96 MiB of libum host copies (6 of its 7 regions of 16 MiB, the seventh
  * on the sim device, whose memory is the process's too), the filler takes
  * 140 MiB at 32 MiB/s under a 224 MiB limit (the trainer takes 130-150 MiB
- * before the fill, with the pool's chunks). umm.ko's PRESSURE events about the cgroup reach libum
+ * before the fill, with the pool's chunks); the scene sets umm.ko's
+ * cgroup/low_bp to 4000 for its run (see cgroup_scene.c). umm.ko's PRESSURE events about the cgroup reach libum
  * before the limit; libum spills the host copies (never to another node:
  * that frees nothing in a cgroup), trims the pool and ACKs, and the filler
  * fits. Passes when: the handshake granted the cgroup events, events came
