@@ -7,6 +7,8 @@
  *  - umm.ko's /dev/umm: handshake, REPORT of what the context holds and
  *    could give back per tier (on change, rate-limited), events read with
  *    io_uring reads, um_shed() toward the suggested node, ACK of bytes freed;
+ *    with UMM_FEATURE_CGROUP, the events of the memory cgroup (v2) the
+ *    process runs in too, answered by spilling host copies (no steering);
  *  - a PSI memory trigger (/proc/pressure/memory) when the module is absent
  *    (or gone) and the kernel accepts triggers;
  *  - always, the library's own budgets (enforced by the core).
@@ -80,6 +82,12 @@ struct um_pressure_stats {
 	uint64_t first_event_ns;	/* CLOCK_MONOTONIC, first pressure */
 	uint32_t first_eta_ms;		/* its estimate of ms to critical */
 	uint32_t max_level;		/* worst enum umm_level seen */
+	/* PRESSURE events about our memory cgroup (UMM_TIER_CGROUP) */
+	uint64_t cgroup_events;
+	uint64_t cgroup_freed;		/* bytes those gave back */
+	uint64_t cgroup_room;		/* the last one's room (bytes_free) */
+	uint32_t cgroup_id;		/* the last one's tier_id */
+	uint32_t cgroup_unmet;		/* asks not met in full */
 };
 
 int um__pressure_stats(struct um_context *ctx, struct um_pressure_stats *st);

@@ -65,6 +65,8 @@ struct um_pressure {
 	int umm_fd;
 	bool umm_enabled;
 	bool umm_read_armed;
+	bool umm_cgroup;		/* the module watches our memory cgroup */
+	bool cgroup_unmet_said;		/* the ERR line of an unmet ask */
 	int umm_prio;
 	char umm_name[UMM_NAME_LEN];
 	uint64_t last_seq;
@@ -92,6 +94,13 @@ struct um_pressure {
 	 * the copies back on the next step, PRESSURE again).
 	 */
 	uint64_t low_mark[32];
+	/*
+	 * Our memory cgroup was said to be LOW or worse and we have a spill:
+	 * until its RELIEF, the loop keeps our released host copies spilled
+	 * between events (a trainer's steps bring them back to the host,
+	 * where the cgroup is charged for them again).
+	 */
+	atomic_bool cg_hot;
 	uint64_t last_home_check_ns;
 	uint64_t last_keep_ns;		/* last pass of keep_away(); 0: due */
 	bool keep_yields;		/* keep_away() runs: stop for events */
@@ -150,6 +159,13 @@ int um__pressure_collect(struct um_context *ctx, struct books *b);
 void um__pressure_post_event(struct um_context *ctx, um_tier_t tier,
 			     um_tier_t dest, uint64_t bytes,
 			     unsigned int umm_level);
+/*
+ * The tier an event of the module names, for the application's
+ * UM_EVENT_PRESSURE: its GPU or node; a memory cgroup, which is no tier of
+ * ours, is UM_TIER_HOST_ANY (what we hold there is our host copies on
+ * every node together).
+ */
+um_tier_t um__pressure_event_tier(const struct umm_event *ev);
 /* Shed bytes from tier toward dest and wait; returns bytes freed. */
 uint64_t um__pressure_shed(struct um_pressure *pr, um_tier_t tier,
 			   uint64_t bytes, um_tier_t dest);
@@ -160,10 +176,13 @@ uint64_t um__pressure_shed(struct um_pressure *pr, um_tier_t tier,
  */
 bool um__pressure_answer(struct um_pressure *pr, const struct umm_event *ev,
 			 uint64_t *freed);
-/* A RELIEF: the node is no longer hot; send host copies home if it was. */
+/*
+ * A RELIEF: the node (or our memory cgroup) is no longer hot; send host
+ * copies home if they were steered away.
+ */
 void um__pressure_steer_back(struct um_pressure *pr,
 			     const struct umm_event *ev);
-/* Between events: keep what we hold off hot nodes, look home. */
+/* Between events: keep off hot nodes and a hot memory cgroup, look home. */
 void um__pressure_keep_away(struct um_pressure *pr);
 
 #endif /* UM_PRESSURE_INTERNAL_H */

@@ -7,7 +7,8 @@
  * node, newest first, or um_shed), where they go (a node with room, the
  * spill, else nowhere), and steering: while a node is under pressure, new
  * host copies go elsewhere and what we hold there is kept off it between
- * events, until it has room again.
+ * events, until it has room again. A memory cgroup's ask is met from what
+ * the cgroup is charged for wherever it lies, the spill the only way out.
  */
 #include <errno.h>
 #include <liburing.h>
@@ -342,6 +343,26 @@ static void keep_off_hot(struct um_pressure *pr)
 }
 
 /*
+ * Between events while our memory cgroup is hot: our released host copies
+ * back in the spill (a step restores through the host and evicts to it).
+ */
+static void keep_out_of_cgroup(struct um_pressure *pr)
+{
+	uint64_t rec = 0;
+	struct books b;
+
+	if (!atomic_load(&pr->cg_hot) || pr->keep_cut ||
+	    um__pressure_collect(pr->ctx, &b))
+		return;
+	for (int n = 0; n < UM_STATS_MAX_NODES; n++)
+		rec += b.host_rec[n];
+	if (!rec)
+		return;
+	um__pressure_shed(pr, UM_TIER_HOST_ANY, rec, UM_TIER_DISK);
+	atomic_store(&pr->dirty, true);
+}
+
+/*
  * Free chunks of the pool on nodes we are keeping off: moves and restores
  * leave them behind, and until they go back the node is no better off.
  */
@@ -392,6 +413,11 @@ static void try_home(struct um_pressure *pr, uint64_t free_b)
 void um__pressure_steer_back(struct um_pressure *pr,
 			     const struct umm_event *ev)
 {
+	if (ev->tier_type == UMM_TIER_CGROUP) {
+		if (ev->level <= UMM_LEVEL_NORMAL)
+			atomic_store(&pr->cg_hot, false);
+		return;
+	}
 	if (ev->tier_type != UMM_TIER_HOST_NODE || ev->tier_id >= 32 ||
 	    ev->level > UMM_LEVEL_NORMAL)
 		return;
@@ -426,18 +452,119 @@ static void keep_away(struct um_pressure *pr)
 	pr->keep_yields = true;
 	keep_off_hot(pr);
 	pr->keep_yields = false;
+	keep_out_of_cgroup(pr);
 	trim_kept_off(pr);
 	check_home(pr);
 	pr->last_keep_ns = pr->keep_cut ? 0 : um__now_ns();
 	pr->keep_cut = false;
 }
 
-/* Every report interval while a node is hot or we steered away. */
+/*
+ * Every report interval while a node or our memory cgroup is hot, or we
+ * steered away.
+ */
 void um__pressure_keep_away(struct um_pressure *pr)
 {
-	if ((pr->hot || pr->home_orig >= 0) &&
+	if ((pr->hot || pr->home_orig >= 0 || atomic_load(&pr->cg_hot)) &&
 	    um__now_ns() - pr->last_keep_ns >= pr->report_ns)
 		keep_away(pr);
+}
+
+um_tier_t um__pressure_event_tier(const struct umm_event *ev)
+{
+	switch (ev->tier_type) {
+	case UMM_TIER_GPU:
+		return UM_TIER_GPU(ev->tier_id);
+	case UMM_TIER_CGROUP:
+		return UM_TIER_HOST_ANY;
+	default:
+		return UM_TIER_HOST_NODE(ev->tier_id);
+	}
+}
+
+/* The first event that said LOW or worse, and the worst level heard. */
+static void note_level(struct um_pressure *pr, const struct umm_event *ev)
+{
+	pthread_mutex_lock(&pr->st_lock);
+	if (!pr->st.first_event_ns && ev->level >= UMM_LEVEL_LOW) {
+		pr->st.first_event_ns = um__now_ns();
+		pr->st.first_eta_ms = ev->eta_ms;
+	}
+	if (ev->level > pr->st.max_level)
+		pr->st.max_level = ev->level;
+	pthread_mutex_unlock(&pr->st_lock);
+}
+
+/*
+ * Once per context: a cgroup's ask we could not meet, so that whoever
+ * sees its OOM kill next knows why libum did not prevent it.
+ */
+static void say_unmet(struct um_pressure *pr, const struct umm_event *ev,
+		      uint64_t freed)
+{
+	uint64_t host = held(pr, -1, true, 0);
+	const char *why;
+
+	if (pr->cgroup_unmet_said)
+		return;
+	pr->cgroup_unmet_said = true;
+	if (!pr->ctx->spill)
+		why = "no spill tier (spill_dir / LIBUM_SPILL_DIR)";
+	else if (!host)
+		why = "no host copies left to spill";
+	else
+		why = "the rest of our host copies are acquired or in flight";
+	um__log(pr->ctx, UM_LOG_ERR,
+		"pressure: memory cgroup %u has %llu MiB of room left; could not shed %llu of the %llu MiB asked (%llu MiB of host copies held): %s",
+		ev->tier_id, (unsigned long long)(ev->bytes_free >> 20),
+		(unsigned long long)((ev->bytes_to_free - freed) >> 20),
+		(unsigned long long)(ev->bytes_to_free >> 20),
+		(unsigned long long)(host >> 20), why);
+}
+
+/*
+ * A memory cgroup we run in nears its limit. What we hold is charged to
+ * it on whatever node it lies, so moving it to another node frees nothing:
+ * no steering, no hot node. Released host copies go to the spill, then
+ * the pool gives back the chunks that left free (pinned pages are charged
+ * too); um__pressure_shed of the host tier to the disk does both. Device
+ * memory is not charged to the cgroup and stays.
+ */
+static bool answer_cgroup(struct um_pressure *pr, const struct umm_event *ev,
+			  uint64_t *freed)
+{
+	uint64_t ask = ev->bytes_to_free, t0;
+
+	note_level(pr, ev);
+	pthread_mutex_lock(&pr->st_lock);
+	pr->st.cgroup_events++;
+	pr->st.cgroup_room = ev->bytes_free;
+	pr->st.cgroup_id = ev->tier_id;
+	pthread_mutex_unlock(&pr->st_lock);
+	um__pressure_post_event(pr->ctx, UM_TIER_HOST_ANY,
+				pr->ctx->spill ? UM_TIER_DISK : UM_TIER_NONE,
+				ask, ev->level);
+	if (ev->level >= UMM_LEVEL_LOW && pr->ctx->spill) {
+		atomic_store(&pr->cg_hot, true);
+		pr->last_keep_ns = 0;
+	}
+	if (!ask)
+		return false;
+	t0 = um__now_ns();
+	*freed = um__pressure_shed(pr, UM_TIER_HOST_ANY, ask, UM_TIER_DISK);
+	um__log(pr->ctx, UM_LOG_DEBUG,
+		"pressure: cgroup %u: spilled and trimmed %llu of %llu bytes asked in %.1f ms",
+		ev->tier_id, (unsigned long long)*freed,
+		(unsigned long long)ask, (double)(um__now_ns() - t0) / 1e6);
+	pthread_mutex_lock(&pr->st_lock);
+	pr->st.cgroup_freed += *freed;
+	if (*freed < ask)
+		pr->st.cgroup_unmet++;
+	pthread_mutex_unlock(&pr->st_lock);
+	if (*freed < ask)
+		say_unmet(pr, ev, *freed);
+	atomic_store(&pr->dirty, true);
+	return true;
 }
 
 bool um__pressure_answer(struct um_pressure *pr, const struct umm_event *ev,
@@ -446,6 +573,10 @@ bool um__pressure_answer(struct um_pressure *pr, const struct umm_event *ev,
 	um_tier_t tier, dest;
 	uint64_t t0;
 
+	if (ev->tier_type == UMM_TIER_CGROUP)
+		return (ev->type == UMM_EVENT_PRESSURE ||
+			ev->type == UMM_EVENT_SHRINK) &&
+		       answer_cgroup(pr, ev, freed);
 	switch (ev->type) {
 	case UMM_EVENT_PRESSURE:
 	case UMM_EVENT_SHRINK:
@@ -477,14 +608,7 @@ bool um__pressure_answer(struct um_pressure *pr, const struct umm_event *ev,
 	default:
 		return false;
 	}
-	pthread_mutex_lock(&pr->st_lock);
-	if (!pr->st.first_event_ns && ev->level >= UMM_LEVEL_LOW) {
-		pr->st.first_event_ns = um__now_ns();
-		pr->st.first_eta_ms = ev->eta_ms;
-	}
-	if (ev->level > pr->st.max_level)
-		pr->st.max_level = ev->level;
-	pthread_mutex_unlock(&pr->st_lock);
+	note_level(pr, ev);
 	um__pressure_post_event(pr->ctx, tier, dest, ev->bytes_to_free,
 				ev->level);
 	if (!ev->bytes_to_free)

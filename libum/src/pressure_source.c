@@ -59,24 +59,37 @@ static void default_name(const char *env, char *name)
 		name[o] = '\0';
 }
 
+/*
+ * Ask for every feature we use; a module that knows fewer refuses unknown
+ * bits (EINVAL): then without the cgroup events, then plain events only.
+ */
 static int module_handshake(struct um_pressure *pr, int fd)
 {
-	struct umm_api api = {
-		.size = sizeof(api),
-		.api = UMM_API_VERSION,
-		.features = UMM_FEATURE_RELIEF | UMM_FEATURE_ALL_PRESSURE,
-		.priority = pr->umm_prio,
+	static const uint64_t tries[] = {
+		UMM_FEATURE_RELIEF | UMM_FEATURE_ALL_PRESSURE |
+			UMM_FEATURE_CGROUP,
+		UMM_FEATURE_RELIEF | UMM_FEATURE_ALL_PRESSURE,
+		0,
 	};
+	struct umm_api api;
 
-	memcpy(api.name, pr->umm_name, sizeof(api.name));
-	if (!ioctl(fd, UMM_IOC_API, &api))
-		return 0;
-	if (errno != EINVAL)
-		return -errno;
-	/* an older module without those features: plain events only */
-	api.features = 0;
-	if (!ioctl(fd, UMM_IOC_API, &api))
-		return 0;
+	for (size_t i = 0; i < sizeof(tries) / sizeof(tries[0]); i++) {
+		api = (struct umm_api){
+			.size = sizeof(api),
+			.api = UMM_API_VERSION,
+			.features = tries[i],
+			.priority = pr->umm_prio,
+		};
+		memcpy(api.name, pr->umm_name, sizeof(api.name));
+		if (!ioctl(fd, UMM_IOC_API, &api)) {
+			/* the reply leaves it out where there are no events */
+			pr->umm_cgroup = (tries[i] & UMM_FEATURE_CGROUP) &&
+					 (api.features & UMM_FEATURE_CGROUP);
+			return 0;
+		}
+		if (errno != EINVAL)
+			return -errno;
+	}
 	return -errno;
 }
 
@@ -367,10 +380,7 @@ static void handle_event(struct um_pressure *pr, const struct umm_event *ev)
 		break;
 	case UMM_EVENT_RELIEF:
 		um__pressure_steer_back(pr, ev);
-		um__pressure_post_event(pr->ctx,
-					ev->tier_type == UMM_TIER_GPU ?
-						UM_TIER_GPU(ev->tier_id) :
-						UM_TIER_HOST_NODE(ev->tier_id),
+		um__pressure_post_event(pr->ctx, um__pressure_event_tier(ev),
 					UM_TIER_NONE, 0, ev->level);
 		break;
 	default:
@@ -521,7 +531,8 @@ void um__pressure_open_sources(struct um_pressure *pr)
 			 "umm.ko is loaded but disabled (enabled=0)");
 	publish_sources(pr);
 	sources_text(pr, src, sizeof(src));
-	um__log(pr->ctx, UM_LOG_INFO, "pressure: sources: %s%s%s%s%s", src,
+	um__log(pr->ctx, UM_LOG_INFO, "pressure: sources: %s%s%s%s%s%s", src,
 		why_umm[0] ? "; " : "", why_umm, why_psi[0] ? "; PSI: " : "",
-		why_psi);
+		why_psi, pr->umm_cgroup ? "; umm.ko watches our memory cgroup" :
+					  "");
 }

@@ -249,4 +249,38 @@ TEST_F(pol, shed_in_policy_order)
 	EXPECT_EQ(0, dev_current(self->ctx));
 }
 
+/*
+ * With a home node (LIBUM_HOME_NODE, or a machine with several nodes),
+ * host copies are victims of that node's set: restoring one onto a full
+ * device still evicts the released region there.
+ */
+TEST(restore_onto_full_device_with_a_home_node)
+{
+	struct um_context *ctx;
+	um_region_t a, b;
+
+	setenv("LIBUM_HOME_NODE", "0", 1);
+	ctx = ctx_sim(16 * MiB, 16 * MiB);
+	unsetenv("LIBUM_HOME_NODE");
+	ASSERT_NONNULL(ctx);
+	a = region(ctx, UM_KIND_OPTIMIZER_STATE, 0, 16 * MiB, "a");
+	b = region(ctx, UM_KIND_OPTIMIZER_STATE, 0, 16 * MiB, "b");
+	ASSERT_NE(0, a);
+	ASSERT_NE(0, b);
+	ASSERT_EQ(0, um_acquire(ctx, a, UM_TIER_GPU(0), NULL));
+	ASSERT_EQ(0, um_release(ctx, a));
+	ASSERT_EQ(0, um_acquire(ctx, b, UM_TIER_GPU(0), NULL));
+	ASSERT_EQ(0, um_release(ctx, b));
+	ASSERT_EQ(0, um_wait_all(ctx));
+	ASSERT_EQ(UM_TIER_HOST_NODE(0), residency(ctx, a));
+	/* a comes back from node 0, b goes there */
+	ASSERT_EQ(0, um_acquire(ctx, a, UM_TIER_GPU(0), NULL));
+	ASSERT_EQ(0, um_release(ctx, a));
+	ASSERT_EQ(0, um_wait_all(ctx));
+	ASSERT_TRUE(on_gpu(ctx, a));
+	ASSERT_EQ(0, um_free(ctx, a));
+	ASSERT_EQ(0, um_free(ctx, b));
+	ASSERT_EQ(0, um_context_destroy(ctx));
+}
+
 TEST_HARNESS_MAIN

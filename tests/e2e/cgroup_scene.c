@@ -1,0 +1,406 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cgroup_scene.c - the memory-cgroup scene's common run (cgroup_scene.h).
+ *
+ * Three processes: this one (in the root cgroup, protected from the OOM
+ * killer) samples the cgroup's memory.current and memory.events; the
+ * trainer and the filler run in the cgroup. The filler is protected too
+ * (oom_score_adj -1000), so that what the limit's OOM killer takes, if
+ * anything, is the trainer.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cgroup_scene.h"
+#include "e2e.h"
+#include "internal.h"
+#include "pressure_internal.h"
+#include "spill.h"
+
+#define CG	"/sys/fs/cgroup"
+#define STEP	(4 * MiB)
+#define CG_LOW_BP	UMM_SYSFS "/cgroup/low_bp"
+
+enum { MSG_READY = 1, MSG_DONE = 2 };
+
+struct msg {
+	int kind;
+	int error;
+	struct cg_result r;
+};
+
+static void send_msg(int fd, const struct msg *m)
+{
+	if (write(fd, m, sizeof(*m)) != (ssize_t)sizeof(*m))
+		_exit(3);
+}
+
+/* cgroup2 mounted, the memory controller on for the root's children. */
+static int cg_ready(void)
+{
+	int ret = 0;
+
+	if (access(CG "/cgroup.controllers", F_OK) &&
+	    mount("none", CG, "cgroup2", 0, NULL))
+		return -errno;
+	for (int i = 0; i < 100; i++) {
+		ret = e2e_write_str(CG "/cgroup.subtree_control", "+memory");
+		if (!ret)
+			break;
+		e2e_sleep_ms(20);
+	}
+	return ret;
+}
+
+static int cg_file(const char *cg, const char *file, char *p, size_t len)
+{
+	return snprintf(p, len, CG "/%s/%s", cg, file) < (int)len ? 0 :
+								     -E2BIG;
+}
+
+static uint64_t cg_key(const char *cg, const char *file, const char *key)
+{
+	char p[256], k[64];
+	unsigned long long v;
+	uint64_t ret = 0;
+	FILE *f;
+
+	if (cg_file(cg, file, p, sizeof(p)))
+		return 0;
+	f = fopen(p, "r");
+	if (!f)
+		return 0;
+	while (fscanf(f, "%63s %llu", k, &v) == 2)
+		if (!strcmp(k, key))
+			ret = v;
+	fclose(f);
+	return ret;
+}
+
+static int cg_enter(const char *cg)
+{
+	char p[256];
+
+	if (cg_file(cg, "cgroup.procs", p, sizeof(p)))
+		return -E2BIG;
+	return e2e_write_str(p, "0");
+}
+
+/* ---- the trainer ----------------------------------------------------- */
+
+static void fill_result(struct trainer *t, struct cg_result *r)
+{
+	struct um_pressure_stats ps;
+	struct um_spill_stats ss;
+	uint64_t h[2] = { 0, 0 };
+
+	trainer_where(t, h, 2, &r->spill_end, NULL);
+	if (!um__pressure_stats(t->ctx, &ps)) {
+		r->cgroup_events = ps.cgroup_events;
+		r->cgroup_freed = ps.cgroup_freed;
+		r->cgroup_room = ps.cgroup_room;
+		r->cgroup_unmet = ps.cgroup_unmet;
+		r->umm_events = ps.umm_events;
+		r->acks = ps.acks;
+		r->acked_bytes = ps.acked_bytes;
+		r->sum_ack_ns = ps.sum_ack_ns;
+		r->max_ack_ns = ps.max_ack_ns;
+		r->first_event_ns = ps.first_event_ns;
+		r->first_eta_ms = ps.first_eta_ms;
+		r->max_level = ps.max_level;
+	}
+	if (t->ctx->pressure)
+		r->cgroup_feature = t->ctx->pressure->umm_cgroup;
+	if (t->ctx->spill) {
+		um__spill_stats(t->ctx->spill, &ss);
+		r->spill_writes = ss.writes;
+		r->spill_write_bytes = ss.write_bytes;
+		r->spill_reads = ss.reads;
+	}
+}
+
+static void trainer_child(const struct cg_scene *sc, int wfd, int rfd)
+{
+	struct trainer_cfg cfg = {
+		.nregions = sc->nregions,
+		.region_bytes = sc->region_bytes,
+		.sim_capacity = sc->region_bytes,
+		.spill_dir = sc->spill_dir,
+	};
+	struct msg m = { .kind = MSG_READY };
+	uint64_t h[2] = { 0, 0 };
+	struct trainer t;
+	char c;
+
+	e2e_oom_adj(0);
+	e2e_no_mlock();
+	/* as the node scenes' trainer: its home node is node 0 */
+	e2e_bind_node(0);
+	if (cg_enter(sc->name))
+		_exit(20);
+	setenv("LIBUM_PRESSURE", sc->reaction ? "1" : "0", 1);
+	m.error = trainer_init(&t, &cfg);
+	trainer_where(&t, h, 2, NULL, NULL);
+	m.r.host_start = h[0] + h[1];
+	send_msg(wfd, &m);
+	if (m.error) {
+		trainer_dump_log(&t);
+		_exit(1);
+	}
+	fcntl(rfd, F_SETFL, O_NONBLOCK);
+	while (read(rfd, &c, 1) < 0) {
+		m.error = trainer_step(&t);
+		if (m.error)
+			break;
+	}
+	m.kind = MSG_DONE;
+	m.r.steps = t.steps;
+	m.r.trainer_error = m.error;
+	fill_result(&t, &m.r);
+	m.r.bad_regions = trainer_verify(&t);
+	trainer_dump_log(&t);
+	fflush(stdout);
+	send_msg(wfd, &m);
+	trainer_fini(&t);
+	_exit(0);
+}
+
+/* ---- the filler ------------------------------------------------------ */
+
+/* fill bytes of anonymous memory at rate MiB/s, hold them 2 s, exit. */
+static void filler_child(const struct cg_scene *sc)
+{
+	uint64_t t0, done = 0;
+
+	e2e_oom_adj(-1000);
+	if (cg_enter(sc->name))
+		_exit(20);
+	t0 = e2e_now_ns();
+	while (done < sc->fill) {
+		uint64_t due = t0 + done * 1000000000ull /
+				       ((uint64_t)sc->rate_mib * MiB);
+		char *p;
+
+		while (e2e_now_ns() < due)
+			e2e_sleep_ms(1);
+		p = mmap(NULL, STEP, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED)
+			_exit(21);
+		madvise(p, STEP, MADV_NOHUGEPAGE);
+		for (uint64_t off = 0; off < STEP; off += 4096)
+			p[off] = 1;
+		done += STEP;
+	}
+	e2e_sleep_ms(2000);
+	_exit(0);
+}
+
+/* ---- the run --------------------------------------------------------- */
+
+struct sampler {
+	pthread_t thread;
+	const char *cg;
+	volatile bool stop;
+	uint64_t limit_ns, oom_ns, peak;
+};
+
+static void *sample(void *arg)
+{
+	struct sampler *s = arg;
+	char p[256];
+
+	while (!s->stop) {
+		uint64_t cur = 0;
+
+		if (!cg_file(s->cg, "memory.current", p, sizeof(p)) &&
+		    !e2e_read_u64(p, &cur) && cur > s->peak)
+			s->peak = cur;
+		if (!s->limit_ns && cg_key(s->cg, "memory.events", "max"))
+			s->limit_ns = e2e_now_ns();
+		if (!s->oom_ns && cg_key(s->cg, "memory.events", "oom"))
+			s->oom_ns = e2e_now_ns();
+		e2e_sleep_ms(2);
+	}
+	return NULL;
+}
+
+int cg_scene_run(const struct cg_scene *sc, struct cg_result *res)
+{
+	int to_parent[2], to_child[2], ret, st;
+	struct sampler smp = { .cg = sc->name };
+	pid_t trainer, filler;
+	char dir[128], val[32], low_bp[32];
+	struct stat sb;
+	struct msg m;
+
+	memset(res, 0, sizeof(*res));
+	signal(SIGPIPE, SIG_IGN);
+	e2e_oom_adj(-1000);
+	/*
+	 * LOW at 40 % of the limit rather than 20 %: the spill's writes in
+	 * the emulated VM go at about the filler's rate, and the trainer's
+	 * host copies must be out before the filler's bytes come in.
+	 */
+	if (e2e_read_str(CG_LOW_BP, low_bp, sizeof(low_bp)))
+		low_bp[0] = '\0';
+	else
+		e2e_write_str(CG_LOW_BP, "4000");
+	ret = cg_ready();
+	if (ret)
+		return ret;
+	snprintf(dir, sizeof(dir), CG "/%s", sc->name);
+	if (mkdir(dir, 0755) && errno != EEXIST)
+		return -errno;
+	if (!stat(dir, &sb))
+		res->id = sb.st_ino;
+	snprintf(val, sizeof(val), "%llu", (unsigned long long)sc->limit);
+	cg_file(sc->name, "memory.max", dir, sizeof(dir));
+	ret = e2e_write_str(dir, val);
+	if (ret)
+		return ret;
+	cg_file(sc->name, "memory.swap.max", dir, sizeof(dir));
+	e2e_write_str(dir, "0");	/* no swap in the VM; elsewhere none */
+	if (pipe(to_parent) || pipe(to_child))
+		return -errno;
+	fflush(stdout);
+	trainer = fork();
+	if (trainer < 0)
+		return -errno;
+	if (trainer == 0) {
+		close(to_parent[0]);
+		close(to_child[1]);
+		trainer_child(sc, to_parent[1], to_child[0]);
+	}
+	close(to_parent[1]);
+	close(to_child[0]);
+	ret = e2e_full_read(to_parent[0], &m, sizeof(m));
+	if (ret || m.kind != MSG_READY || m.error) {
+		printf("# %s: trainer did not start (%d)\n", sc->name,
+		       ret ? ret : m.error);
+		kill(trainer, SIGKILL);
+		e2e_wait(trainer);
+		return ret ? ret : m.error;
+	}
+	res->host_start = m.r.host_start;
+	cg_file(sc->name, "memory.current", dir, sizeof(dir));
+	{
+		uint64_t cur = 0;
+
+		e2e_read_u64(dir, &cur);
+		printf("# %s: cgroup %llu: memory.max %llu MiB; the trainer holds %llu MiB of host copies, the cgroup %llu MiB; the filler takes %llu MiB at %u MiB/s\n",
+		       sc->name, (unsigned long long)res->id,
+		       (unsigned long long)(sc->limit / MiB),
+		       (unsigned long long)(res->host_start / MiB),
+		       (unsigned long long)(cur / MiB),
+		       (unsigned long long)(sc->fill / MiB), sc->rate_mib);
+	}
+	pthread_create(&smp.thread, NULL, sample, &smp);
+	fflush(stdout);
+	res->fill_start_ns = e2e_now_ns();
+	filler = fork();
+	if (filler == 0)
+		filler_child(sc);
+	if (filler < 0) {
+		ret = -errno;
+		res->filler_status = -1;
+	} else {
+		res->filler_status = e2e_status_code(e2e_wait(filler));
+	}
+	res->fill_end_ns = e2e_now_ns() - 2000000000ull;	/* its hold */
+	e2e_sleep_ms(500);
+	if (write(to_child[1], "s", 1) != 1)
+		printf("# %s: cannot signal the trainer\n", sc->name);
+	ret = e2e_full_read(to_parent[0], &m, sizeof(m));
+	st = e2e_wait(trainer);
+	res->trainer_killed = WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL;
+	if (!ret && m.kind == MSG_DONE) {
+		struct cg_result keep = *res;
+
+		*res = m.r;
+		res->host_start = keep.host_start;
+		res->trainer_killed = keep.trainer_killed;
+		res->filler_status = keep.filler_status;
+		res->fill_start_ns = keep.fill_start_ns;
+		res->fill_end_ns = keep.fill_end_ns;
+		res->id = keep.id;
+	}
+	smp.stop = true;
+	pthread_join(smp.thread, NULL);
+	res->limit_ns = smp.limit_ns;
+	res->oom_ns = smp.oom_ns;
+	res->peak = smp.peak;
+	res->max_events = cg_key(sc->name, "memory.events", "max");
+	res->oom = cg_key(sc->name, "memory.events", "oom");
+	res->oom_kill = cg_key(sc->name, "memory.events", "oom_kill");
+	close(to_parent[0]);
+	close(to_child[1]);
+	snprintf(dir, sizeof(dir), CG "/%s", sc->name);
+	for (int i = 0; i < 100 && rmdir(dir) && errno == EBUSY; i++)
+		e2e_sleep_ms(20);
+	if (low_bp[0])
+		e2e_write_str(CG_LOW_BP, low_bp);
+
+	printf("# %s: trainer %s after %llu steps, %d region(s) differ, filler exit %d\n",
+	       sc->name, res->trainer_killed ? "KILLED" : "finished",
+	       (unsigned long long)res->steps, res->bad_regions,
+	       res->filler_status);
+	printf("# %s: fill %.1f MiB/s; cgroup peak %llu MiB; memory.events max %llu oom %llu oom_kill %llu; limit first hit %.0f ms, oom %.0f ms after the fill began (-1 never)\n",
+	       sc->name,
+	       (double)sc->fill / MiB /
+		       ((double)(res->fill_end_ns - res->fill_start_ns) / 1e9),
+	       (unsigned long long)(res->peak / MiB),
+	       (unsigned long long)res->max_events,
+	       (unsigned long long)res->oom,
+	       (unsigned long long)res->oom_kill,
+	       res->limit_ns ? e2e_ms(res->limit_ns - res->fill_start_ns) : -1,
+	       res->oom_ns ? e2e_ms(res->oom_ns - res->fill_start_ns) : -1);
+	printf("# %s: cgroup events granted %d; %llu cgroup events (first %.0f ms after the fill began, eta %u ms, worst level %u), room at the last %llu MiB; %llu ACKs, %llu MiB freed, event-to-ACK avg %.1f ms max %.1f ms; asks not met %llu\n",
+	       sc->name, res->cgroup_feature,
+	       (unsigned long long)res->cgroup_events,
+	       res->first_event_ns ?
+		       (double)((int64_t)res->first_event_ns -
+				(int64_t)res->fill_start_ns) / 1e6 : -1,
+	       res->first_eta_ms, res->max_level,
+	       (unsigned long long)(res->cgroup_room / MiB),
+	       (unsigned long long)res->acks,
+	       (unsigned long long)(res->acked_bytes / MiB),
+	       res->acks ? e2e_ms(res->sum_ack_ns / res->acks) : 0,
+	       e2e_ms(res->max_ack_ns),
+	       (unsigned long long)res->cgroup_unmet);
+	printf("# %s: spill %llu writes (%llu MiB), %llu reads; %llu MiB in the spill at the end\n",
+	       sc->name, (unsigned long long)res->spill_writes,
+	       (unsigned long long)(res->spill_write_bytes / MiB),
+	       (unsigned long long)res->spill_reads,
+	       (unsigned long long)(res->spill_end / MiB));
+	if (res->first_event_ns && res->limit_ns)
+		printf("# %s: lead time first event -> limit hit: %.0f ms\n",
+		       sc->name,
+		       (double)((int64_t)res->limit_ns -
+				(int64_t)res->first_event_ns) / 1e6);
+	printf("# E2E-RESULT scenario=%s killed=%d oom_kill=%llu events=%llu acks=%llu freed_mib=%llu spilled_mib=%llu ack_avg_ms=%.1f ack_max_ms=%.1f first_event_ms=%.0f limit_ms=%.0f peak_mib=%llu\n",
+	       sc->name, res->trainer_killed,
+	       (unsigned long long)res->oom_kill,
+	       (unsigned long long)res->cgroup_events,
+	       (unsigned long long)res->acks,
+	       (unsigned long long)(res->acked_bytes / MiB),
+	       (unsigned long long)(res->spill_write_bytes / MiB),
+	       res->acks ? e2e_ms(res->sum_ack_ns / res->acks) : 0,
+	       e2e_ms(res->max_ack_ns),
+	       res->first_event_ns ?
+		       (double)((int64_t)res->first_event_ns -
+				(int64_t)res->fill_start_ns) / 1e6 : -1,
+	       res->limit_ns ? e2e_ms(res->limit_ns - res->fill_start_ns) : -1,
+	       (unsigned long long)(res->peak / MiB));
+	return 0;
+}

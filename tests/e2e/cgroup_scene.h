@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cgroup_scene.h - the memory-cgroup scene's common run: a cgroup v2 with
+ * memory.max below what a trainer and a filler in it would take together;
+ * the trainer (libum, sim backend) holds its regions as host copies, the
+ * filler takes anonymous memory at a fixed rate. With the reaction, umm.ko's
+ * cgroup events make libum spill the host copies and the filler fits; with
+ * it off, the cgroup's OOM killer takes the trainer.
+ */
+#ifndef UM_E2E_CGROUP_SCENE_H
+#define UM_E2E_CGROUP_SCENE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct cg_scene {
+	const char *name;		/* also the cgroup's directory */
+	bool reaction;			/* false: LIBUM_PRESSURE=0 */
+	const char *spill_dir;
+	uint64_t limit;			/* memory.max */
+	uint64_t fill;			/* what the filler takes */
+	unsigned int rate_mib;		/* its rate, MiB/s */
+	int nregions;
+	uint64_t region_bytes;
+};
+
+struct cg_result {
+	/* processes */
+	bool trainer_killed;
+	int trainer_error;
+	int filler_status;
+	/* trainer, from the child */
+	uint64_t steps;
+	int bad_regions;
+	uint64_t host_start;		/* host copies before the fill */
+	bool cgroup_feature;		/* the handshake granted it */
+	uint64_t cgroup_events, cgroup_freed, cgroup_room, cgroup_unmet;
+	uint64_t umm_events, acks, acked_bytes, sum_ack_ns, max_ack_ns;
+	uint64_t first_event_ns;	/* CLOCK_MONOTONIC */
+	uint32_t first_eta_ms, max_level;
+	uint64_t spill_writes, spill_write_bytes, spill_reads;
+	uint64_t spill_end;
+	/* the cgroup, as sampled */
+	uint64_t fill_start_ns, fill_end_ns;
+	uint64_t limit_ns;		/* memory.events max first rose */
+	uint64_t oom_ns;		/* memory.events oom first rose */
+	uint64_t max_events, oom, oom_kill;
+	uint64_t peak;			/* highest memory.current sampled */
+	uint64_t id;			/* the cgroup's inode number */
+};
+
+/* 0 when the scene ran (whatever its outcome), -errno otherwise. */
+int cg_scene_run(const struct cg_scene *sc, struct cg_result *res);
+
+#endif /* UM_E2E_CGROUP_SCENE_H */
