@@ -520,7 +520,12 @@ TEST_F(cg, limit_approached_by_a_filler)
 			EXPECT_EQ(UMM_TIER_CGROUP, ev.tier_type);
 			EXPECT_EQ((uint32_t)id, ev.tier_id);
 			EXPECT_EQ(UMM_NODE_NONE, ev.dest_node);
-			EXPECT_GE(ev.level, max_level);
+			/*
+			 * Sent at LOW or worse; a level may go down between
+			 * two (what was given back raised the room; without
+			 * UMM_FEATURE_RELIEF the drop itself is not sent).
+			 */
+			EXPECT_GE(ev.level, UMM_LEVEL_LOW);
 			if (ev.level > max_level)
 				max_level = ev.level;
 			if (ev.eta_ms != UMM_ETA_UNKNOWN && ev.eta_ms)
