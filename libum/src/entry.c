@@ -26,8 +26,7 @@
 /* ---- registry of live contexts ---------------------------------------- */
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct um_context **reg;
-static size_t reg_n, reg_cap;
+static struct um__ptrset reg;
 static uint16_t reg_serial;
 /* bumped on every add/del, so a thread's cached answer can be trusted */
 static _Atomic uint64_t reg_gen = 1;
@@ -65,15 +64,10 @@ static bool um__inherited(const struct um_context *ctx)
 
 static bool reg_has(const struct um_context *ctx)
 {
-	bool found = false;
+	bool found;
 
 	pthread_mutex_lock(&reg_lock);
-	for (size_t i = 0; i < reg_n; i++) {
-		if (reg[i] == ctx) {
-			found = true;
-			break;
-		}
-	}
+	found = um__ptrset_has(&reg, ctx);
 	pthread_mutex_unlock(&reg_lock);
 	return found;
 }
@@ -84,18 +78,9 @@ int um__registry_add(struct um_context *ctx)
 
 	pthread_once(&atfork_once, atfork_install);
 	pthread_mutex_lock(&reg_lock);
-	if (reg_n == reg_cap) {
-		size_t cap = reg_cap ? reg_cap * 2 : 8;
-		struct um_context **n = realloc(reg, cap * sizeof(*n));
-
-		if (!n) {
-			ret = -ENOMEM;
-			goto out;
-		}
-		reg = n;
-		reg_cap = cap;
-	}
-	reg[reg_n++] = ctx;
+	ret = um__ptrset_add(&reg, ctx);
+	if (ret)
+		goto out;
 	ctx->fork_gen = atomic_load(&fork_gen);
 	if (++reg_serial == 0)
 		reg_serial = 1;
@@ -109,17 +94,7 @@ out:
 void um__registry_del(struct um_context *ctx)
 {
 	pthread_mutex_lock(&reg_lock);
-	for (size_t i = 0; i < reg_n; i++) {
-		if (reg[i] == ctx) {
-			reg[i] = reg[--reg_n];
-			break;
-		}
-	}
-	if (!reg_n) {
-		free(reg);
-		reg = NULL;
-		reg_cap = 0;
-	}
+	um__ptrset_del(&reg, ctx);
 	atomic_fetch_add(&reg_gen, 1);
 	pthread_mutex_unlock(&reg_lock);
 }

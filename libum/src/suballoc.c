@@ -124,28 +124,15 @@ struct um_suballoc {
 /* ---- registry of live sub-allocators ---------------------------------- */
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct um_suballoc **reg;
-static size_t reg_n, reg_cap;
+static struct um__ptrset reg;
 static _Atomic uint64_t reg_gen = 1;
 
 static int reg_add(struct um_suballoc *sa)
 {
-	int ret = 0;
+	int ret;
 
 	pthread_mutex_lock(&reg_lock);
-	if (reg_n == reg_cap) {
-		size_t cap = reg_cap ? reg_cap * 2 : 8;
-		struct um_suballoc **n = realloc(reg, cap * sizeof(*n));
-
-		if (!n) {
-			ret = -ENOMEM;
-			goto out;
-		}
-		reg = n;
-		reg_cap = cap;
-	}
-	reg[reg_n++] = sa;
-out:
+	ret = um__ptrset_add(&reg, sa);
 	atomic_fetch_add(&reg_gen, 1);
 	pthread_mutex_unlock(&reg_lock);
 	return ret;
@@ -154,17 +141,7 @@ out:
 static void reg_del(struct um_suballoc *sa)
 {
 	pthread_mutex_lock(&reg_lock);
-	for (size_t i = 0; i < reg_n; i++) {
-		if (reg[i] == sa) {
-			reg[i] = reg[--reg_n];
-			break;
-		}
-	}
-	if (!reg_n) {
-		free(reg);
-		reg = NULL;
-		reg_cap = 0;
-	}
+	um__ptrset_del(&reg, sa);
 	atomic_fetch_add(&reg_gen, 1);
 	pthread_mutex_unlock(&reg_lock);
 }
@@ -184,8 +161,7 @@ static int sa_check(struct um_suballoc *sa)
 		return -EINVAL;
 	if (sa != seen || gen != seen_gen) {
 		pthread_mutex_lock(&reg_lock);
-		for (size_t i = 0; i < reg_n && !found; i++)
-			found = reg[i] == sa;
+		found = um__ptrset_has(&reg, sa);
 		pthread_mutex_unlock(&reg_lock);
 		if (!found || sa->magic != SA_MAGIC)
 			return -EBADF;
@@ -778,8 +754,8 @@ static int foreign(struct um_suballoc *sa, const void *p)
 	int ret = -ENOENT;
 
 	pthread_mutex_lock(&reg_lock);
-	for (size_t i = 0; i < reg_n && ret == -ENOENT; i++) {
-		struct um_suballoc *o = reg[i];
+	for (size_t i = 0; i < reg.n && ret == -ENOENT; i++) {
+		struct um_suballoc *o = reg.v[i];
 
 		if (o == sa)
 			continue;
@@ -1000,8 +976,7 @@ int um_suballoc_destroy(struct um_suballoc *sa)
 		bool found = false;
 
 		pthread_mutex_lock(&reg_lock);
-		for (size_t i = 0; i < reg_n && !found; i++)
-			found = reg[i] == sa;
+		found = um__ptrset_has(&reg, sa);
 		pthread_mutex_unlock(&reg_lock);
 		if (!found)
 			return -EBADF;
@@ -1073,8 +1048,8 @@ static uint64_t largest_in(const struct sa_bins *bs)
 void um__suballoc_stats(struct um_context *ctx, struct um_stats *st)
 {
 	pthread_mutex_lock(&reg_lock);
-	for (size_t i = 0; i < reg_n; i++) {
-		struct um_suballoc *sa = reg[i];
+	for (size_t i = 0; i < reg.n; i++) {
+		struct um_suballoc *sa = reg.v[i];
 		uint64_t big;
 
 		if (sa->ctx != ctx)

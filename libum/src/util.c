@@ -67,3 +67,41 @@ uint64_t um__now_ns(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
+
+int um__ptrset_add(struct um__ptrset *s, void *p)
+{
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 8;
+		void **v = realloc(s->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		s->v = v;
+		s->cap = cap;
+	}
+	s->v[s->n++] = p;
+	return 0;
+}
+
+void um__ptrset_del(struct um__ptrset *s, const void *p)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		if (s->v[i] == p) {
+			s->v[i] = s->v[--s->n];
+			break;
+		}
+	}
+	if (!s->n) {
+		free(s->v);
+		s->v = NULL;
+		s->cap = 0;
+	}
+}
+
+bool um__ptrset_has(const struct um__ptrset *s, const void *p)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (s->v[i] == p)
+			return true;
+	return false;
+}

@@ -3,6 +3,7 @@
 #ifndef UM_UTIL_H
 #define UM_UTIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -15,6 +16,21 @@ int um__read_num(const char *path, long long *out);
  * know is set.
  */
 int um__struct_size_ok(const void *p, uint32_t size, size_t min, size_t full);
+
+/*
+ * A set of live objects, as an array the caller locks and may walk (v[0] ..
+ * v[n-1], in no order): the registries of contexts and of sub-allocators.
+ */
+struct um__ptrset {
+	void **v;
+	size_t n, cap;
+};
+
+/* 0, or -ENOMEM (the set is unchanged). */
+int um__ptrset_add(struct um__ptrset *s, void *p);
+/* Drops p if there; the array goes with the last member. */
+void um__ptrset_del(struct um__ptrset *s, const void *p);
+bool um__ptrset_has(const struct um__ptrset *s, const void *p);
 
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t um__now_ns(void);
