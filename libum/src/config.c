@@ -13,6 +13,7 @@
  * resolved struct um_settings of its context.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,7 +73,7 @@ static const struct um_option options[] = {
 	  UM_DEFAULT_CHUNK_BYTES, UM_MIN_CHUNK_BYTES,
 	  "a size of at least 64K" },
 	{ "LIBUM_SPILL_DIR", OPT_PATH, CFG(spill_dir), SET(spill_dir), 0, 0,
-	  "a directory" },
+	  "an absolute directory path" },
 	ENV_ONLY("LIBUM_POOL_REFILL", OPT_SWITCH, pool_refill, true,
 		 SWITCH_FORM),
 	ENV_ONLY("LIBUM_PRESSURE", OPT_SWITCH, pressure, true, SWITCH_FORM),
@@ -231,6 +232,27 @@ static int parse_node(const char *s, uint64_t *out)
 	return 0;
 }
 
+/*
+ * A spill directory: absolute (a relative one would land wherever the
+ * trainer was started), printable, no "." or ".." part, room for the file
+ * names under PATH_MAX.
+ */
+static int parse_dir(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (s[0] != '/' || n > PATH_MAX - 64)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++)
+		if (s[i] < 0x20 || s[i] > 0x7e)
+			return -EINVAL;
+	if (strstr(s, "/./") || strstr(s, "/../") ||
+	    (n >= 2 && !strcmp(s + n - 2, "/.")) ||
+	    (n >= 3 && !strcmp(s + n - 3, "/..")))
+		return -EINVAL;
+	return 0;
+}
+
 /* What the pressure loop sends umm.ko (pressure_source.c drops blanks). */
 static int parse_name(const char *s)
 {
@@ -280,7 +302,7 @@ static int parse_value(const struct um_option *o, const char *val,
 	case OPT_FILE:
 		return val[0] == '/' ? 0 : -EINVAL;
 	case OPT_PATH:
-		return 0;
+		return parse_dir(val);
 	}
 	return -EINVAL;
 }
@@ -381,8 +403,10 @@ static int take_field(struct um_context *ctx, const struct um_option *o,
 		memcpy(&p, cp, sizeof(p));
 		if (!p)
 			return 0;
-		if (!*p) {
-			um__log(ctx, UM_LOG_ERR, "config: spill_dir is empty");
+		if (parse_dir(p)) {
+			um__log(ctx, UM_LOG_ERR,
+				"config: spill_dir \"%.64s\" is not an absolute path of printable characters without . or ..",
+				p);
 			return -EINVAL;
 		}
 		s->spill_dir = strdup(p);

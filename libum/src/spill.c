@@ -73,6 +73,7 @@ struct um_spill {
 	pthread_mutex_t lock;
 	char *dir;
 	int dirfd;
+	bool made_dir;		/* we created dir: remove it if left empty */
 	pid_t pid;
 	unsigned int ctx;
 	uint32_t flags;
@@ -135,12 +136,13 @@ static struct spill_file *file_forget(struct um_spill *sp, uint64_t region,
 
 /* ---- directory ------------------------------------------------------- */
 
-static int open_dir(const char *dir, int *out)
+static int open_dir(const char *dir, int *out, bool *made)
 {
 	struct stat st;
 	int fd;
 
-	if (mkdir(dir, 0700) && errno != EEXIST)
+	*made = !mkdir(dir, 0700);
+	if (!*made && errno != EEXIST)
 		return -errno;
 	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
@@ -220,6 +222,9 @@ static void sp_free(struct um_spill *sp)
 {
 	if (sp->dirfd >= 0)
 		close(sp->dirfd);
+	/* Fails, as it should, while anything is still in it. */
+	if (sp->made_dir)
+		rmdir(sp->dir);
 	free(sp->bufs);
 	XXH3_freeState(sp->xxh);
 	free(sp->dir);
@@ -261,7 +266,7 @@ int um__spill_open(const struct um_spill_config *cfg, struct um_spill **out)
 		sp->bufs = NULL;
 		goto err;
 	}
-	ret = open_dir(cfg->dir, &sp->dirfd);
+	ret = open_dir(cfg->dir, &sp->dirfd, &sp->made_dir);
 	if (ret) {
 		slog(sp, L_ERR, "spill: cannot use directory %s: %s%s",
 		     cfg->dir, strerror(-ret),

@@ -207,6 +207,14 @@ TEST(config_fields_checked)
 	cfg.chunk_bytes = 0;
 	cfg.spill_dir = "";
 	EXPECT_EQ(-EINVAL, create(&cfg, &ctx));
+	cfg.spill_dir = "spill";		/* relative: cwd-dependent */
+	EXPECT_EQ(-EINVAL, create(&cfg, &ctx));
+	cfg.spill_dir = "/tmp/a\001b";
+	EXPECT_EQ(-EINVAL, create(&cfg, &ctx));
+	cfg.spill_dir = "/tmp/../etc";
+	EXPECT_EQ(-EINVAL, create(&cfg, &ctx));
+	cfg.spill_dir = "/tmp/x/..";
+	EXPECT_EQ(-EINVAL, create(&cfg, &ctx));
 	cfg.spill_dir = NULL;
 	EXPECT_NULL(ctx);
 	/* a newer caller's larger struct: unknown fields must be zero */
@@ -304,6 +312,27 @@ TEST(spill_remove_stale_from_environment)
 	EXPECT_NE(0, access(path, F_OK));
 	unlink(path);
 	EXPECT_EQ(0, rmdir(dir));
+}
+
+/* A directory the context made is gone with it; one it found stays. */
+TEST(spill_dir_made_is_removed)
+{
+	char dir[] = "/tmp/um-test-made-XXXXXX", sub[64];
+	struct um_config cfg;
+	struct um_context *ctx;
+
+	ASSERT_NONNULL(mkdtemp(dir));
+	snprintf(sub, sizeof(sub), "%s/spill", dir);
+	cfg_sim(&cfg, 0, 16 * MiB);
+	cfg.spill_dir = sub;
+	ASSERT_EQ(0, create(&cfg, &ctx));
+	EXPECT_EQ(0, access(sub, F_OK));
+	EXPECT_EQ(0, um_context_destroy(ctx));
+	EXPECT_NE(0, access(sub, F_OK));
+	cfg.spill_dir = dir;
+	ASSERT_EQ(0, create(&cfg, &ctx));
+	EXPECT_EQ(0, um_context_destroy(ctx));
+	EXPECT_EQ(0, rmdir(dir));	/* still there: it was not ours */
 }
 
 TEST(log_level_filters)

@@ -111,6 +111,9 @@ TEST(every_variable_refuses_garbage)
 		{ "LIBUM_HOME_NODE", "4096", "a NUMA node of this machine" },
 		{ "LIBUM_HOME_NODE", "node0", "or any" },
 		{ "LIBUM_SPILL_REMOVE_STALE", "yes", "1 or 0" },
+		{ "LIBUM_SPILL_DIR", "spill", "an absolute directory path" },
+		{ "LIBUM_SPILL_DIR", "/tmp/a\033b", "an absolute directory" },
+		{ "LIBUM_SPILL_DIR", "/tmp/../root", "an absolute directory" },
 	};
 	char err[4096];
 

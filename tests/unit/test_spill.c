@@ -230,10 +230,11 @@ TEST_F(spill, files_named_counted_and_removed)
 	ASSERT_EQ(1, st.files);
 	ASSERT_EQ(600, st.bytes);
 	ASSERT_EQ(1600, st.peak_bytes);
-	/* close removes what is left */
+	/* close removes what is left, and the directory it made */
 	um__spill_close(self->sp);
 	self->sp = NULL;
-	ASSERT_EQ(0, count_files(self->dir, "um-"));
+	ASSERT_EQ(-1, count_files(self->dir, "um-"));
+	ASSERT_EQ(ENOENT, errno);
 }
 
 TEST_F(spill, rewrite_replaces)
@@ -382,6 +383,12 @@ TEST(directory_created_0700)
 	ASSERT_EQ(0700, sb.st_mode & 07777);
 	ASSERT_STREQ(dir, um__spill_dir(sp));
 	um__spill_close(sp);
+	ASSERT_NE(0, access(dir, F_OK));	/* made here, gone with it */
+	/* one it found stays */
+	ASSERT_EQ(0, mkdir(dir, 0700));
+	ASSERT_EQ(0, um__spill_open(&c, &sp));
+	um__spill_close(sp);
+	ASSERT_EQ(0, access(dir, F_OK));
 	/* only one level is created */
 	snprintf(dir, sizeof(dir), "%s/a/b", parent);
 	ASSERT_EQ(-ENOENT, um__spill_open(&c, &sp));
