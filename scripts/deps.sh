@@ -32,6 +32,7 @@ PKGS=(
 	sparse linux-source-6.1
 	debhelper dh-dkms dkms lintian
 	prometheus prometheus-node-exporter
+	man-db groff-base
 )
 BPO_SOURCE=/etc/apt/sources.list.d/bookworm-backports.sources
 # Newest 6.12 image (signed, else -unsigned) whose headers are available.

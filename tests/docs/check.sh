@@ -22,7 +22,7 @@ mkdir -p "$out"
 # shellcheck source=../../tools/common/tap.sh
 . "$top/tools/common/tap.sh"
 
-tap_begin 9
+tap_begin 10
 x=$here/extract-example.sh
 "$x" "$top/README.md" >"$out/readme.c" 2>&1
 tap_result docs.example_in_readme "$([ -s "$out/readme.c" ] || echo "no trainer.c block in README.md")"
@@ -62,5 +62,28 @@ lit=$(cd "$top" && files | grep -E '\.(c|h|cu|py|sh|mk|conf)$|Makefile$|Kbuild$'
 	while read -r f; do [ -f "$f" ] && echo "$f"; done |
 	xargs -d '\n' grep -nF "\"$ver\"" 2>/dev/null)
 tap_result release.no_version_literal "$lit"
+
+# Every page as man shows it on an 80-column terminal: no groff warning
+# (a table wider than the line), no line past column 80. Pages that are
+# only a .so of another are that other page.
+man_wide() {
+	local f out
+	for f in "$top"/Documentation/man/*.[1-8]; do
+		grep -q '^\.so ' "$f" && continue
+		out=$(MANWIDTH=80 LC_ALL=C.UTF-8 man --warnings -E UTF-8 -l "$f" \
+			2>&1 >/dev/null)
+		[ -n "$out" ] && echo "${f##*/}: $out"
+		MANWIDTH=80 LC_ALL=C.UTF-8 man -E UTF-8 -l "$f" 2>/dev/null |
+			F="${f##*/}" python3 -c 'import os, sys
+for n, l in enumerate(sys.stdin.read().splitlines(), 1):
+	if len(l) > 80:
+		print("%s:%d: %d columns" % (os.environ["F"], n, len(l)))'
+	done
+}
+if command -v man >/dev/null; then
+	tap_result docs.man_pages_fit_80_columns "$(man_wide)"
+else
+	tap_result docs.man_pages_fit_80_columns "man is not installed (scripts/deps.sh installs man-db)"
+fi
 
 tap_end
