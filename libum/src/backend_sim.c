@@ -1209,8 +1209,14 @@ static int sim_init(struct um_backend *be, const struct um_backend_config *cfg)
 		return -ENODEV;
 	if (cfg && cfg->sim_capacity)
 		cap = cfg->sim_capacity;
-	if (cap > SIM_MAX_BYTES)
+	if (cap > SIM_MAX_BYTES) {
+		if (be->log)
+			be->log(be->log_arg, UM_LOG_ERR,
+				"sim: sim_capacity %llu is above the largest simulated device, %llu (64 TiB)",
+				(unsigned long long)cap,
+				(unsigned long long)SIM_MAX_BYTES);
 		return -EINVAL;
+	}
 	cap = round_up(cap, SIM_GRAN);
 	s = calloc(1, sizeof(*s));
 	if (!s)

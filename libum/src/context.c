@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "internal.h"
 #include "pressure.h"
@@ -315,8 +316,8 @@ int um_context_create(const struct um_config *cfg, struct um_context **out)
 	};
 	ret = ops->init(&ctx->be, &bc);
 	if (ret) {
-		um__log(ctx, UM_LOG_ERR, "backend %s: init failed (%d)",
-			ops->name, ret);
+		um__log(ctx, UM_LOG_ERR, "backend %s: init failed: %s",
+			ops->name, strerror(-ret));
 		ctx->be.ops = NULL;
 		goto fail;
 	}

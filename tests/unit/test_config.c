@@ -216,6 +216,13 @@ TEST(config_fields_checked)
 	cfg.spill_dir = "/tmp/x/..";
 	EXPECT_EQ(-EINVAL, create(&cfg, &ctx));
 	cfg.spill_dir = NULL;
+	/* the sim's own limit: said by name, not as a bare errno */
+	logcap_reset();
+	cfg.sim_capacity = SIZE_MAX;
+	EXPECT_EQ(-EINVAL, create(&cfg, &ctx));
+	EXPECT_TRUE(logcap_has(UM_LOG_ERR, "sim_capacity", "64 TiB", NULL));
+	EXPECT_FALSE(logcap_has(UM_LOG_ERR, "(-22)", NULL));
+	cfg.sim_capacity = 16 * MiB;
 	EXPECT_NULL(ctx);
 	/* a newer caller's larger struct: unknown fields must be zero */
 	memset(&big, 0, sizeof(big));
