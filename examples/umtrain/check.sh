@@ -193,7 +193,7 @@ tap_check "budget below the working set" usage_error "below one step" \
 	--budget 4K
 tap_check "bad --lr" usage_error "invalid --lr" --lr -1
 tap_check "bad --backend" usage_error "invalid --backend" --backend gpu
-tap_check "unknown option" usage_error "unrecognized option" --bogus
+tap_check "unknown option" usage_error "^umtrain: unrecognized option" --bogus
 tap_check "stray argument" usage_error "unexpected argument" extra
 tap_check "bad --bench" usage_error "invalid --bench" --bench 0
 tap_check "--compare needs a budget" usage_error "needs a limited" \

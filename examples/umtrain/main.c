@@ -617,7 +617,7 @@ int main(int argc, char **argv)
 	struct run *first;
 	unsigned int r;
 
-	ut_set_progname(argv[0]);
+	ut_set_progname(argv);
 	parse_args(argc, argv, &o);
 	train_sizes(&o.cfg, &sz);
 	check_budget(&o, &sz);

@@ -16,14 +16,16 @@
 
 const char *ut_progname = "um";
 
-void ut_set_progname(const char *argv0)
+void ut_set_progname(char **argv)
 {
 	const char *slash;
 
-	if (!argv0 || !*argv0)
+	if (!argv[0] || !*argv[0])
 		return;
-	slash = strrchr(argv0, '/');
-	ut_progname = slash ? slash + 1 : argv0;
+	slash = strrchr(argv[0], '/');
+	ut_progname = slash ? slash + 1 : argv[0];
+	/* getopt's own messages name argv[0]: the short name there too */
+	argv[0] = (char *)ut_progname;
 }
 
 static void vwarn(const char *fmt, va_list ap)

@@ -56,7 +56,7 @@ int ut_parse_backend(const char *s);
 
 /* Program name for messages (set from argv[0] by ut_set_progname). */
 extern const char *ut_progname;
-void ut_set_progname(const char *argv0);
+void ut_set_progname(char **argv);
 /* "prog: message\nTry 'prog --help' for more information.\n", exit(2). */
 void ut_die_usage(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2), noreturn));

@@ -132,7 +132,7 @@ tap_check "bad --rounds" usage_error "invalid --rounds" --rounds 0
 tap_check "bad --backend" usage_error "invalid --backend" --backend tpu
 tap_check "bad --region-bytes" usage_error "invalid --region-bytes" \
 	--region-bytes 12
-tap_check "unknown option" usage_error "unrecognized option" --frob
+tap_check "unknown option" usage_error "^umbench: unrecognized option" --frob
 tap_check "--gpu answers or refuses clearly" gpu_flag
 tap_check "--scale --quick --json has the table's shape" scale_shape
 tap_check "scale as a section prints the table" scale_text

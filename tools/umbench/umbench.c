@@ -241,7 +241,7 @@ int main(int argc, char **argv)
 	int rc, worst = 0;
 	size_t i;
 
-	ut_set_progname(argv[0]);
+	ut_set_progname(argv);
 	if (has_gpu_flag(argc, argv)) {
 #ifdef UMBENCH_GPU
 		return umbench_gpu_main(argc, argv);

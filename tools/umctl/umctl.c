@@ -316,7 +316,7 @@ int main(int argc, char **argv)
 	struct umctl u = { 0 };
 	size_t i;
 
-	ut_set_progname(argv[0]);
+	ut_set_progname(argv);
 	parse(argc, argv, &u);
 	if (optind >= argc)
 		ut_die_usage("no command (status, clients, metrics, knobs, get, set, inject)");

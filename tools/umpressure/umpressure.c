@@ -532,7 +532,7 @@ int main(int argc, char **argv)
 	double pct = DEF_FLOOR_BP / 100.0;
 	int ret;
 
-	ut_set_progname(argv[0]);
+	ut_set_progname(argv);
 	parse(argc, argv, &o, &pct);
 	ret = node_mem(&o, &r.free_start, &r.total);
 	if (ret) {

@@ -310,7 +310,7 @@ int main(int argc, char **argv)
 	struct opts o = { .delay = 1.0 };
 	struct sigaction sa = { .sa_handler = on_signal };
 
-	ut_set_progname(argv[0]);
+	ut_set_progname(argv);
 	parse(argc, argv, &o);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
