@@ -232,6 +232,15 @@ static int parse_node(const char *s, uint64_t *out)
 	return 0;
 }
 
+/* Printable ASCII only: these strings end up in log lines and files. */
+static bool printable(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (s[i] < 0x20 || s[i] > 0x7e)
+			return false;
+	return true;
+}
+
 /*
  * A spill directory: absolute (a relative one would land wherever the
  * trainer was started), printable, no "." or ".." part, room for the file
@@ -241,11 +250,8 @@ static int parse_dir(const char *s)
 {
 	size_t n = strlen(s);
 
-	if (s[0] != '/' || n > PATH_MAX - 64)
+	if (s[0] != '/' || n > PATH_MAX - 64 || !printable(s, n))
 		return -EINVAL;
-	for (size_t i = 0; i < n; i++)
-		if (s[i] < 0x20 || s[i] > 0x7e)
-			return -EINVAL;
 	if (strstr(s, "/./") || strstr(s, "/../") ||
 	    (n >= 2 && !strcmp(s + n - 2, "/.")) ||
 	    (n >= 3 && !strcmp(s + n - 3, "/..")))
@@ -258,12 +264,7 @@ static int parse_name(const char *s)
 {
 	size_t n = strlen(s);
 
-	if (n >= UMM_NAME_LEN)
-		return -EINVAL;
-	for (size_t i = 0; i < n; i++)
-		if (s[i] < 0x20 || s[i] > 0x7e)
-			return -EINVAL;
-	return 0;
+	return n < UMM_NAME_LEN && printable(s, n) ? 0 : -EINVAL;
 }
 
 static bool is_string(enum opt_type type)
