@@ -67,17 +67,16 @@ tap_result release.no_version_literal "$lit"
 # (a table wider than the line), no line past column 80. Pages that are
 # only a .so of another are that other page.
 man_wide() {
-	local f out
+	local f
 	for f in "$top"/Documentation/man/*.[1-8]; do
 		grep -q '^\.so ' "$f" && continue
-		out=$(MANWIDTH=80 LC_ALL=C.UTF-8 man --warnings -E UTF-8 -l "$f" \
-			2>&1 >/dev/null)
-		[ -n "$out" ] && echo "${f##*/}: $out"
-		MANWIDTH=80 LC_ALL=C.UTF-8 man -E UTF-8 -l "$f" 2>/dev/null |
+		MANWIDTH=80 LC_ALL=C.UTF-8 man --warnings -E UTF-8 -l "$f" \
+			2>"$out/man.warn" |
 			F="${f##*/}" python3 -c 'import os, sys
 for n, l in enumerate(sys.stdin.read().splitlines(), 1):
 	if len(l) > 80:
 		print("%s:%d: %d columns" % (os.environ["F"], n, len(l)))'
+		[ -s "$out/man.warn" ] && echo "${f##*/}: $(cat "$out/man.warn")"
 	done
 }
 if command -v man >/dev/null; then
