@@ -1212,9 +1212,10 @@ static int sim_init(struct um_backend *be, const struct um_backend_config *cfg)
 	if (cap > SIM_MAX_BYTES) {
 		if (be->log)
 			be->log(be->log_arg, UM_LOG_ERR,
-				"sim: sim_capacity %llu is above the largest simulated device, %llu (64 TiB)",
+				"sim: sim_capacity %llu is above the largest simulated device, %llu (%llu TiB)",
 				(unsigned long long)cap,
-				(unsigned long long)SIM_MAX_BYTES);
+				(unsigned long long)SIM_MAX_BYTES,
+				(unsigned long long)(SIM_MAX_BYTES >> 40));
 		return -EINVAL;
 	}
 	cap = round_up(cap, SIM_GRAN);
