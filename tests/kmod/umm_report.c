@@ -322,11 +322,20 @@ TEST_F(cl, ack_covers_earlier_events)
 	struct umm_event e1, e2;
 
 	ASSERT_EQ(0, umm_report(self->fd, &t, 1, 0));
+	/*
+	 * From NORMAL: a node that real samples had left above LOW would
+	 * answer "low" with a RELIEF, and this test would wait for a second
+	 * PRESSURE that never comes.
+	 */
+	ASSERT_EQ(0, umm_inject("node 1 normal"));
+	umm_drain_tier(self->fd, UMM_TIER_HOST_NODE, 1);
 	ASSERT_EQ(0, umm_inject("node 1 low"));
 	ASSERT_EQ(0, umm_inject("node 1 critical"));
 	umm_inject("node 1 clear");
-	ASSERT_EQ(1, umm_wait_type(self->fd, UMM_EVENT_PRESSURE, &e1, 10000));
-	ASSERT_EQ(1, umm_wait_type(self->fd, UMM_EVENT_PRESSURE, &e2, 10000));
+	ASSERT_EQ(1, umm_wait_tier(self->fd, UMM_EVENT_PRESSURE,
+				   UMM_TIER_HOST_NODE, 1, &e1, 10000));
+	ASSERT_EQ(1, umm_wait_tier(self->fd, UMM_EVENT_PRESSURE,
+				   UMM_TIER_HOST_NODE, 1, &e2, 10000));
 	EXPECT_EQ(UMM_LEVEL_LOW, e1.level);
 	EXPECT_EQ(UMM_LEVEL_CRITICAL, e2.level);
 	EXPECT_EQ(0, umm_ack(self->fd, e2.seq, MiB, NULL));

@@ -535,6 +535,22 @@ static int setup(struct stress *s, struct worker *w0)
 	return 0;
 }
 
+/* What setup() made before it failed, so that ASan's leak check speaks only of libum. */
+static void teardown_failed_setup(struct stress *s)
+{
+	if (s->slots) {
+		for (unsigned int i = 0; i < s->o.regions; i++) {
+			um_region_t h = atomic_load(&s->slots[i].h);
+
+			if (h)
+				um_free(s->ctx, h);
+		}
+		free(s->slots);
+	}
+	if (s->ctx)
+		um_context_destroy(s->ctx);
+}
+
 /* Every region once more, with room for it, then freed. */
 static int finish(struct stress *s, struct worker *w0)
 {
@@ -762,6 +778,8 @@ int main(int argc, char **argv)
 
 	if (parse_opts(argc, argv, &s.o))
 		return 2;
+	/* a sanitizer's report ends the process with _exit: TAP lines must be out by then */
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	printf("TAP version 13\n1..1\n");
 	w = calloc(s.o.threads, sizeof(*w));
 	if (!w)
@@ -774,6 +792,8 @@ int main(int argc, char **argv)
 	if (ret) {
 		printf("not ok 1 stress # setup: %s\n# Totals: pass:0 fail:1 xfail:0 xpass:0 skip:0 error:0\n",
 		       strerror(-ret));
+		teardown_failed_setup(&s);
+		free(w);
 		return 1;
 	}
 	t0 = now_s();
