@@ -70,6 +70,42 @@ floor_explicit() {
 	[ $? -eq 3 ] && json_is "$TMP/f2.json" floor_bytes 20971520
 }
 
+# The default floor stands on the node's min watermark: 2 % alone sat
+# under it on small nodes and got the tool OOM-killed.
+floor_above_min_watermark() {
+	local pg want
+	fake_node "$TMP/wm" 1 1048576 10240
+	mkdir -p "$TMP/wm/proc"
+	cat >"$TMP/wm/proc/zoneinfo" <<-EOF
+	Node 0, zone      DMA
+	  pages free     3968
+	        min      100
+	        low      125
+	Node 1, zone   Normal
+	  pages free     2000
+	        min      6000
+	        low      7500
+	Node 1, zone  Movable
+	  pages free     0
+	        min      144
+	        low      180
+	EOF
+	pg=$(getconf PAGESIZE)
+	want=$((6144 * pg + 21474836))
+	"$UMP" --sysroot "$TMP/wm" --node 1 --target 1G --json >"$TMP/wm.json"
+	[ $? -eq 3 ] || { echo "default floor: exit $?"; return 1; }
+	json_is "$TMP/wm.json" min_watermark_bytes $((6144 * pg)) &&
+	json_is "$TMP/wm.json" floor_bytes "$want" || return 1
+	# an explicit percentage replaces the default, as a size does
+	"$UMP" --sysroot "$TMP/wm" --node 1 --target 1G --min-free 2% \
+		--json >"$TMP/wm2.json"
+	json_is "$TMP/wm2.json" floor_bytes 21474836 || return 1
+	"$UMP" --sysroot "$TMP/wm" --node 1 --target 1G >"$TMP/wm.out"
+	grep -q "held 0 B\|held 0B" "$TMP/wm.out" &&
+		! grep -q "floor 0" "$TMP/wm.out" ||
+		{ echo "text:"; cat "$TMP/wm.out"; return 1; }
+}
+
 level_stop() {
 	fake_node "$TMP/crit" 0 1048576 524288 critical
 	"$UMP" --sysroot "$TMP/crit" --node 0 --until-level medium --json \
@@ -136,10 +172,11 @@ text_output() {
 	[ ! -s "$TMP/q.out" ]
 }
 
-tap_begin 10
+tap_begin 11
 tap_check "umpressure.usage_errors" usage_errors
 tap_check "umpressure.floor_stops_before_goal" floor_stop
 tap_check "umpressure.floor_explicit" floor_explicit
+tap_check "umpressure.floor_above_min_watermark" floor_above_min_watermark
 tap_check "umpressure.until_level" level_stop
 tap_check "umpressure.until_level_needs_module" level_needs_module
 tap_check "umpressure.missing_node" missing_node

@@ -51,7 +51,7 @@ struct opts {
 	int until;			/* LV_NONE: none */
 	double hold;			/* seconds */
 	uint64_t min_free;
-	bool min_free_set;
+	bool min_free_set, min_free_pct_set;
 	bool force;
 	uint64_t step;
 	bool json;
@@ -70,7 +70,7 @@ struct run {
 	struct chunk *chunks;
 	size_t nchunks;
 	uint64_t allocated, peak;
-	uint64_t total, free_start, free_min, free_end, floor;
+	uint64_t total, free_start, free_min, free_end, floor, min_wmark;
 	enum stop stop;
 	int level_max;
 	int64_t level_ms[LV_COUNT];	/* first seen, ms from start; -1 never */
@@ -121,6 +121,36 @@ static int node_mem(const struct opts *o, uint64_t *free_b, uint64_t *total_b)
 		}
 	}
 	return got_free && got_total ? 0 : -EIO;
+}
+
+/*
+ * The kernel's min watermark of node (all nodes for -1), in bytes, from
+ * /proc/zoneinfo; 0 when it cannot be read. Below it allocations reclaim
+ * directly and the OOM killer is near: a default floor under it (2 % of a
+ * 512 MiB node is 10 MiB, its min watermark 23-25 MiB) got umpressure
+ * itself killed.
+ */
+static uint64_t node_min_watermark(const struct opts *o)
+{
+	char path[4096], line[512];
+	unsigned long long pages, sum = 0;
+	int node = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/proc/zoneinfo",
+		 o->sysroot ? o->sysroot : "");
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "Node %d, zone", &node) == 1)
+			continue;
+		if ((o->node < 0 || node == o->node) &&
+		    sscanf(line, " min %llu", &pages) == 1)
+			sum += pages;
+	}
+	fclose(f);
+	return sum * (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
 static int parse_level(const char *s)
@@ -328,6 +358,7 @@ static void report_json(const struct opts *o, const struct run *r)
 	ut_json_u64(&j, "step_bytes", o->step);
 	ut_json_bool(&j, "force", o->force);
 	ut_json_u64(&j, "floor_bytes", r->floor);
+	ut_json_u64(&j, "min_watermark_bytes", r->min_wmark);
 	ut_json_u64(&j, "node_total_bytes", r->total);
 	ut_json_u64(&j, "node_free_start_bytes", r->free_start);
 	ut_json_u64(&j, "node_free_min_bytes", r->free_min);
@@ -356,14 +387,14 @@ static void report_json(const struct opts *o, const struct run *r)
 
 static void report_text(const struct opts *o, const struct run *r)
 {
-	char a[UT_SIZE_STR], b[UT_SIZE_STR], c[UT_SIZE_STR];
+	char a[UT_SIZE_STR], b[UT_SIZE_STR], c[UT_SIZE_STR], d[UT_SIZE_STR];
 
 	if (o->quiet)
 		return;
 	printf("umpressure: node %d: held %s (stop: %s), node free %s -> min %s, floor %s\n",
 	       o->node, ut_size_str(r->peak, a), stop_names[r->stop],
 	       ut_size_str(r->free_start, b), ut_size_str(r->free_min, c),
-	       ut_size_str(r->floor, a));
+	       ut_size_str(r->floor, d));
 	if (r->level_max != LV_NONE) {
 		printf("umpressure: level reached %s", level_names[r->level_max]);
 		for (int i = LV_LOW; i < LV_COUNT; i++)
@@ -387,7 +418,8 @@ static void usage(void)
 	       "                        (low, medium, critical)\n"
 	       "  -H, --hold SECS       hold the memory that long (default 0)\n"
 	       "  -m, --min-free SIZE   never take the node below SIZE free, or\n"
-	       "                        a percentage (\"5%%\"; default 2%% of the node)\n"
+	       "                        a percentage (\"5%%\"; default the kernel's\n"
+	       "                        min watermark + 2%% of the node)\n"
 	       "  -f, --force           ignore the floor\n"
 	       "  -s, --step SIZE       allocation step (default 16M)\n"
 	       "      --oom-score-adj N write N to /proc/self/oom_score_adj\n"
@@ -415,6 +447,7 @@ static void parse_min_free(struct opts *o, const char *arg, double *pct)
 		num[n - 1] = '\0';
 		if (ut_parse_double(num, 0, 100, pct))
 			ut_die_usage("bad --min-free '%s' (0..100%%)", arg);
+		o->min_free_pct_set = true;
 		return;
 	}
 	if (ut_parse_size(arg, &v))
@@ -549,8 +582,11 @@ int main(int argc, char **argv)
 		ut_warn("cannot set oom_score_adj: %s", strerror(-ret));
 		return 1;
 	}
+	r.min_wmark = node_min_watermark(&o);
 	r.floor = o.force ? 0 : o.min_free_set ? o.min_free :
 		  (uint64_t)((double)r.total * pct / 100.0);
+	if (!o.force && !o.min_free_set && !o.min_free_pct_set)
+		r.floor += r.min_wmark;
 	r.chunks = calloc(MAX_CHUNKS, sizeof(*r.chunks));
 	if (!r.chunks) {
 		ut_warn("out of memory");
