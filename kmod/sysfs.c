@@ -14,6 +14,7 @@
 #include <linux/mm.h>
 #include <linux/nodemask.h>
 #include <linux/slab.h>
+#include <linux/string.h>
 #include <linux/sysfs.h>
 
 #include "umm_internal.h"
@@ -35,12 +36,45 @@ static ssize_t enabled_show(struct kobject *kobj, struct kobj_attribute *attr,
 	return sysfs_emit(buf, "%d\n", READ_ONCE(umm.enabled));
 }
 
+/*
+ * A boolean as the directory's rule states it: a whole word (1 y yes on
+ * true, 0 n no off false, any case) or a number that is 0 or 1. Not
+ * kstrtobool(), which reads the first letter only: it took "yellow" as
+ * yes and the number 0x1 as no.
+ */
+static int umm_parse_bool(const char *buf, bool *on)
+{
+	static const char *const words[] = { "0", "n", "no", "off", "false",
+					     "1", "y", "yes", "on", "true" };
+	char word[24];
+	size_t len = strlen(buf);
+	unsigned int i;
+	u64 v;
+
+	if (len && buf[len - 1] == '\n')
+		len--;
+	if (!len || len >= sizeof(word))
+		return -EINVAL;
+	memcpy(word, buf, len);
+	word[len] = '\0';
+	for (i = 0; i < ARRAY_SIZE(words); i++) {
+		if (!strcasecmp(word, words[i])) {
+			*on = i >= ARRAY_SIZE(words) / 2;
+			return 0;
+		}
+	}
+	if (umm_parse_u64(word, &v) || v > 1)
+		return -EINVAL;
+	*on = v;
+	return 0;
+}
+
 static ssize_t enabled_store(struct kobject *kobj, struct kobj_attribute *attr,
 			     const char *buf, size_t count)
 {
 	bool on;
 
-	if (kstrtobool(buf, &on))
+	if (umm_parse_bool(buf, &on))
 		return -EINVAL;
 	mutex_lock(&umm.mutex);
 	umm_set_enabled(on);

@@ -6,7 +6,7 @@
 # refused by a plain write to the file exactly as umctl set --force accepts
 # or refuses them (watermarks as they stand, so their order is checked
 # too); the grammar both share (ABI "Values": hex, leading zeros, boolean
-# words), kstrtobool reading the number 0x1 as 0 while umctl refuses it, and
+# words, 0 and 1 as numbers: 0x1 is 1 for both, 0x2 and "yellow" refused), and
 # the floor of a byte knob (refused without --force, taken by the module).
 # Runs under busybox sh after umctl-vm.sh; restores every knob.
 n=0 pass=0 fail=0
@@ -104,18 +104,21 @@ grammar() {
 	done
 	same_value gpus/gpu0/budget_bytes 0x40000000 || bad=1
 	same_value ring_bytes_max 0x100000 || bad=1
-	# a number is no boolean: the module reads 0x1 as 0, umctl refuses
-	kwrite enabled 0x1 && [ "$(cat $U/enabled)" = 0 ] || bad=1
-	kwrite enabled 1
-	umctl set enabled 0x1 2>/dev/null; [ $? = 2 ] || bad=1
+	# a boolean may be a number of the same grammar, 0 or 1 only
+	kwrite enabled 0 && kwrite enabled 0x1 &&
+		[ "$(cat $U/enabled)" = 1 ] || bad=1
+	same_value enabled 0x0 || bad=1
+	same_value enabled 0x1 || bad=1
+	kwrite enabled 0x2 && { echo "# the module takes 0x2"; bad=1; }
+	umctl set enabled 0x2 2>/dev/null; [ $? = 2 ] || bad=1
 	[ "$(cat $U/enabled)" = 1 ] || bad=1
 	# no octal, for both; a sign, which kstrtoull lets pass, umctl refuses
 	compare interval_ms 0o100 || bad=1
 	umctl set interval_ms +100 2>/dev/null; [ $? = 2 ] || bad=1
-	# words the module's kstrtobool takes by their first letter only
+	# words kstrtobool would take by their first letter: both refuse
 	for v in t f yellow 0n; do
 		old=$(cat $U/enabled)
-		kwrite enabled $v && echo "# the module also takes '$v'"
+		kwrite enabled $v && { echo "# the module takes '$v'"; bad=1; }
 		kwrite enabled "$old"
 		umctl set enabled $v 2>/dev/null; [ $? = 2 ] || bad=1
 	done

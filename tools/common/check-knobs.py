@@ -193,7 +193,7 @@ def analyse(src, d, fname, store):
     if m:
         lo = operand(b, m.end())
         hi = operand(b, m.end() + len(lo) + 1)
-    if 'kstrtobool' in b:
+    if 'umm_parse_bool' in b:
         k.update(kind='bool', min=0, max=1)
     elif m:
         k.update(kind='num', min=value(lo, name), max=value(hi, name))
@@ -216,7 +216,7 @@ def analyse(src, d, fname, store):
                       b)
         if not p:
             raise Bad('knob %s: check-knobs.py cannot tell what %s() '
-                      'accepts (it knows kstrtobool, umm_store_u32, '
+                      'accepts (it knows umm_parse_bool, umm_store_u32, '
                       'umm_wm_store, umm_cg_wm_store, umm_parse_u32/u64 '
                       'with "v < MIN || v > MAX")' % (name, store))
         cond = operand(b, p.start(), True)  # the rest of the if's condition

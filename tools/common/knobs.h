@@ -15,7 +15,7 @@
  * accept and fail at any difference, naming the knob. Adding a knob to the
  * module is adding its row here (and to the ABI document).
  *
- *   kind   BOOL: kstrtobool words; NUM: a number; WM: a watermark in
+ *   kind   BOOL: boolean words or 0/1 (umm_parse_bool); NUM: a number; WM: a watermark in
  *          basis points (a node's, or the watched cgroups'), the three of
  *          its directory kept low_bp > medium_bp > critical_bp; SIZE: bytes,
  *          K/M/G/T suffixes allowed

@@ -157,6 +157,7 @@ int ut_parse_bool(const char *s)
 {
 	static const char *const yes[] = { "1", "y", "yes", "on", "true" };
 	static const char *const no[] = { "0", "n", "no", "off", "false" };
+	uint64_t v;
 	size_t i;
 
 	if (!s)
@@ -167,6 +168,9 @@ int ut_parse_bool(const char *s)
 		if (!strcasecmp(s, no[i]))
 			return 0;
 	}
+	/* a number of the knobs' grammar (0x1, 00) that is 0 or 1, as umm.ko */
+	if (!ut_parse_num(s, &v) && v <= 1)
+		return (int)v;
 	return -EINVAL;
 }
 

@@ -127,9 +127,13 @@ TEST(grammar_booleans_whole_words)
 	ASSERT_EQ(0, ut_parse_bool("off"));
 	ASSERT_EQ(1, ut_parse_bool("TRUE"));
 	ASSERT_EQ(0, ut_parse_bool("false"));
-	/* kstrtobool reads 0x1 as 0 and 10 as 1: numbers are refused */
-	ASSERT_EQ(-EINVAL, ut_parse_bool("0x1"));
+	/* numbers of the knobs' grammar, as umm.ko reads them: 0 or 1 only */
+	ASSERT_EQ(1, ut_parse_bool("0x1"));
+	ASSERT_EQ(0, ut_parse_bool("0X0"));
+	ASSERT_EQ(1, ut_parse_bool("01"));
 	ASSERT_EQ(-EINVAL, ut_parse_bool("10"));
+	ASSERT_EQ(-EINVAL, ut_parse_bool("0x2"));
+	ASSERT_EQ(-EINVAL, ut_parse_bool("+1"));
 	ASSERT_EQ(-EINVAL, ut_parse_bool("yellow"));
 	ASSERT_EQ(-EINVAL, ut_parse_bool("o"));
 	ASSERT_EQ(-EINVAL, ut_parse_bool(""));
@@ -160,7 +164,9 @@ TEST(knob_table_lookup_and_floor)
 	ASSERT_EQ(20ull << 30, v);
 	k = ut_knob_find("enabled", &id);
 	ASSERT_TRUE(k != NULL);
-	ASSERT_EQ(-EINVAL, ut_knob_parse(k, "0x1", &v));
+	ASSERT_EQ(0, ut_knob_parse(k, "0x1", &v));
+	ASSERT_EQ(1, v);
+	ASSERT_EQ(-EINVAL, ut_knob_parse(k, "0x2", &v));
 	ASSERT_EQ(0, ut_knob_parse(k, "On", &v));
 	ASSERT_EQ(1, v);
 	k = ut_knob_find("interval_ms", &id);

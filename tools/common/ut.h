@@ -41,8 +41,8 @@ int ut_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 int ut_parse_size(const char *s, uint64_t *out);
 /*
  * A boolean as umm.ko's enabled takes it: 1, y, yes, on, true (1) or 0,
- * n, no, off, false (0), in any case. The whole word is checked, so a number such as
- * "0x1" or "10" is refused: kstrtobool() reads only its first character.
+ * n, no, off, false (0), in any case, the whole word; or a number of
+ * ut_parse_num()'s grammar that is 0 or 1 ("0x1" is 1, "10" is refused).
  * Returns 1, 0 or -EINVAL.
  */
 int ut_parse_bool(const char *s);

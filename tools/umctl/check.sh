@@ -106,15 +106,16 @@ get_set() {
 }
 
 # The module's grammar (the ABI document's "Values"): hex, decimal with
-# leading zeros, boolean words in any case; numbers are no booleans (the
-# module's kstrtobool reads 0x1 as 0). Every knob of the table is known.
+# leading zeros, boolean words in any case or a number that is 0 or 1.
+# Every knob of the table is known.
 grammar() {
 	u set interval_ms 0x64 && file_is interval_ms 100 &&
 	u set interval_ms 0250 && file_is interval_ms 250 &&
 	u set enabled Y && file_is enabled 1 &&
 	u set enabled OFF && file_is enabled 0 &&
 	u set enabled ON && file_is enabled 1 &&
-	expect 2 "bad value '0x1' (a boolean" u set enabled 0x1 &&
+	u set enabled 0 && u set enabled 0x1 && file_is enabled 1 &&
+	expect 2 "bad value '0x2' (a boolean" u set enabled 0x2 &&
 	expect 2 "bad value '10' (a boolean" u set enabled 10 &&
 	file_is enabled 1 &&
 	u set gpus/gpu3/budget_bytes 0x40000000 &&
