@@ -102,6 +102,36 @@ TEST(refused_while_open_before_handshake)
 	close(fd);
 }
 
+/*
+ * Without O_NONBLOCK delete_module(2) does not wait for the last client
+ * (the kernel dropped that wait long ago): EAGAIN at once, as with it.
+ */
+TEST(refused_at_once_without_nonblock)
+{
+	int fd = umm_client("holder", 0, 0, 0), ret;
+
+	ASSERT_LE(0, fd);
+	ret = syscall(SYS_delete_module, "umm", 0) ? -errno : 0;
+	EXPECT_TRUE(refused(ret)) TH_LOG("delete_module: %s", strerror(-ret));
+	close(fd);
+	if (!ret)
+		ASSERT_EQ(0, insmod_umm(""));
+}
+
+/* An open debugfs file (umctl clients reading it) holds the module too. */
+TEST(refused_while_debugfs_clients_open)
+{
+	int fd = open(UMM_DEBUGFS "/clients", O_RDONLY | O_CLOEXEC), ret;
+
+	if (fd < 0)
+		SKIP(return, "no debugfs clients file: %s", strerror(errno));
+	ret = rmmod_umm();
+	EXPECT_TRUE(refused(ret)) TH_LOG("delete_module: %s", strerror(-ret));
+	close(fd);
+	if (!ret)
+		ASSERT_EQ(0, insmod_umm(""));
+}
+
 struct reader {
 	int fd;
 	ssize_t ret;

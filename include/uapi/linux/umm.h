@@ -25,9 +25,10 @@
  * /sys/kernel/mm/umm/ring_bytes_max; a ring is charged to the opener's
  * memory cgroup.
  * An open file holds a reference on the module: rmmod fails while any
- * client exists, with EAGAIN (EWOULDBLOCK: rmmod and delete_module(2) with
- * O_NONBLOCK, as kmod and busybox call it; "Resource temporarily
- * unavailable"); without O_NONBLOCK delete_module(2) waits instead.
+ * client exists, with EAGAIN (EWOULDBLOCK, "Resource temporarily
+ * unavailable") at once, with or without O_NONBLOCK (the kernel no longer
+ * waits for the last reference). An open debugfs file of the module
+ * (umm/clients while umctl clients reads it) holds a reference too.
  *
  * Conventions: only fixed-width types; every enum reserves 0; every ioctl
  * argument begins with its own size, callers set it to sizeof the struct as
