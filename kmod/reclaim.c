@@ -17,6 +17,7 @@
 #include <linux/mm.h>
 #include <linux/notifier.h>
 #include <linux/oom.h>
+#include <linux/sched.h>
 #include <linux/shrinker.h>
 
 #include "umm_internal.h"
@@ -105,12 +106,24 @@ unlock:
 	spin_unlock(&umm.lock);
 }
 
+/*
+ * Reclaim (kswapd, direct, memory.reclaim) runs with a reclaim state;
+ * drop_caches calls shrinkers without one. Nobody is short of memory then
+ * and clients' bytes are no cache: each "echo 3 > drop_caches" asked every
+ * client for what it declared.
+ */
+static bool umm_in_reclaim(void)
+{
+	return current->reclaim_state != NULL;
+}
+
 static unsigned long umm_shrink_count(struct shrinker *s,
 				      struct shrink_control *sc)
 {
 	struct umm_node *n;
 
-	if (!READ_ONCE(umm.enabled) || sc->nid < 0 || sc->nid >= nr_node_ids)
+	if (!READ_ONCE(umm.enabled) || sc->nid < 0 ||
+	    sc->nid >= nr_node_ids || !umm_in_reclaim())
 		return 0;
 	n = umm.nodes[sc->nid];
 	return n ? umm_sum_read(&n->src.reclaimable) >> PAGE_SHIFT : 0;
@@ -120,6 +133,8 @@ static unsigned long umm_shrink_scan(struct shrinker *s,
 				     struct shrink_control *sc)
 {
 	atomic64_inc(&umm.stats.shrinker_calls);
+	if (!umm_in_reclaim())
+		return SHRINK_STOP;
 	umm_shrink_node(sc->nid, (u64)sc->nr_to_scan << PAGE_SHIFT, false);
 	/* nothing is freed here; userspace frees later, on its own time */
 	return SHRINK_STOP;

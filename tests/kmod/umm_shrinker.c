@@ -137,4 +137,31 @@ TEST_F(reclaim, reclaim_on_node0_asks_node0_holders)
 			TH_LOG("declared nothing reclaimable");
 }
 
+/*
+ * drop_caches calls every shrinker, outside reclaim: nobody is short of
+ * memory, and the clients' bytes are no cache. No SHRINK goes out.
+ */
+TEST(drop_caches_asks_nobody)
+{
+	struct umm_tier_report t = {
+		.tier_type = UMM_TIER_HOST_NODE, .tier_id = 0,
+		.resident_bytes = 64 * MiB, .reclaimable_bytes = 64 * MiB,
+	};
+	uint64_t gap_ms;
+	struct umm_event ev;
+	int fd = umm_client("dropper", 0, 0, 0);
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, attr_write("enabled", "1"));
+	ASSERT_EQ(0, umm_report(fd, &t, 1, 0));
+	/* past the rate limit of the test before, so a SHRINK could go out */
+	ASSERT_EQ(0, attr_read_u64("event_min_interval_ms", &gap_ms));
+	usleep((gap_ms + 20) * 1000);
+	ASSERT_EQ(0, sysctl_write("vm/drop_caches", "3"));
+	EXPECT_EQ(0, umm_wait_type(fd, UMM_EVENT_SHRINK, &ev, 300))
+		TH_LOG("SHRINK for node %u asking %llu bytes", ev.tier_id,
+		       (unsigned long long)ev.bytes_to_free);
+	close(fd);
+}
+
 TEST_HARNESS_MAIN
