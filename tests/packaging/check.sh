@@ -18,6 +18,7 @@
 #   packaging.libum_so_no_cuda   libum.so.0 needs no CUDA library and has no
 #                                RUNPATH; libum.pc names no CUDA library and
 #                                no path of the build host
+#   packaging.bind_now           every dynamic ELF file shipped is BIND_NOW
 #   packaging.libum_a_public     libum.a defines only the um_* functions
 #   packaging.pkg_config_shared  README's trainer.c, built with pkg-config
 #                                --cflags --libs libum, runs (sim backend)
@@ -28,7 +29,8 @@
 #   packaging.dkms_build.<kver>  dkms add + build of umm-dkms for every kernel
 #                                with headers (scripts/deps.sh --kernels);
 #                                the module's version is VERSION
-#   packaging.import_umtorch     python3 -c 'import umtorch' (the package's)
+#   packaging.import_umtorch     python3 -c 'import umtorch' (the package's),
+#                                libumtorch.so private to it, no run path
 #   packaging.tools_version      umctl --version prints VERSION
 #   packaging.dpkg_purge         every package purges cleanly
 # Without root the namespace checks SKIP.
@@ -40,7 +42,7 @@ rm -rf "$out"
 mkdir -p "$out"
 ver=$(cat "$top/VERSION")
 kernels=$("$top/scripts/deps.sh" --kernels 2>/dev/null | cut -d' ' -f1)
-NS_CHECKS="dpkg_install umm_group_udev libum_so_no_cuda libum_a_public
+NS_CHECKS="dpkg_install umm_group_udev libum_so_no_cuda bind_now libum_a_public
 	pkg_config_shared pkg_config_static backend_choice $(for k in $kernels; do
 	echo "dkms_build.$k"; done) import_umtorch tools_version dpkg_purge"
 # shellcheck source=../../tools/common/tap.sh

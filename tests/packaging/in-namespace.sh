@@ -75,6 +75,21 @@ so_no_cuda() {
 }
 check libum_so_no_cuda so_no_cuda
 
+# hardening=+all asks for bind-now: every dynamic ELF file the packages
+# ship must have it (the Makefiles once dropped dpkg's LDFLAGS).
+bind_now() {
+	local f bad=0
+	for f in $(dpkg -L libum0 um-tools python3-umtorch libum-cuda0 \
+			2>/dev/null); do
+		[ -f "$f" ] && head -c 4 "$f" | grep -q ELF || continue
+		readelf -d "$f" 2>/dev/null | grep -q NEEDED || continue
+		readelf -d "$f" | grep -qE 'BIND_NOW|FLAGS_1.*NOW' ||
+			{ echo "$f: no BIND_NOW"; bad=1; }
+	done
+	return $bad
+}
+check bind_now bind_now
+
 a_public() {
 	local a=/usr/lib/$ma/libum.a other
 	other=$(nm -g --defined-only "$a" | awk 'NF == 3 && $3 !~ /^um_/')
@@ -139,7 +154,15 @@ import_umtorch() {
 import umtorch, umtorch._lib as l
 print(umtorch.__file__, l.LIBUM_PATH)
 assert umtorch.__file__.startswith("/usr/lib/python3/dist-packages/umtorch/")
-')
+l.shim()
+print(l.SHIM_PATH)
+assert l.SHIM_PATH == "/usr/lib/python3/dist-packages/umtorch/libumtorch.so"
+') || return 1
+	# a private library: not in the public directory, no run path
+	! ls /usr/lib/$ma/libumtorch.so* 2>/dev/null ||
+		{ fails "libumtorch.so in /usr/lib/$ma"; return 1; }
+	! readelf -d /usr/lib/python3/dist-packages/umtorch/libumtorch.so |
+		grep -E 'RUNPATH|RPATH' || fails "libumtorch.so has a run path"
 }
 check import_umtorch import_umtorch
 

@@ -35,7 +35,7 @@ $(B)/%.o: %.c $(TOOL_HDRS) $(UT_DIR)/ut.h $(UT_DIR)/knobs.h | $(B)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
 $(B)/$(TOOL): $(TOOL_OBJS) $(UT_LIB)
-	$(CC) $(CFLAGS) -o $@ $(TOOL_OBJS) $(UT_LIBS) $(TOOL_LIBS)
+	$(CC) $(CFLAGS) -o $@ $(TOOL_OBJS) $(UT_LIBS) $(TOOL_LIBS) $(LDFLAGS)
 
 $(B)/$(TOOL)-static: $(TOOL_OBJS) $(UT_STATIC_LIB)
 	$(CC) $(CFLAGS) -static -o $@ $(TOOL_OBJS) $(UT_STATIC_LIBS) \

@@ -155,8 +155,9 @@ def shim():
     """libumtorch.so, loaded on first use (only the allocator needs it)."""
     global _shim, SHIM_PATH
     if _shim is None:
+        # installed inside the package (a private library), else the tree's
         _shim, SHIM_PATH = _load("UMTORCH_SHIM", "libumtorch.so",
-                                 [_TREE_SHIM, _INSTALLED])
+                                 [_HERE, _TREE_SHIM])
         _declare(_shim, _SHIM_SIGNATURES)
     return _shim
 
