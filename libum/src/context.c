@@ -383,7 +383,7 @@ static int forget_inherited(struct um_context *ctx)
 
 int um_context_destroy(struct um_context *ctx)
 {
-	int ret = um__enter_const(ctx);
+	int ret = um__enter_destroy(ctx);
 	int leaks;
 
 	if (ret == -ECHILD)

@@ -20,6 +20,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -82,6 +83,7 @@ int um__registry_add(struct um_context *ctx)
 	if (ret)
 		goto out;
 	ctx->fork_gen = atomic_load(&fork_gen);
+	ctx->creator_pid = getpid();
 	if (++reg_serial == 0)
 		reg_serial = 1;
 	ctx->serial = reg_serial;
@@ -101,13 +103,36 @@ void um__registry_del(struct um_context *ctx)
 
 /* ---- entry / exit ----------------------------------------------------- */
 
-int um__enter_const(const struct um_context *ctx)
+/*
+ * ECHILD's own text, "No child processes", misleads: the first call on an
+ * inherited context names what happened, once per context.
+ */
+static int refuse_inherited(const struct um_context *ctx)
+{
+	struct um_context *copy = (struct um_context *)ctx; /* the child's own */
+
+	if (!atomic_exchange(&copy->fork_told, true))
+		um__log(copy, UM_LOG_ERR,
+			"context created by pid %d used in pid %d, a child of fork(): its threads and device are not here; create a context in the child",
+			(int)ctx->creator_pid, (int)getpid());
+	return -ECHILD;
+}
+
+/* um__enter_const() without the ERR line: destroy in a child is right. */
+int um__enter_destroy(const struct um_context *ctx)
 {
 	if (!ctx)
 		return -EINVAL;
 	if (!reg_has(ctx) || ctx->magic != UM_CTX_MAGIC)
 		return -EBADF;
 	return um__inherited(ctx) ? -ECHILD : 0;
+}
+
+int um__enter_const(const struct um_context *ctx)
+{
+	int ret = um__enter_destroy(ctx);
+
+	return ret == -ECHILD ? refuse_inherited(ctx) : ret;
 }
 
 /*

@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
+#include <sys/types.h>
 
 #include "um.h"
 #include "backend.h"
@@ -341,6 +342,8 @@ struct um_context {
 	struct um_room_waiter *room_waiters;
 
 	uint32_t fork_gen;		/* entry.c: fork() count at creation */
+	pid_t creator_pid;		/* entry.c: the process that created it */
+	_Atomic bool fork_told;		/* entry.c: a child's ERR line is out */
 	struct um_context *forgotten_next; /* context.c, in a fork() child */
 };
 
@@ -352,8 +355,12 @@ void um__context_place_home(struct um_context *ctx);
 int um__registry_add(struct um_context *ctx);
 void um__registry_del(struct um_context *ctx);
 int um__enter(struct um_context *ctx);
-/* -ECHILD for a context this process inherited through fork(). */
+/*
+ * -ECHILD for a context this process inherited through fork(), with an ERR
+ * line the first time; um__enter_destroy() the same, silently.
+ */
 int um__enter_const(const struct um_context *ctx);
+int um__enter_destroy(const struct um_context *ctx);
 void um__exit(struct um_context *ctx);
 /* um__enter_const without the registry lock on a thread's repeat calls. */
 int um__check_fast(const struct um_context *ctx);

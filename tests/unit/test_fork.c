@@ -171,4 +171,56 @@ TEST(child_context_is_inert)
 	ASSERT_EQ(0, um_context_destroy(ctx));
 }
 
+static int fork_lines, other_lines;
+
+static void count_log(void *arg, int level, const char *msg)
+{
+	(void)arg;
+	if (level == UM_LOG_ERR && strstr(msg, "fork()") &&
+	    strstr(msg, "create a context in the child"))
+		fork_lines++;
+	else
+		other_lines++;
+}
+
+/*
+ * The child's first call on an inherited context says why it fails (ECHILD's
+ * own text is "No child processes"), once; destroy, which is right there,
+ * says nothing.
+ */
+TEST(child_is_told_once)
+{
+	struct um_stats st = { .size = sizeof(st) };
+	struct um_config cfg;
+	struct um_context *ctx = NULL;
+	int status = -1;
+	pid_t pid;
+
+	cfg_sim(&cfg, SZ, 64 * MiB);
+	cfg.log = count_log;
+	cfg.log_level = UM_LOG_ERR;
+	ASSERT_EQ(0, um_context_create(&cfg, &ctx));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		int wrong = 0;
+
+		wrong += um_stats_get(ctx, &st) != -ECHILD;
+		wrong += um_context_backend(ctx) != -ECHILD;
+		wrong += fork_lines != 1;
+		wrong += um_context_destroy(ctx) != 0;
+		wrong += fork_lines != 1 || other_lines != 0;
+		if (wrong)
+			fprintf(stderr, "# child: %d fork line(s), %d other(s)\n",
+				fork_lines, other_lines);
+		_exit(wrong ? 1 : 0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+	EXPECT_EQ(0, fork_lines) TH_LOG("the parent's context is its own");
+	ASSERT_EQ(0, um_stats_get(ctx, &st));
+	ASSERT_EQ(0, um_context_destroy(ctx));
+}
+
 TEST_HARNESS_MAIN
