@@ -10,6 +10,7 @@
  * the call's name and cudaGetErrorString and returned as -errno.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -216,6 +217,27 @@ void um__cuda_dev_leave(struct um_backend *be, struct um_cuda_devguard *g)
 
 /* ---- probe, init ------------------------------------------------------ */
 
+/*
+ * "CUDA driver version is insufficient for CUDA runtime version" is what
+ * the runtime says with no driver at all (the toolkit installed, no GPU):
+ * cudaDriverGetVersion() gives 0 then, and the two cases are told apart.
+ */
+static const char *cuda_driver_why(cudaError_t e)
+{
+	static _Thread_local char buf[192];
+	int drv = 0, rt = 0;
+
+	if (e != cudaErrorInsufficientDriver)
+		return cudaGetErrorString(e);
+	if (cudaDriverGetVersion(&drv) != cudaSuccess || drv == 0)
+		return "no NVIDIA driver is installed (the CUDA runtime needs the kernel driver and libcuda.so.1)";
+	(void)cudaRuntimeGetVersion(&rt);
+	snprintf(buf, sizeof(buf),
+		 "the NVIDIA driver supports CUDA %d.%d, older than the CUDA %d.%d runtime libum was built with",
+		 drv / 1000, drv % 1000 / 10, rt / 1000, rt % 1000 / 10);
+	return buf;
+}
+
 static int cuda_probe(const char **why)
 {
 	int n = 0;
@@ -224,7 +246,7 @@ static int cuda_probe(const char **why)
 	if (e != cudaSuccess) {
 		(void)cudaGetLastError();
 		if (why)
-			*why = cudaGetErrorString(e);
+			*why = cuda_driver_why(e);
 		return 0;
 	}
 	if (n <= 0) {

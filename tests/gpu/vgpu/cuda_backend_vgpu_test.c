@@ -114,6 +114,17 @@ TEST(managed_cap_is_per_device)
 	o->fini(&be);
 }
 
+/* The toolkit without a driver: said so, not "driver version is insufficient". */
+TEST(no_driver_is_named)
+{
+	const char *why = NULL;
+
+	setenv("UM_VGPU_NO_DRIVER", "1", 1);
+	ASSERT_EQ(0, um__backend_cuda.probe(&why));
+	ASSERT_NE(NULL, why);
+	EXPECT_NE(NULL, strstr(why, "no NVIDIA driver")) TH_LOG("%s", why);
+}
+
 TEST(a_dead_context_is_reported_as_such)
 {
 	const struct um_backend_ops *o = &um__backend_cuda;

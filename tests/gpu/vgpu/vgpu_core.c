@@ -393,9 +393,11 @@ cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *p, int dev)
 
 cudaError_t cudaDriverGetVersion(int *v)
 {
+	vg_init();
 	if (!v)
 		return vg_fail(cudaErrorInvalidValue);
-	*v = 13000;
+	/* the runtime's documented answer when no driver is installed */
+	*v = vg.no_driver ? 0 : 13000;
 	return cudaSuccess;
 }
 
