@@ -161,19 +161,37 @@ static void u64_str(uint64_t v, char buf[CELL])
 	snprintf(buf, CELL, "%" PRIu64, v);
 }
 
-/* eta_ms as "12.3s", "-" when the node is not falling. */
+/*
+ * eta_ms as "12.3s", "4m05s", "3h12m" or "30d12h" (a slow decline reads
+ * as days, not 2636400.4s); "-" when the node is not falling.
+ */
 static void eta_str(uint64_t ms, char buf[CELL])
 {
+	uint64_t s = ms / 1000;
+
 	if (ms >= UT_UMM_ETA_NONE)
 		snprintf(buf, CELL, "-");
-	else
+	else if (s < 60)
 		snprintf(buf, CELL, "%.1fs", (double)ms / 1000.0);
+	else if (s < 3600)
+		snprintf(buf, CELL, "%" PRIu64 "m%02" PRIu64 "s", s / 60, s % 60);
+	else if (s < 86400)
+		snprintf(buf, CELL, "%" PRIu64 "h%02" PRIu64 "m", s / 3600,
+			 s / 60 % 60);
+	else
+		snprintf(buf, CELL, "%" PRIu64 "d%02" PRIu64 "h", s / 86400,
+			 s / 3600 % 24);
 }
 
+/* A share as "67.1%"; far over its whole (a tiny budget) as ">999%". */
 static void pct_str(uint64_t part, uint64_t whole, char buf[CELL])
 {
-	snprintf(buf, CELL, "%.1f%%",
-		 whole ? 100.0 * (double)part / (double)whole : 0.0);
+	double pct = whole ? 100.0 * (double)part / (double)whole : 0.0;
+
+	if (pct >= 999.95)
+		snprintf(buf, CELL, ">999%%");
+	else
+		snprintf(buf, CELL, "%.1f%%", pct);
 }
 
 /* Bytes per second as "12 MiB/s" or "-12 MiB/s"; unknown (NaN) as "-". */

@@ -93,10 +93,47 @@ no_module() {
 	UMM_SYSFS_ROOT=$TMP/none expect 1 'not loaded' "$UMTOP" -b -n 1
 }
 
-tap_begin 5
+# rmmod and insmod under a running umtop: it waits, says so once, and goes
+# on with the module back (it used to exit at the first missing sample).
+survives_reload() {
+	local M=$TMP/reload
+	fake_umm "$M"
+	"$UMTOP" --sysfs-root "$M" -b -n 6 -d 0.5 >"$TMP/r.txt" 2>"$TMP/r.err" &
+	local pid=$!
+	sleep 0.25
+	mv "$M/kernel/mm/umm" "$M/umm.away"
+	sleep 1.2
+	mv "$M/umm.away" "$M/kernel/mm/umm"
+	wait $pid || { echo "exit $?"; cat "$TMP/r.err"; return 1; }
+	[ "$(grep -c '^umtop - ' "$TMP/r.txt")" -ge 2 ] &&
+	[ "$(grep -c 'waiting for it' "$TMP/r.err")" -eq 1 ] ||
+		{ cat "$TMP/r.txt" "$TMP/r.err"; return 1; }
+}
+
+# The full screen on an 80x24 terminal (a pty from script(1)): no line
+# wider than 80 columns or more lines than the screen, and q ends it.
+screen_80x24_and_q() {
+	fake_umm "$R"
+	fake_set "$R" nodes/node0/eta_ms 2636400400
+	(sleep 1.5; printf q) | timeout 20 script -qefc \
+		"stty cols 80 rows 24; $UMTOP --sysfs-root $R -d 1" \
+		/dev/null >"$TMP/s.raw"
+	local rc=$?
+	[ $rc -eq 0 ] || { echo "exit $rc (124: q did not end it)"; return 1; }
+	# the last frame, escapes and carriage returns taken out
+	sed 's/\x1b\[[0-9;]*[A-Za-z]/\n/g; s/\r//g' "$TMP/s.raw" >"$TMP/s.txt"
+	awk 'length > 80 { print "too wide (" length "): " $0; bad = 1 }
+	     END { exit bad }' "$TMP/s.txt" || return 1
+	grep -q '^umtop - ' "$TMP/s.txt" && grep -q '30d12h' "$TMP/s.txt" ||
+		{ cat "$TMP/s.txt"; return 1; }
+}
+
+tap_begin 7
 tap_check "umtop.batch_rates" batch
 tap_check "umtop.json_lines" json_lines
 tap_check "umtop.clients_missing_not_fatal" no_clients
 tap_check "umtop.usage_errors" usage_errors
 tap_check "umtop.module_absent" no_module
+tap_check "umtop.survives_reload" survives_reload
+tap_check "umtop.screen_80x24_and_q" screen_80x24_and_q
 tap_end

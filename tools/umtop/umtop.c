@@ -6,17 +6,23 @@
  * Each sample reads the whole sysfs tree (and the debugfs client table when
  * it can); rates are the difference from the previous sample over the time
  * between them. On a terminal the screen is redrawn with plain ANSI
- * escapes; -b prints samples one after the other, --json one JSON object
- * per line. Exit status: 0, 1 when umm.ko cannot be read, 2 bad usage.
+ * escapes, clipped to the terminal's size and redrawn when it changes; q
+ * ends it. -b prints samples one after the other, --json one JSON object
+ * per line. A module that goes away (rmmod, a reload) is waited for: the
+ * session goes on when it is back. Exit status: 0, 1 when umm.ko cannot be
+ * read at the first sample, 2 bad usage.
  * See umtop(8).
  */
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -49,11 +55,17 @@ struct sample {
 	double *decline;	/* per node, bytes per second; NaN unknown */
 };
 
-static volatile sig_atomic_t stop;
+static volatile sig_atomic_t stop, resized;
 
 static void on_signal(int sig)
 {
 	stop = sig;
+}
+
+static void on_winch(int sig)
+{
+	(void)sig;
+	resized = 1;
 }
 
 /* Free memory lost per second by node id, against the previous sample. */
@@ -176,10 +188,8 @@ static void print_header(const struct opts *o, const struct sample *x)
 	       (double)g[UT_UMM_G_ack_latency_ns_max] / 1e6);
 }
 
-static void print_text(const struct opts *o, const struct sample *x)
+static void print_body(const struct opts *o, const struct sample *x)
 {
-	if (!o->batch)
-		fputs("\033[H\033[2J", stdout);	/* home, clear */
 	print_header(o, x);
 	ut_umm_print_nodes(&x->s, x->decline);
 	putchar('\n');
@@ -192,8 +202,53 @@ static void print_text(const struct opts *o, const struct sample *x)
 		ut_umm_print_clients(x->c, x->nc);
 	else
 		printf("no clients\n");
-	if (o->batch)
-		putchar('\n');
+}
+
+/*
+ * The screen: the frame is rendered into memory (the tables print to
+ * stdout, so stdout points there meanwhile), then written clipped to the
+ * terminal's columns and rows, as top does, with the cursor home first.
+ */
+static void print_screen(const struct opts *o, const struct sample *x,
+			 const char *note)
+{
+	struct winsize ws = { .ws_row = 24, .ws_col = 80 };
+	FILE *real = stdout, *mem;
+	char *buf = NULL, *line, *save = NULL;
+	size_t len = 0;
+	unsigned int rows = 0;
+
+	if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) || !ws.ws_col || !ws.ws_row) {
+		ws.ws_row = 24;
+		ws.ws_col = 80;
+	}
+	mem = open_memstream(&buf, &len);
+	if (!mem)
+		return;
+	stdout = mem;
+	if (x)
+		print_body(o, x);
+	if (note)
+		printf("%s\n", note);
+	fflush(mem);
+	stdout = real;
+	fclose(mem);
+	fputs("\033[H\033[2J", stdout);	/* home, clear */
+	for (line = strtok_r(buf, "\n", &save); line && rows < ws.ws_row - 1u;
+	     line = strtok_r(NULL, "\n", &save), rows++)
+		printf("%.*s\n", (int)ws.ws_col, line);
+	fflush(stdout);
+	free(buf);
+}
+
+static void print_text(const struct opts *o, const struct sample *x)
+{
+	if (!o->batch) {
+		print_screen(o, x, NULL);
+		return;
+	}
+	print_body(o, x);
+	putchar('\n');
 	fflush(stdout);
 }
 
@@ -266,39 +321,110 @@ static void parse(int argc, char **argv, struct opts *o)
 		o->batch = true;	/* no escapes into a file or a pipe */
 }
 
-static void pause_s(double s)
-{
-	struct timespec ts = {
-		.tv_sec = (time_t)s,
-		.tv_nsec = (long)((s - (double)(time_t)s) * 1e9),
-	};
+/* Keys on the full screen: stdin without line buffering or echo. */
+static struct termios tty_saved;
+static bool tty_raw;
 
-	nanosleep(&ts, NULL);	/* a signal ends it early: fine */
+static void keys_begin(const struct opts *o)
+{
+	struct termios t;
+
+	if (o->batch || o->json || !isatty(STDIN_FILENO) ||
+	    tcgetattr(STDIN_FILENO, &tty_saved))
+		return;
+	t = tty_saved;
+	t.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
+	t.c_cc[VMIN] = 0;
+	t.c_cc[VTIME] = 0;
+	tty_raw = !tcsetattr(STDIN_FILENO, TCSANOW, &t);
+}
+
+static void keys_end(void)
+{
+	if (tty_raw)
+		tcsetattr(STDIN_FILENO, TCSANOW, &tty_saved);
+	tty_raw = false;
+}
+
+/*
+ * Wait s seconds for the next sample. On the full screen, q ends the
+ * session and a resize redraws @x (the last sample) at once.
+ */
+static void pause_s(const struct opts *o, double s, const struct sample *x,
+		    const char *note)
+{
+	struct timespec t0, now;
+	double left = s;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (!stop && left > 0) {
+		struct pollfd p = { .fd = STDIN_FILENO, .events = POLLIN };
+		char c;
+
+		if (poll(&p, tty_raw ? 1 : 0, (int)(left * 1000) + 1) > 0 &&
+		    read(STDIN_FILENO, &c, 1) == 1 && (c == 'q' || c == 'Q'))
+			stop = 1;
+		if (resized && !o->batch && !o->json) {
+			resized = 0;
+			print_screen(o, x, note);
+		}
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		left = s - (double)(now.tv_sec - t0.tv_sec) -
+		       (double)(now.tv_nsec - t0.tv_nsec) / 1e9;
+	}
+}
+
+/* The module went away after the first sample: say so once, keep going. */
+static void gone(const struct opts *o, int err, bool *told, char *note,
+		 size_t len)
+{
+	snprintf(note, len, "umm.ko is not readable under %s (%s): waiting for it",
+		 o->root, strerror(-err));
+	if (!o->batch && !o->json)
+		print_screen(o, NULL, note);
+	else if (!*told)
+		ut_warn("%s", note);
+	*told = true;
 }
 
 static int run(const struct opts *o)
 {
 	struct sample x[2];
+	char note[512] = "";
+	bool have = false, told = false;
 	uint64_t n;
 	int ret = 0, cur = 0;
 
 	memset(x, 0, sizeof(x));
-	for (n = 0; !stop && (!o->count || n < o->count); n++, cur ^= 1) {
+	for (n = 0; !stop && (!o->count || n < o->count); n++) {
 		if (n)
-			pause_s(o->delay);
+			pause_s(o, o->delay, have ? &x[cur ^ 1] : NULL,
+				note[0] ? note : NULL);
 		if (stop)
 			break;
 		sample_free(&x[cur]);
-		ret = take(o, &x[cur], n ? &x[cur ^ 1] : NULL);
-		if (ret) {
+		ret = take(o, &x[cur], have ? &x[cur ^ 1] : NULL);
+		if (ret && !n) {
 			ut_umm_warn(o->root, x[cur].s.failed[0] ?
 				    x[cur].s.failed : "umtop", ret);
 			break;
 		}
+		if (ret) {
+			/* no rates across a reload: the next sample is a first */
+			sample_free(&x[cur ^ 1]);
+			have = false;
+			gone(o, ret, &told, note, sizeof(note));
+			ret = 0;
+			continue;
+		}
+		note[0] = '\0';
+		told = false;
+		have = true;
 		if (o->json)
 			print_json(&x[cur]);
 		else
 			print_text(o, &x[cur]);
+		cur ^= 1;
 	}
 	sample_free(&x[0]);
 	sample_free(&x[1]);
@@ -309,10 +435,16 @@ int main(int argc, char **argv)
 {
 	struct opts o = { .delay = 1.0 };
 	struct sigaction sa = { .sa_handler = on_signal };
+	struct sigaction wa = { .sa_handler = on_winch };
+	int ret;
 
 	ut_set_progname(argv);
 	parse(argc, argv, &o);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	return run(&o);
+	sigaction(SIGWINCH, &wa, NULL);
+	keys_begin(&o);
+	ret = run(&o);
+	keys_end();
+	return ret;
 }
