@@ -4,8 +4,9 @@
 # check.sh - the Debian packages and `make install`, as a user gets them.
 # TAP, one line per check:
 #   packaging.make_deb, .lintian_no_errors, .packages_complete
-#       `make deb` (scripts/deb.sh) builds every package; lintian reports no
-#       error (warnings are shown as diagnostics);
+#       `make deb` (scripts/deb.sh) builds every package (libum-cuda0
+#       recommending NVIDIA's CUDA 13 runtime); lintian reports no error
+#       (warnings are shown as diagnostics);
 #   packaging.install_layout, .uninstall_removes_all
 #       `make install DESTDIR=...`: userspace only (no .ko, no /usr/src), the
 #       multiarch libdir, linux/umm.h, umtrain and its page; `make uninstall`
@@ -66,6 +67,12 @@ grep -q 'pkg.um.nocuda' "$out/deb.log" || want="$want libum-cuda0"
 miss=""
 for p in $want; do
 	ls "$top/build/deb/${p}_${ver}_"*.deb >/dev/null 2>&1 || miss+=" $p"
+done
+# the CUDA plugin says what it needs: NVIDIA's runtime 13
+for d in "$top/build/deb/libum-cuda0_${ver}_"*.deb; do
+	[ -f "$d" ] || continue
+	dpkg-deb -f "$d" Recommends | grep -q 'cuda-cudart-13-0' ||
+		miss+=" (libum-cuda0 does not recommend cuda-cudart-13-0)"
 done
 ok packages_complete "${miss:+missing:$miss}"
 
