@@ -5,8 +5,8 @@
 # collector, as a monitoring system would see it: node_exporter accepts the
 # file (node_textfile_scrape_error 0), a node's figures agree with sysfs, a
 # level raised with inject shows in the next scrape, a client that holds
-# /dev/umm open appears with its pid and name (and its ACK latency
-# histogram), and umctl metrics FILE
+# /dev/umm open appears with its name and slot, its pid in umm_client_info
+# (and its ACK latency histogram), and umctl metrics FILE
 # replaces the file the collector reads. Runs under busybox sh and restores
 # what it changes.
 #
@@ -86,23 +86,25 @@ level() {
 	is 'umm_node_level{node="0"}' \
 		"$(level_number "$(cat $U/nodes/node0/level)")"
 }
-# a process that holds /dev/umm open is a client, labelled with its pid
+# a process that holds /dev/umm open is a client: umm_client_info maps its
+# pid to the name and slot that label its series (node_exporter sorts them)
 client() {
 	sleep 60 3</dev/umm &
 	pid=$!
 	scrape
 	kill $pid
 	wait $pid 2>/dev/null
-	grep -q "^umm_client_ready{name=\"[^\"]*\",pid=\"$pid\"} 0\$" \
-		/tmp/scrape || {
+	ns=$(sed -n "s/^umm_client_info{\(name=\"[^\"]*\"\),pid=\"$pid\",\(slot=\"[0-9]*\"\)} 1\$/\1,\2/p" \
+		/tmp/scrape)
+	[ -n "$ns" ] && grep -q "^umm_client_ready{$ns} 0\$" /tmp/scrape || {
 		echo "# no client $pid"
-		grep '^umm_client_ready' /tmp/scrape | sed 's/^/# /'
+		grep '^umm_client_\(info\|ready\)' /tmp/scrape | sed 's/^/# /'
 		return 1
 	}
 	# its ACK latency histogram, served as one (no ACK yet: all zero)
-	grep -q "^umm_client_ack_latency_seconds_bucket{name=\"[^\"]*\",pid=\"$pid\",le=\"+Inf\"} 0\$" \
+	grep -q "^umm_client_ack_latency_seconds_bucket{$ns,le=\"+Inf\"} 0\$" \
 		/tmp/scrape &&
-	grep -q "^umm_client_ack_latency_seconds_count{name=\"[^\"]*\",pid=\"$pid\"} 0\$" \
+	grep -q "^umm_client_ack_latency_seconds_count{$ns} 0\$" \
 		/tmp/scrape || {
 		echo "# no histogram for $pid"
 		grep '^umm_client_ack_latency' /tmp/scrape | sed 's/^/# /'

@@ -331,21 +331,24 @@ metrics_text() {
 	has "$TMP/m.prom" 'umm_gpu_level{gpu="15"} 0' &&
 	has "$TMP/m.prom" 'umm_client_table_readable 1' &&
 	has "$TMP/m.prom" \
-		'umm_client_priority{pid="4343",name="my trainer 2"} -5' &&
+		'umm_client_info{name="umtrain",slot="0",pid="4242"} 1' &&
+	! grep -v '^umm_client_info' "$TMP/m.prom" | grep -q 'pid=' &&
 	has "$TMP/m.prom" \
-		'umm_client_resident_bytes{pid="4242",name="umtrain",tier="gpu1"} 1048576' &&
+		'umm_client_priority{name="my trainer 2",slot="0"} -5' &&
 	has "$TMP/m.prom" \
-		'umm_client_reclaimable_bytes{pid="4242",name="umtrain",tier="node0"} 33554432' &&
+		'umm_client_resident_bytes{name="umtrain",slot="0",tier="gpu1"} 1048576' &&
 	has "$TMP/m.prom" \
-		'umm_client_ack_latency_mean_seconds{pid="4343",name="my trainer 2"} 0.0021' &&
-	has "$TMP/m.prom" 'umm_client_ack_latency_seconds_bucket{pid="4242",name="umtrain",le="0.001"} 2' &&
-	has "$TMP/m.prom" 'umm_client_ack_latency_seconds_bucket{pid="4242",name="umtrain",le="0.002"} 9' &&
-	has "$TMP/m.prom" 'umm_client_ack_latency_seconds_bucket{pid="4242",name="umtrain",le="10"} 10' &&
-	has "$TMP/m.prom" 'umm_client_ack_latency_seconds_sum{pid="4242",name="umtrain"} 0.012' &&
-	has "$TMP/m.prom" 'umm_client_ack_latency_seconds_bucket{pid="4343",name="my trainer 2",le="0.002"} 0' &&
-	has "$TMP/m.prom" 'umm_client_ack_latency_seconds_bucket{pid="4343",name="my trainer 2",le="0.005"} 2' &&
-	has "$TMP/m.prom" 'umm_client_ack_latency_seconds_bucket{pid="4343",name="my trainer 2",le="+Inf"} 2' &&
-	has "$TMP/m.prom" 'umm_client_ack_latency_seconds_count{pid="4343",name="my trainer 2"} 2' || return 1
+		'umm_client_reclaimable_bytes{name="umtrain",slot="0",tier="node0"} 33554432' &&
+	has "$TMP/m.prom" \
+		'umm_client_ack_latency_mean_seconds{name="my trainer 2",slot="0"} 0.0021' &&
+	has "$TMP/m.prom" 'umm_client_ack_latency_seconds_bucket{name="umtrain",slot="0",le="0.001"} 2' &&
+	has "$TMP/m.prom" 'umm_client_ack_latency_seconds_bucket{name="umtrain",slot="0",le="0.002"} 9' &&
+	has "$TMP/m.prom" 'umm_client_ack_latency_seconds_bucket{name="umtrain",slot="0",le="10"} 10' &&
+	has "$TMP/m.prom" 'umm_client_ack_latency_seconds_sum{name="umtrain",slot="0"} 0.012' &&
+	has "$TMP/m.prom" 'umm_client_ack_latency_seconds_bucket{name="my trainer 2",slot="0",le="0.002"} 0' &&
+	has "$TMP/m.prom" 'umm_client_ack_latency_seconds_bucket{name="my trainer 2",slot="0",le="0.005"} 2' &&
+	has "$TMP/m.prom" 'umm_client_ack_latency_seconds_bucket{name="my trainer 2",slot="0",le="+Inf"} 2' &&
+	has "$TMP/m.prom" 'umm_client_ack_latency_seconds_count{name="my trainer 2",slot="0"} 2' || return 1
 	# buckets per client: 14, cumulative, +Inf equal to _count
 	awk '{ k = $0; sub(/ [^ ]*$/, "", k); sub(/^[^{]*/, "", k)
 	       sub(/,le=.*/, "", k); sub(/}$/, "", k) }
@@ -387,7 +390,7 @@ metrics_changes_and_names() {
 	has "$TMP/mc.prom" 'umm_gpu_level{gpu="3"} 2' &&
 	has "$TMP/mc.prom" 'umm_ack_latency_mean_seconds NaN' &&
 	has "$TMP/mc.prom" \
-		'umm_client_resident_bytes{pid="77",name="a\"b\\c\\x09d\\xff",tier="node1"} 4096'
+		'umm_client_resident_bytes{name="a\"b\\c\\x09d\\xff",slot="0",tier="node1"} 4096'
 }
 
 # FILE is replaced whole (rename of a temporary beside it, mode 0644) and

@@ -311,19 +311,38 @@ static uint64_t client_value(const struct ut_umm_client *c, int field)
 	}
 }
 
-/* pid="4242",name="umtrain": a client's labels, its name escaped. */
-static void client_labels(char *buf, const struct ut_umm_client *c)
+/*
+ * name="umtrain",slot="0": a client's labels, its name escaped. Not the
+ * pid: every restart of a trainer would start new series. slot tells apart
+ * clients of one name (0, 1, ... in pid order); umm_client_info maps both
+ * to the pid.
+ */
+static void client_labels(char *buf, const struct ut_umm_client *c,
+			  unsigned int slot)
 {
-	char pid[16];
+	char sl[16];
 
-	snprintf(pid, sizeof(pid), "%d", c->pid);
+	snprintf(sl, sizeof(sl), "%u", slot);
 	buf[0] = '\0';
-	ut_prom_label(buf, LABELS, "pid", pid);
 	ut_prom_label(buf, LABELS, "name", c->name);
+	ut_prom_label(buf, LABELS, "slot", sl);
+}
+
+/* slot[i]: how many clients of c[i]'s name have a lower pid. */
+static unsigned int *client_slots(const struct ut_umm_client *c, size_t n)
+{
+	unsigned int *slot = calloc(n ? n : 1, sizeof(*slot));
+	size_t i, j;
+
+	for (i = 0; slot && i < n; i++)
+		for (j = 0; j < n; j++)
+			if (c[j].pid < c[i].pid && !strcmp(c[j].name, c[i].name))
+				slot[i]++;
+	return slot;
 }
 
 static void client_books(FILE *f, const struct ut_umm_client *c, size_t n,
-			 bool resident)
+			 const unsigned int *slot, bool resident)
 {
 	const char *name = resident ? "umm_client_resident_bytes" :
 				      "umm_client_reclaimable_bytes";
@@ -338,7 +357,7 @@ static void client_books(FILE *f, const struct ut_umm_client *c, size_t n,
 	for (i = 0; i < n; i++) {
 		nb = ut_umm_books(c[i].books, b, UT_UMM_MAX_BOOKS);
 		for (k = 0; k < nb; k++) {
-			client_labels(labels, &c[i]);
+			client_labels(labels, &c[i], slot[i]);
 			ut_prom_label(labels, sizeof(labels), "tier",
 				      b[k].tier);
 			ut_prom_u64(f, name, labels, resident ?
@@ -348,7 +367,7 @@ static void client_books(FILE *f, const struct ut_umm_client *c, size_t n,
 }
 
 static void client_ack_histogram(FILE *f, const struct ut_umm_client *c,
-				 size_t n)
+				 size_t n, const unsigned int *slot)
 {
 	const char *name = "umm_client_ack_latency_seconds";
 	char labels[LABELS], le[32], metric[64];
@@ -369,11 +388,11 @@ static void client_ack_histogram(FILE *f, const struct ut_umm_client *c,
 					 ut_umm_ack_le_ms[b] / 1e3);
 			else
 				snprintf(le, sizeof(le), "+Inf");
-			client_labels(labels, &c[i]);
+			client_labels(labels, &c[i], slot[i]);
 			ut_prom_label(labels, sizeof(labels), "le", le);
 			ut_prom_u64(f, metric, labels, cum);
 		}
-		client_labels(labels, &c[i]);
+		client_labels(labels, &c[i], slot[i]);
 		snprintf(metric, sizeof(metric), "%s_sum", name);
 		ut_prom_dbl(f, metric, labels, c[i].ack_ns_sum / 1e9);
 		snprintf(metric, sizeof(metric), "%s_count", name);
@@ -381,18 +400,38 @@ static void client_ack_histogram(FILE *f, const struct ut_umm_client *c,
 	}
 }
 
+static void client_info(FILE *f, const struct ut_umm_client *c, size_t n,
+			const unsigned int *slot)
+{
+	char labels[LABELS], pid[16];
+	size_t i;
+
+	ut_prom_family(f, "umm_client_info", "gauge",
+		       "1 per client: its pid, for the name and slot that label its series.");
+	for (i = 0; i < n; i++) {
+		client_labels(labels, &c[i], slot[i]);
+		snprintf(pid, sizeof(pid), "%d", c[i].pid);
+		ut_prom_label(labels, sizeof(labels), "pid", pid);
+		ut_prom_u64(f, "umm_client_info", labels, 1);
+	}
+}
+
 static void client_families(FILE *f, const struct ut_umm_client *c,
 			    size_t n)
 {
+	unsigned int *slot = client_slots(c, n);
 	char labels[LABELS];
 	size_t i, k;
 
+	if (!slot)
+		return;
+	client_info(f, c, n, slot);
 	for (k = 0; k < COUNT(client_metrics); k++) {
 		const struct field_metric *m = &client_metrics[k];
 
 		ut_prom_family(f, m->name, m->type, m->help);
 		for (i = 0; i < n; i++) {
-			client_labels(labels, &c[i]);
+			client_labels(labels, &c[i], slot[i]);
 			if (m->field == C_PRIORITY)
 				ut_prom_dbl(f, m->name, labels, c[i].priority);
 			else
@@ -400,9 +439,10 @@ static void client_families(FILE *f, const struct ut_umm_client *c,
 				       client_value(&c[i], m->field), c[i].acks);
 		}
 	}
-	client_books(f, c, n, true);
-	client_books(f, c, n, false);
-	client_ack_histogram(f, c, n);
+	client_books(f, c, n, slot, true);
+	client_books(f, c, n, slot, false);
+	client_ack_histogram(f, c, n, slot);
+	free(slot);
 }
 
 /* What one run of umctl metrics shows. */
