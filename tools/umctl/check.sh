@@ -380,8 +380,10 @@ metrics_changes_and_names() {
 	fake_set "$TMP/mc/sys" nodes/node1/eta_ms 2500
 	fake_set "$TMP/mc/sys" gpus/gpu3/level medium
 	fake_set "$TMP/mc/sys" acks 0
-	printf '%s\n%s\n' "$(head -n 1 "$TMP/mc/sys/kernel/debug/umm/clients")" \
+	printf '%s\n%s\n%s\n%s\n' "$(head -n 1 "$TMP/mc/sys/kernel/debug/umm/clients")" \
 		$'77 a"b\\c\td\xff 0 1 256 0 3 0 1 5 100 node1:4096/0 100 1,0,0,0,0,0,0,0,0,0,0,0,0,0' \
+		'90 twin 0 1 256 0 0 0 0 0 0 node0:1024/0 0 0,0,0,0,0,0,0,0,0,0,0,0,0,0' \
+		'80 twin 0 1 256 0 0 0 0 0 0 node0:2048/0 0 0,0,0,0,0,0,0,0,0,0,0,0,0,0' \
 		>"$TMP/mc/sys/kernel/debug/umm/clients"
 	"$UMCTL" --sysroot "$TMP/mc" metrics >"$TMP/mc.prom" &&
 	promcheck "$TMP/mc.prom" &&
@@ -390,7 +392,12 @@ metrics_changes_and_names() {
 	has "$TMP/mc.prom" 'umm_gpu_level{gpu="3"} 2' &&
 	has "$TMP/mc.prom" 'umm_ack_latency_mean_seconds NaN' &&
 	has "$TMP/mc.prom" \
-		'umm_client_resident_bytes{name="a\"b\\c\\x09d\\xff",slot="0",tier="node1"} 4096'
+		'umm_client_resident_bytes{name="a\"b\\c\\x09d\\xff",slot="0",tier="node1"} 4096' &&
+	# two clients of one name: slots in pid order, one series each
+	has "$TMP/mc.prom" 'umm_client_info{name="twin",slot="0",pid="80"} 1' &&
+	has "$TMP/mc.prom" 'umm_client_info{name="twin",slot="1",pid="90"} 1' &&
+	has "$TMP/mc.prom" \
+		'umm_client_resident_bytes{name="twin",slot="1",tier="node0"} 1024'
 }
 
 # FILE is replaced whole (rename of a temporary beside it, mode 0644) and
