@@ -98,19 +98,30 @@ static void held_summary(struct um_context *ctx, int dev, uint64_t *bytes,
 	}
 }
 
+/*
+ * A refusal while others hold the budget (@expected) is a normal condition:
+ * the caller retries, waits with um_acquire_timeout() or releases; -ENOMEM
+ * and a NOMEM event say it. Only the first of a context is a warning, so
+ * that it is seen without a log callback; the rest are info lines, counted
+ * in stats nomem (a retry loop once printed 2,787 error lines). A refusal
+ * that no waiting can cure (a region larger than the budget, a device or
+ * host that refuses, a wait that would deadlock) is an ERR line each time.
+ */
 static void refuse(struct um_context *ctx, struct um_region *r,
-		   const char *why)
+		   const char *why, bool expected)
 {
 	struct um_dev *d = &ctx->dev[r->device];
+	bool first = expected && !ctx->books.nomem;
 	uint64_t held;
 	uint32_t n;
 
 	held_summary(ctx, (int)r->device, &held, &n);
-	um__log(ctx, UM_LOG_ERR,
+	um__log(ctx, !expected ? UM_LOG_ERR : first ? UM_LOG_WARN : UM_LOG_INFO,
 		"acquire: region \"%s\" (%" PRIu64 " bytes, %zu on the device) does not fit device %u: budget %" PRIu64
-		", %" PRIu64 " bytes held by %u acquired region(s)%s",
+		", %" PRIu64 " bytes held by %u acquired region(s)%s%s",
 		r->name, r->bytes, r->dev_len, (unsigned int)r->device,
-		d->budget, held, n, why);
+		d->budget, held, n, why,
+		first ? " (later refusals: info lines, counted in stats nomem)" : "");
 	ctx->books.nomem++;
 	um__event(ctx, UM_EVENT_NOMEM, 0, r, r->residency,
 		  UM_TIER_GPU(r->device), r->bytes, -ENOMEM, 0);
@@ -208,7 +219,8 @@ static int um__make_room(struct um_context *ctx, struct um_region *r,
 	if (d->used + need <= d->budget)
 		return 0;
 	if (need > d->budget) {
-		refuse(ctx, r, "; the region alone is larger than the budget");
+		refuse(ctx, r, "; the region alone is larger than the budget",
+		       false);
 		return -ENOMEM;
 	}
 	over = evict_to_fit(ctx, (int)r->device, need, r, true);
@@ -217,18 +229,19 @@ static int um__make_room(struct um_context *ctx, struct um_region *r,
 	if (over == -ENOMEM) {
 		if (may_wait)
 			return -ENOBUFS;
-		refuse(ctx, r, ", and evicting every released region would not free enough");
+		refuse(ctx, r, ", and evicting every released region would not free enough",
+		       true);
 		return -ENOMEM;
 	}
 	if (over) {
-		refuse(ctx, r, "; evictions failed (host memory?)");
+		refuse(ctx, r, "; evictions failed (host memory?)", false);
 		return over < 0 ? (int)over : -ENOMEM;
 	}
 	if (d->used + need <= d->budget)
 		return 0;
 	m = oldest_drain(ctx, (int)r->device);
 	if (!m) {
-		refuse(ctx, r, "; nothing left in flight to wait for");
+		refuse(ctx, r, "; nothing left in flight to wait for", true);
 		return -ENOMEM;
 	}
 	um__wait_mig(ctx, m);
@@ -356,7 +369,7 @@ static int acquire_device(struct um_context *ctx, struct um_region *r,
 			um__wait_mig(ctx, m);
 			return -EAGAIN;
 		}
-		refuse(ctx, r, "; the device refused the memory");
+		refuse(ctx, r, "; the device refused the memory", false);
 	}
 	return ret;
 }
@@ -454,13 +467,13 @@ static int hold_stream(struct um_context *ctx, struct um_region *r,
 
 /*
  * The caller waited for room (room.c) and will not wait any more: the
- * refusal um_acquire() gives, with the reason in the ERR line.
+ * refusal um_acquire() gives, with the reason in its log line.
  */
 static int refuse_wait(struct um_context *ctx, struct um_region *r, int err)
 {
 	refuse(ctx, r, err == -EDEADLK ?
 		       "; waiting would never end: every holder is this thread or waiting for room too" :
-		       "; no room within the timeout");
+		       "; no room within the timeout", err != -EDEADLK);
 	return err;
 }
 
