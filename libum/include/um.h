@@ -6,7 +6,9 @@
  * life whose bytes libum moves between device memory, host NUMA nodes and a
  * spill file under a per-device budget. Only released regions are eviction
  * victims. Every function returns 0 (or a non-negative count) on success and
- * a negative errno value on failure; none sets errno, prints or exits.
+ * a negative errno value on failure; none sets errno or exits. Log lines go to
+ * the configuration's callback, or without one to stderr (ERR lines only by
+ * default; LIBUM_LOG_LEVEL, libum(7)).
  */
 #ifndef UM_H
 #define UM_H
