@@ -279,8 +279,11 @@ int um_context_create(const struct um_config *cfg, struct um_context **out)
 		ret = um__struct_size_ok(cfg, cfg->size,
 					 offsetof(struct um_config, device_budget),
 					 sizeof(*cfg));
-		if (ret)
+		if (ret) {
+			um__log_early("context: struct um_config has size %u, not one libum knows (%zu): call um_config_init() first",
+				      (unsigned int)cfg->size, sizeof(*cfg));
 			return ret;
+		}
 	}
 	ctx = calloc(1, sizeof(*ctx));
 	if (!ctx)

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "internal.h"
 
@@ -24,6 +25,26 @@ static void log_stderr(int level, const char *msg)
 			  level <= UM_LOG_INFO ? "info" : "debug";
 
 	fprintf(stderr, "libum: %s: %s\n", tag, msg);
+}
+
+/*
+ * Before a context exists (a um_config whose size cannot be trusted, so
+ * neither can its log callback): stderr, unless LIBUM_LOG_LEVEL turns
+ * errors off.
+ */
+void um__log_early(const char *fmt, ...)
+{
+	const char *lv = getenv("LIBUM_LOG_LEVEL");
+	char buf[512];
+	va_list ap;
+
+	if (lv && (!strcmp(lv, "off") || !strcmp(lv, "none") ||
+		   (lv[0] >= '0' && lv[0] <= '2' && !lv[1])))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	log_stderr(UM_LOG_ERR, buf);
 }
 
 void um__vlog(struct um_context *ctx, int level, const char *fmt, va_list ap)

@@ -370,6 +370,8 @@ void um__vlog(struct um_context *ctx, int level, const char *fmt, va_list ap)
 	__attribute__((format(printf, 3, 0)));
 void um__log(struct um_context *ctx, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* An ERR line with no context to send it to (stderr). */
+void um__log_early(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* level: PRESSURE's 1 low, 2 medium, 3 critical; 0 for other types */
 void um__event(struct um_context *ctx, int type, unsigned int level,
 	       struct um_region *r, um_tier_t from, um_tier_t to,

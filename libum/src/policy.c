@@ -596,6 +596,8 @@ int um_release(struct um_context *ctx, um_region_t h)
 	if (ret)
 		goto out;
 	if (!r->acquired) {
+		um__log(ctx, UM_LOG_ERR,
+			"release: region \"%s\" is not acquired", r->name);
 		ret = -EPERM;
 		goto out;
 	}

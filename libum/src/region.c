@@ -158,13 +158,23 @@ static int check_desc(struct um_context *ctx, const struct um_region_desc *in,
 				     offsetof(struct um_region_desc, bytes) +
 				     sizeof(in->bytes), sizeof(*in));
 
-	if (ret)
+	if (ret) {
+		um__log(ctx, UM_LOG_ERR,
+			"alloc: struct um_region_desc has size %u, not one libum knows (%zu): set .size = sizeof(struct um_region_desc)",
+			(unsigned int)in->size, sizeof(*in));
 		return ret;
+	}
 	memset(d, 0, sizeof(*d));
 	memcpy(d, in, in->size < sizeof(*d) ? in->size : sizeof(*d));
 	if (d->kind >= UM_KIND_COUNT || d->backing > UM_BACKING_TIERED ||
-	    (d->flags & ~KNOWN_FLAGS) || d->bytes == 0)
+	    (d->flags & ~KNOWN_FLAGS) || d->bytes == 0) {
+		um__log(ctx, UM_LOG_ERR,
+			"alloc: region \"%s\": bytes %llu, kind %u, backing %u, flags 0x%x: bytes must be above 0, kind below %d, backing at most %d, flags known ones",
+			d->name ? d->name : "", (unsigned long long)d->bytes,
+			(unsigned int)d->kind, (unsigned int)d->backing,
+			(unsigned int)d->flags, UM_KIND_COUNT, UM_BACKING_TIERED);
 		return -EINVAL;
+	}
 	if ((int)d->device >= ctx->ndev) {
 		um__log(ctx, UM_LOG_ERR, "alloc: device %u does not exist (%d)",
 			(unsigned int)d->device, ctx->ndev);
@@ -397,6 +407,12 @@ int um__region_find(struct um_context *ctx, um_region_t h,
 	*out = h ? um__region_get(ctx, h) : NULL;
 	if (*out)
 		return 0;
+	if (!h)
+		um__log(ctx, UM_LOG_ERR, "region handle 0 is no region");
+	else
+		um__log(ctx, UM_LOG_ERR,
+			"region handle 0x%llx is not a region of this context (freed already, or another context's)",
+			(unsigned long long)h);
 	return h ? -ENOENT : -EINVAL;
 }
 

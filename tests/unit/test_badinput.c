@@ -5,8 +5,14 @@
  * free, bad enums and flags, wrong struct sizes, zero and absurd sizes,
  * acquire after free, release without acquire, evict or free of an
  * acquired region. Each call must give its documented errno, and a region
- * holding a pattern must come through all of it byte for byte.
+ * holding a pattern must come through all of it byte for byte. Programming
+ * mistakes (a zeroed um_config, a struct without .size, bytes 0, a release
+ * without acquire, a double free) are named in an ERR line.
  */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
 #include "harness.h"
 #include "helpers.h"
 
@@ -105,6 +111,7 @@ TEST_F(bad, handles)
 	ASSERT_NONNULL(other);
 	/* handle 0 */
 	EXPECT_EQ(-EINVAL, um_free(self->ctx, 0));
+	EXPECT_TRUE(logcap_has(UM_LOG_ERR, "handle 0 is no region", NULL));
 	EXPECT_EQ(-EINVAL, um_ptr(self->ctx, 0, &p));
 	EXPECT_EQ(-EINVAL, um_acquire(self->ctx, 0, UM_TIER_GPU(0), NULL));
 	EXPECT_EQ(-EINVAL, um_release(self->ctx, 0));
@@ -123,7 +130,10 @@ TEST_F(bad, handles)
 	x = region(self->ctx, UM_KIND_PARAM, 0, 4096, "stale");
 	ASSERT_NE(0, x);
 	ASSERT_EQ(0, um_free(self->ctx, x));
+	logcap_reset();
 	EXPECT_EQ(-ENOENT, um_free(self->ctx, x));		/* double free */
+	EXPECT_TRUE(logcap_has(UM_LOG_ERR, "is not a region of this context",
+			       NULL)) TH_LOG("a double free is named");
 	y = region(self->ctx, UM_KIND_PARAM, 0, 4096, "reuse");
 	ASSERT_NE(0, y);
 	EXPECT_NE(x, y);
@@ -154,6 +164,8 @@ TEST_F(bad, alloc_desc)
 	EXPECT_EQ(-EINVAL, um_alloc(self->ctx, &d, NULL));
 	d.size = 0;
 	EXPECT_EQ(-EINVAL, um_alloc(self->ctx, &d, &h));
+	EXPECT_TRUE(logcap_has(UM_LOG_ERR, "um_region_desc has size 0", NULL))
+		TH_LOG("a struct without .size is named");
 	d.size = 8;
 	EXPECT_EQ(-EINVAL, um_alloc(self->ctx, &d, &h));
 	d.size = sizeof(d);
@@ -170,7 +182,9 @@ TEST_F(bad, alloc_desc)
 	EXPECT_EQ(-EINVAL, um_alloc(self->ctx, &d, &h));
 	d.device = 0;
 	d.bytes = 0;
+	logcap_reset();
 	EXPECT_EQ(-EINVAL, um_alloc(self->ctx, &d, &h));
+	EXPECT_TRUE(logcap_has(UM_LOG_ERR, "bytes 0", "must be above 0", NULL));
 	d.bytes = 1ull << 49;
 	EXPECT_EQ(-E2BIG, um_alloc(self->ctx, &d, &h));
 	d.bytes = UINT64_MAX;
@@ -200,6 +214,7 @@ TEST_F(bad, acquire_release_evict_order)
 
 	ASSERT_NE(0, x);
 	EXPECT_EQ(-EPERM, um_release(self->ctx, x));	/* never acquired */
+	EXPECT_TRUE(logcap_has(UM_LOG_ERR, "\"o\" is not acquired", NULL));
 	EXPECT_EQ(-EINVAL, um_acquire(self->ctx, x, UM_TIER_GPU(1), NULL));
 	EXPECT_EQ(-EINVAL, um_acquire(self->ctx, x, UM_TIER_DISK, NULL));
 	EXPECT_EQ(-EINVAL, um_acquire(self->ctx, x, UM_TIER_NONE, NULL));
@@ -332,6 +347,36 @@ TEST_F(bad, region_host_copy_is_not_a_host_block)
 	EXPECT_EQ(N, st.host_total.current);
 	/* a pointer the caller never got from um_host_alloc is refused */
 	EXPECT_EQ(-EINVAL, um_host_free(self->ctx, &st));
+}
+
+/* A zeroed um_config (no um_config_init) has no callback to trust: stderr. */
+TEST(zeroed_config_is_named_on_stderr)
+{
+	struct um_config zero;
+	struct um_context *ctx = NULL;
+	char buf[512] = "";
+	FILE *tmp = tmpfile();
+	int saved, n;
+
+	ASSERT_NONNULL(tmp);
+	memset(&zero, 0, sizeof(zero));
+	fflush(stderr);
+	saved = dup(STDERR_FILENO);
+	ASSERT_LE(0, saved);
+	ASSERT_LE(0, dup2(fileno(tmp), STDERR_FILENO));
+	unsetenv("LIBUM_LOG_LEVEL");
+	EXPECT_EQ(-EINVAL, um_context_create(&zero, &ctx));
+	fflush(stderr);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	rewind(tmp);
+	n = (int)fread(buf, 1, sizeof(buf) - 1, tmp);
+	buf[n > 0 ? n : 0] = '\0';
+	fclose(tmp);
+	EXPECT_NULL(ctx);
+	EXPECT_NE(NULL, strstr(buf, "libum: error: context: struct um_config has size 0"))
+		TH_LOG("stderr: %s", buf);
+	EXPECT_NE(NULL, strstr(buf, "um_config_init")) TH_LOG("stderr: %s", buf);
 }
 
 TEST_HARNESS_MAIN

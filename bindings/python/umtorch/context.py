@@ -242,9 +242,14 @@ class Context:
         """um_stats_json as a dict (counters, per-tier bytes, regions)."""
         ctx = self._ctx("stats")
         size = self._call("um_stats_json", ctx, None, 0) + 1
-        buf = ctypes.create_string_buffer(size)
-        self._call("um_stats_json", ctx, buf, size)
-        return json.loads(buf.value.decode())
+        while True:
+            # the text can grow between the calls (libum's threads count
+            # on): a cut one was once read as JSON and failed to parse
+            buf = ctypes.create_string_buffer(size)
+            need = self._call("um_stats_json", ctx, buf, size)
+            if need < size:
+                return json.loads(buf.value.decode())
+            size = need + 256
 
     def raw_stats(self):
         """um_stats_get as a ctypes struct (cheap: no JSON); updates the
