@@ -20,6 +20,8 @@
 #                                RUNPATH; libum.pc names no CUDA library and
 #                                no path of the build host
 #   packaging.bind_now           every dynamic ELF file shipped is BIND_NOW
+#   packaging.monitoring_examples  the Prometheus rules and Grafana dashboard
+#                                in um-tools' examples, uncompressed
 #   packaging.libum_a_public     libum.a defines only the um_* functions
 #   packaging.pkg_config_shared  README's trainer.c, built with pkg-config
 #                                --cflags --libs libum, runs (sim backend)
@@ -43,7 +45,8 @@ rm -rf "$out"
 mkdir -p "$out"
 ver=$(cat "$top/VERSION")
 kernels=$("$top/scripts/deps.sh" --kernels 2>/dev/null | cut -d' ' -f1)
-NS_CHECKS="dpkg_install umm_group_udev libum_so_no_cuda bind_now libum_a_public
+NS_CHECKS="dpkg_install umm_group_udev libum_so_no_cuda bind_now
+	monitoring_examples libum_a_public
 	pkg_config_shared pkg_config_static backend_choice $(for k in $kernels; do
 	echo "dkms_build.$k"; done) import_umtorch tools_version dpkg_purge"
 # shellcheck source=../../tools/common/tap.sh

@@ -90,6 +90,18 @@ bind_now() {
 }
 check bind_now bind_now
 
+# The Prometheus rules and the Grafana dashboard, as the admin guide names
+# them, uncompressed.
+monitoring_examples() {
+	local d=/usr/share/doc/um-tools/examples f
+	for f in umm.rules.yml umm.rules.test.yml umm-dashboard.json; do
+		[ -f "$d/$f" ] || { fails "no $d/$f"; return 1; }
+	done
+	python3 -c 'import json, sys; json.load(open(sys.argv[1]))' \
+		"$d/umm-dashboard.json"
+}
+check monitoring_examples monitoring_examples
+
 a_public() {
 	local a=/usr/lib/$ma/libum.a other
 	other=$(nm -g --defined-only "$a" | awk 'NF == 3 && $3 !~ /^um_/')

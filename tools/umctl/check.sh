@@ -456,7 +456,29 @@ sysroot_forms() {
 	return $bad
 }
 
-tap_begin 23
+# The alert rules and the dashboard shipped in dist/monitoring: the rules
+# pass promtool's check and their unit tests (each alert fires on series
+# that warrant it, and only there), and every umm_ series either names is
+# one umctl metrics writes (a renamed series would leave a silent panel).
+monitoring() {
+	local m=$here/../../dist/monitoring names
+	promtool check rules "$m/umm.rules.yml" &&
+	(cd "$m" && promtool test rules umm.rules.test.yml) || return 1
+	u metrics >"$TMP/all.prom" || return 1
+	names=$( { grep -ho 'umm_[a-z_]*' "$m/umm.rules.yml"
+		python3 -c 'import json, sys
+for p in json.load(open(sys.argv[1]))["panels"]:
+    for t in p["targets"]:
+        print(t["expr"])' "$m/umm-dashboard.json" |
+			grep -o 'umm_[a-z_]*'; } | sort -u) || return 1
+	[ -n "$names" ] || return 1
+	for n in $names; do
+		grep -q "^# TYPE ${n%_bucket} " "$TMP/all.prom" ||
+			{ echo "$n: not a series of umctl metrics"; return 1; }
+	done
+}
+
+tap_begin 24
 tap_check "umctl.status_text" status_text
 tap_check "umctl.status_json" status_json
 tap_check "umctl.clients" clients
@@ -481,6 +503,11 @@ else
 		module_absent_no_debugfs; do
 		tap_skip "umctl.metrics_$t" "promtool not installed (prometheus)"
 	done
+fi
+if command -v promtool >/dev/null && command -v python3 >/dev/null; then
+	tap_check "umctl.monitoring_rules_and_dashboard" monitoring
+else
+	tap_skip "umctl.monitoring_rules_and_dashboard" "needs promtool and python3"
 fi
 tap_check "umctl.metrics_usage" metrics_usage
 tap_check "umctl.kernel_errno_reported" kernel_refuses
