@@ -100,28 +100,25 @@ static void held_summary(struct um_context *ctx, int dev, uint64_t *bytes,
 
 /*
  * A refusal while others hold the budget (@expected) is a normal condition:
- * the caller retries, waits with um_acquire_timeout() or releases; -ENOMEM
- * and a NOMEM event say it. Only the first of a context is a warning, so
- * that it is seen without a log callback; the rest are info lines, counted
- * in stats nomem (a retry loop once printed 2,787 error lines). A refusal
- * that no waiting can cure (a region larger than the budget, a device or
- * host that refuses, a wait that would deadlock) is an ERR line each time.
+ * the caller retries, waits with um_acquire_timeout() or releases. -ENOMEM,
+ * a NOMEM event and stats nomem say it, with an info line (not shown by
+ * default): a retry loop once printed 2,787 error lines. A refusal that no
+ * waiting can cure (a region larger than the budget, a device or host that
+ * refuses, a wait that would deadlock) is an ERR line each time.
  */
 static void refuse(struct um_context *ctx, struct um_region *r,
 		   const char *why, bool expected)
 {
 	struct um_dev *d = &ctx->dev[r->device];
-	bool first = expected && !ctx->books.nomem;
 	uint64_t held;
 	uint32_t n;
 
 	held_summary(ctx, (int)r->device, &held, &n);
-	um__log(ctx, !expected ? UM_LOG_ERR : first ? UM_LOG_WARN : UM_LOG_INFO,
+	um__log(ctx, expected ? UM_LOG_INFO : UM_LOG_ERR,
 		"acquire: region \"%s\" (%" PRIu64 " bytes, %zu on the device) does not fit device %u: budget %" PRIu64
-		", %" PRIu64 " bytes held by %u acquired region(s)%s%s",
+		", %" PRIu64 " bytes held by %u acquired region(s)%s",
 		r->name, r->bytes, r->dev_len, (unsigned int)r->device,
-		d->budget, held, n, why,
-		first ? " (later refusals: info lines, counted in stats nomem)" : "");
+		d->budget, held, n, why);
 	ctx->books.nomem++;
 	um__event(ctx, UM_EVENT_NOMEM, 0, r, r->residency,
 		  UM_TIER_GPU(r->device), r->bytes, -ENOMEM, 0);

@@ -5,7 +5,7 @@
  * the context does not have; a region takes its size rounded up to the
  * unit on the device and in the budget (a 1-byte region and a 1 MiB one
  * fill a 4 MiB budget) while its host copy takes its own bytes only; the
- * warning of an acquire that does not fit shows the size asked and the
+ * log line of an acquire that does not fit shows the size asked and the
  * size on the device.
  */
 #include <stdbool.h>
@@ -68,7 +68,7 @@ TEST(regions_count_in_units)
 	logcap_reset();
 	/* 2 MiB + 1 takes two units: no room with both acquired */
 	EXPECT_EQ(-ENOMEM, um_acquire(ctx, b, UM_TIER_GPU(0), NULL));
-	EXPECT_TRUE(logcap_has(UM_LOG_WARN, "\"b\"", "2097153 bytes",
+	EXPECT_TRUE(logcap_has(UM_LOG_INFO, "\"b\"", "2097153 bytes",
 			       "4194304 on the device", NULL));
 	/* once released and evicted, the host copy is the region's bytes */
 	ASSERT_EQ(0, um_release(ctx, a));
