@@ -152,7 +152,7 @@ static int parse_decimal(const char *s, uint64_t max, uint64_t *out)
 	return 0;
 }
 
-static int parse_level(const char *s, uint64_t *out)
+int um__parse_log_level(const char *s, uint64_t *out)
 {
 	static const struct { const char *name; int level; } names[] = {
 		{ "err", UM_LOG_ERR }, { "error", UM_LOG_ERR },
@@ -284,7 +284,7 @@ static int parse_value(const struct um_option *o, const char *val,
 		ret = um__parse_size(val, v);
 		return ret || *v < o->min ? -EINVAL : 0;
 	case OPT_LEVEL:
-		return parse_level(val, v);
+		return um__parse_log_level(val, v);
 	case OPT_BACKEND:
 		return parse_backend(val, v);
 	case OPT_SWITCH:

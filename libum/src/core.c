@@ -6,7 +6,6 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "internal.h"
 
@@ -29,17 +28,17 @@ static void log_stderr(int level, const char *msg)
 
 /*
  * Before a context exists (a um_config whose size cannot be trusted, so
- * neither can its log callback): stderr, unless LIBUM_LOG_LEVEL turns
- * errors off.
+ * neither can its log callback): stderr, unless LIBUM_LOG_LEVEL, read as
+ * config.c reads it, turns errors off.
  */
 void um__log_early(const char *fmt, ...)
 {
 	const char *lv = getenv("LIBUM_LOG_LEVEL");
+	uint64_t level;
 	char buf[512];
 	va_list ap;
 
-	if (lv && (!strcmp(lv, "off") || !strcmp(lv, "none") ||
-		   (lv[0] >= '0' && lv[0] <= '2' && !lv[1])))
+	if (lv && *lv && !um__parse_log_level(lv, &level) && level < UM_LOG_ERR)
 		return;
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);

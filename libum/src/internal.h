@@ -382,6 +382,8 @@ int um__settings_resolve(struct um_context *ctx, const struct um_config *cfg,
 			 struct um_settings *s);
 void um__settings_free(struct um_settings *s);
 int um__parse_size(const char *s, uint64_t *out);
+/* LIBUM_LOG_LEVEL's grammar: a name (err .. debug, off) or 0-7. */
+int um__parse_log_level(const char *s, uint64_t *out);
 
 /* region.c */
 struct um_region *um__region_get(struct um_context *ctx, um_region_t h);
