@@ -328,16 +328,39 @@ static void client_labels(char *buf, const struct ut_umm_client *c,
 	ut_prom_label(buf, LABELS, "slot", sl);
 }
 
-/* slot[i]: how many clients of c[i]'s name have a lower pid. */
+static int by_name_pid(const void *a, const void *b, void *arg)
+{
+	const struct ut_umm_client *c = arg;
+	const struct ut_umm_client *x = &c[*(const size_t *)a];
+	const struct ut_umm_client *y = &c[*(const size_t *)b];
+	int d = strcmp(x->name, y->name);
+
+	return d ? d : (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+/*
+ * slot[i]: how many clients of c[i]'s name have a lower pid. Sorted by
+ * (name, pid), not compared pairwise: the module takes tens of thousands
+ * of clients.
+ */
 static unsigned int *client_slots(const struct ut_umm_client *c, size_t n)
 {
 	unsigned int *slot = calloc(n ? n : 1, sizeof(*slot));
-	size_t i, j;
+	size_t *order = calloc(n ? n : 1, sizeof(*order));
+	size_t i;
 
-	for (i = 0; slot && i < n; i++)
-		for (j = 0; j < n; j++)
-			if (c[j].pid < c[i].pid && !strcmp(c[j].name, c[i].name))
-				slot[i]++;
+	if (!slot || !order) {
+		free(slot);
+		free(order);
+		return NULL;
+	}
+	for (i = 0; i < n; i++)
+		order[i] = i;
+	qsort_r(order, n, sizeof(*order), by_name_pid, (void *)c);
+	for (i = 1; i < n; i++)
+		if (!strcmp(c[order[i]].name, c[order[i - 1]].name))
+			slot[order[i]] = slot[order[i - 1]] + 1;
+	free(order);
 	return slot;
 }
 
