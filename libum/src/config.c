@@ -174,6 +174,26 @@ int um__parse_log_level(const char *s, uint64_t *out)
 	return 0;
 }
 
+/*
+ * Before a context exists (a um_config whose size cannot be trusted, so
+ * neither can its log callback): stderr, unless LIBUM_LOG_LEVEL, read as
+ * um_config_init() reads it, turns errors off.
+ */
+void um__log_early(const char *fmt, ...)
+{
+	const char *lv = getenv("LIBUM_LOG_LEVEL");
+	uint64_t level;
+	char buf[512];
+	va_list ap;
+
+	if (lv && *lv && !um__parse_log_level(lv, &level) && level < UM_LOG_ERR)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	um__log_stderr(UM_LOG_ERR, buf);
+}
+
 static int parse_backend(const char *s, uint64_t *out)
 {
 	if (!strcasecmp(s, "auto"))

@@ -17,33 +17,13 @@
  * LIBUM_LOG_LEVEL asks for more, or off; see libum(7)). One fprintf, so a
  * line is one write even among threads.
  */
-static void log_stderr(int level, const char *msg)
+void um__log_stderr(int level, const char *msg)
 {
 	const char *tag = level <= UM_LOG_ERR ? "error" :
 			  level == UM_LOG_WARN ? "warning" :
 			  level <= UM_LOG_INFO ? "info" : "debug";
 
 	fprintf(stderr, "libum: %s: %s\n", tag, msg);
-}
-
-/*
- * Before a context exists (a um_config whose size cannot be trusted, so
- * neither can its log callback): stderr, unless LIBUM_LOG_LEVEL, read as
- * config.c reads it, turns errors off.
- */
-void um__log_early(const char *fmt, ...)
-{
-	const char *lv = getenv("LIBUM_LOG_LEVEL");
-	uint64_t level;
-	char buf[512];
-	va_list ap;
-
-	if (lv && *lv && !um__parse_log_level(lv, &level) && level < UM_LOG_ERR)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	log_stderr(UM_LOG_ERR, buf);
 }
 
 void um__vlog(struct um_context *ctx, int level, const char *fmt, va_list ap)
@@ -56,7 +36,7 @@ void um__vlog(struct um_context *ctx, int level, const char *fmt, va_list ap)
 	if (ctx->log)
 		ctx->log(ctx->log_arg, level, buf);
 	else
-		log_stderr(level, buf);
+		um__log_stderr(level, buf);
 }
 
 void um__log(struct um_context *ctx, int level, const char *fmt, ...)

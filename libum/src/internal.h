@@ -370,8 +370,8 @@ void um__vlog(struct um_context *ctx, int level, const char *fmt, va_list ap)
 	__attribute__((format(printf, 3, 0)));
 void um__log(struct um_context *ctx, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-/* An ERR line with no context to send it to (stderr). */
-void um__log_early(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A line on stderr, as for a context without a log callback. */
+void um__log_stderr(int level, const char *msg);
 /* level: PRESSURE's 1 low, 2 medium, 3 critical; 0 for other types */
 void um__event(struct um_context *ctx, int type, unsigned int level,
 	       struct um_region *r, um_tier_t from, um_tier_t to,
@@ -384,6 +384,8 @@ void um__settings_free(struct um_settings *s);
 int um__parse_size(const char *s, uint64_t *out);
 /* LIBUM_LOG_LEVEL's grammar: a name (err .. debug, off) or 0-7. */
 int um__parse_log_level(const char *s, uint64_t *out);
+/* An ERR line with no context to send it to (stderr). */
+void um__log_early(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* region.c */
 struct um_region *um__region_get(struct um_context *ctx, um_region_t h);
