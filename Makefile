@@ -53,12 +53,19 @@ soak:
 # The kernel-assisted scene (scripts/demo.sh): on this machine where
 # /dev/umm works, in the VM rig otherwise. It builds only what it runs; the
 # quick sim-only trainer demo is `make -C examples demo`. DEMO_RATE=MiB/s:
-# how fast node 0 fills (default 16).
+# how fast node 0 (or the cgroup) fills (default 16). DEMO_SCENE=cgroup:
+# the container scene instead, the trainer and umpressure --cgroup in one
+# memory cgroup under its memory.max (scripts/demo.sh --cgroup).
+DEMO_SCENE ?= node
 demo:
+	@case "$(DEMO_SCENE)" in node|cgroup) ;; *) \
+		echo "DEMO_SCENE is node or cgroup, not '$(DEMO_SCENE)'" >&2; \
+		exit 2 ;; esac
 	+@$(MAKE) --no-print-directory deps
 	+@$(MAKE) --no-print-directory -C tools/umpressure build/umpressure-static
 	+@$(MAKE) --no-print-directory -C examples/demo
-	@scripts/demo.sh $(if $(DEMO_RATE),--rate $(DEMO_RATE))
+	@scripts/demo.sh $(if $(DEMO_RATE),--rate $(DEMO_RATE)) \
+		$(if $(filter cgroup,$(DEMO_SCENE)),--cgroup)
 
 # Userspace only: libum (and its headers, libum.pc), the tools, umtrain,
 # the umtorch package, the man pages. The module is `make install-dkms`.
@@ -132,7 +139,10 @@ help:
 	@echo '              SOAK_RUNS_PER_BOOT (5) a boot, SOAK_PARALLEL=1 kernels at once;'
 	@echo '              libum stress under ASan and TSan (SOAK_SECONDS, 60), the'
 	@echo '              fill-rate sweep; tests/soak/soak.sh --help'
-	@echo '  demo        deps + all, then run the umtrain demo (examples/)'
+	@echo '  demo        the kernel-assisted scene (scripts/demo.sh): umm.ko warns,'
+	@echo '              libum moves a trainer'"'"'s host copies off a filling node;'
+	@echo '              DEMO_SCENE=cgroup: under a memory cgroup'"'"'s memory.max,'
+	@echo '              spilled to disk; DEMO_RATE=MiB/s (16). VM rig without /dev/umm'
 	@echo '  install     install libum, tools, umtrain, umtorch, man pages under'
 	@echo '              $$(DESTDIR)$$(PREFIX) (PREFIX=$(PREFIX), LIBDIR=$(LIBDIR))'
 	@echo '  uninstall   remove what install installed (same variables)'

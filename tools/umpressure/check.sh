@@ -4,8 +4,11 @@
 # floor and level stops run against fake /sys trees (--sysroot), so they do
 # not depend on this machine's memory; one real run allocates 32 MiB and
 # checks it was held and released; SIGTERM during the hold ends the run with
-# 130 and the memory released. Real pressure on a node is exercised in the
-# VM by tests/e2e.
+# 130 and the memory released. --cgroup runs against fake cgroup2 trees
+# (the mount from a fake /proc/self/mountinfo, --sysroot): its refusals,
+# the effective limit over the path, the stop short of it. Real pressure
+# on a node is exercised in the VM by tests/e2e, a real cgroup limit by
+# tests/kmod/umpressure-vm.sh.
 # Usage: check.sh UMPRESSURE UT-JSONCHECK
 set -u
 UMP=$1
@@ -36,7 +39,8 @@ usage_errors() {
 	local bad=0 a
 	for a in "--rate 0" "--rate x" "--until-level high" "--node -1" \
 		"--node 5000" "--target 0" "--step 1" "--min-free 101%" \
-		"--hold -3" "--bogus" "extra" "--oom-score-adj 2000"; do
+		"--hold -3" "--bogus" "extra" "--oom-score-adj 2000" \
+		"--create" "--cgroup"; do
 		# shellcheck disable=SC2086
 		"$UMP" $a >/dev/null 2>"$TMP/err"
 		rc=$?
@@ -44,7 +48,10 @@ usage_errors() {
 			echo "'$a' exited $rc (want 2 with a message)"; bad=1
 		fi
 	done
+	"$UMP" --cgroup '' >/dev/null 2>"$TMP/err"
+	[ $? -eq 2 ] && grep -q cgroup "$TMP/err" || { echo "--cgroup ''"; bad=1; }
 	"$UMP" --help | grep -q -- --until-level || { echo "--help"; bad=1; }
+	"$UMP" --help | grep -q -- --cgroup || { echo "--help: --cgroup"; bad=1; }
 	"$UMP" --version | grep -q '^umpressure (um) [0-9]' ||
 		{ echo "--version"; bad=1; }
 	return $bad
@@ -130,6 +137,178 @@ missing_node() {
 	[ $? -eq 2 ] && grep -q 'node 7' "$TMP/err"
 }
 
+# fake_cgroup ROOT: a machine with cgroup2 on /sys/fs/cgroup (mountinfo,
+# meminfo, the root cgroup)
+fake_cgroup() {
+	mkdir -p "$1/proc/self" "$1/sys/fs/cgroup"
+	cat >"$1/proc/self/mountinfo" <<-EOF
+	22 27 0:21 / /proc rw,relatime - proc proc rw
+	23 27 0:22 / /sys rw,relatime - sysfs sysfs rw
+	30 23 0:26 / /sys/fs/cgroup rw,nosuid,nodev shared:9 - cgroup2 cgroup2 rw,nsdelegate
+	EOF
+	printf 'MemTotal:       4194304 kB\nMemFree:        4000000 kB\n' \
+		>"$1/proc/meminfo"
+	: >"$1/sys/fs/cgroup/cgroup.procs"
+}
+
+# bytes VALUE: "max", or a number with an optional M or G, as the kernel
+# writes it
+bytes() {
+	case "$1" in
+	*M) echo $((${1%M} * 1048576)) ;;
+	*G) echo $((${1%G} * 1073741824)) ;;
+	*) echo "$1" ;;
+	esac
+}
+
+# cg ROOT PATH MAX HIGH CURRENT: a cgroup with the memory controller
+# (a value "-" leaves that file out)
+cg() {
+	local d=$1/sys/fs/cgroup/$2
+	mkdir -p "$d"
+	: >"$d/cgroup.procs"
+	[ "$3" = - ] || bytes "$3" >"$d/memory.max"
+	[ "$4" = - ] || bytes "$4" >"$d/memory.high"
+	[ "$5" = - ] || bytes "$5" >"$d/memory.current"
+	printf 'low 0\nhigh 2\nmax 5\noom 1\noom_kill 1\n' >"$d/memory.events"
+}
+
+# refused MESSAGE ARGS...: exit 2 and MESSAGE on stderr
+refused() {
+	local want=$1
+	shift
+	"$UMP" "$@" >/dev/null 2>"$TMP/err"
+	rc=$?
+	[ $rc -eq 2 ] && grep -q -- "$want" "$TMP/err" || {
+		echo "'$*' exited $rc (want 2 and '$want'):"; cat "$TMP/err"
+		return 1; }
+}
+
+cgroup_refusals() {
+	local R=$TMP/cgr bad=0
+	fake_cgroup "$R"
+	cg "$R" job max max 0
+	cg "$R" nolimit max max 4096
+	mkdir -p "$R/sys/fs/cgroup/plain"
+	cg "$R" nomem 128M - -
+	refused 'no such\|No such' --sysroot "$R" --cgroup missing --target 1M ||
+		bad=1
+	refused '--create' --sysroot "$R" --cgroup missing --target 1M || bad=1
+	refused 'not under a cgroup2' --sysroot "$R" --cgroup /tmp/x \
+		--target 1M || bad=1
+	refused 'outside' --sysroot "$R" --cgroup job/../.. --target 1M ||
+		bad=1
+	refused 'not a cgroup' --sysroot "$R" --cgroup plain --target 1M ||
+		bad=1
+	refused 'root cgroup' --sysroot "$R" --cgroup /sys/fs/cgroup \
+		--target 1M || bad=1
+	refused 'no memory controller' --sysroot "$R" --cgroup nomem \
+		--target 1M || bad=1
+	refused 'no memory limit' --sysroot "$R" --cgroup nolimit || bad=1
+	refused 'no memory limit' --sysroot "$R" --cgroup nolimit --force ||
+		bad=1
+	# --create makes the directory, and takes it away when refusing
+	refused 'not a cgroup' --sysroot "$R" --cgroup job/new --create \
+		--target 1M || bad=1
+	[ ! -e "$R/sys/fs/cgroup/job/new" ] || { echo "job/new left"; bad=1; }
+	refused 'No such' --sysroot "$R" --cgroup a/b --create --target 1M ||
+		bad=1
+	# refused before it moved
+	[ ! -s "$R/sys/fs/cgroup/nolimit/cgroup.procs" ] ||
+		{ echo "moved although refused"; bad=1; }
+	# cgroup v1 only (as on this machine): no cgroup2 line
+	sed -i '/cgroup2/d' "$R/proc/self/mountinfo"
+	echo '31 23 0:27 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory' \
+		>>"$R/proc/self/mountinfo"
+	refused 'no cgroup2' --sysroot "$R" --cgroup job --target 1M || bad=1
+	rm "$R/proc/self/mountinfo"
+	refused 'no cgroup2' --sysroot "$R" --cgroup job --target 1M || bad=1
+	return $bad
+}
+
+# Writing cgroup.procs is refused: the kernel's EACCES (nobody here).
+cgroup_permission() {
+	local R=$TMP/cgp
+	fake_cgroup "$R"
+	cg "$R" job 128M max 0
+	chmod -R a+rX "$TMP"
+	chmod 0644 "$R/sys/fs/cgroup/job/cgroup.procs"
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$UMP" \
+		--sysroot "$R" --cgroup job --target 1M >/dev/null 2>"$TMP/err"
+	rc=$?
+	[ $rc -eq 2 ] && grep -q 'cannot join.*Permission denied' "$TMP/err" || {
+		echo "exit $rc (want 2, Permission denied):"; cat "$TMP/err"
+		return 1; }
+}
+
+# The effective limit is the lowest memory.max or memory.high up to the
+# root; the room under a parent's limit counts its other children too.
+cgroup_floor() {
+	local R=$TMP/cgf pg
+	fake_cgroup "$R"
+	cg "$R" par 256M max 1M
+	cg "$R" par/job max 128M 127M	# 1 MiB left under its memory.high
+	"$UMP" --sysroot "$R" --cgroup par/job --target 1G --json \
+		>"$TMP/cf.json"
+	rc=$?
+	[ $rc -eq 3 ] || { echo "exit $rc, want 3"; cat "$TMP/cf.json"; return 1; }
+	json_is "$TMP/cf.json" stop_reason '"cgroup_floor"' &&
+	json_is "$TMP/cf.json" peak_bytes 0 &&
+	json_is "$TMP/cf.json" path '"/sys/fs/cgroup/par/job"' &&
+	json_is "$TMP/cf.json" limit_bytes 134217728 &&
+	json_is "$TMP/cf.json" limit_path '"/sys/fs/cgroup/par/job"' &&
+	json_is "$TMP/cf.json" limit_file '"memory.high"' &&
+	json_is "$TMP/cf.json" margin_bytes 4194304 &&	# 2 % < 4 MiB
+	json_is "$TMP/cf.json" memory_current_start_bytes 133169152 &&
+	json_is "$TMP/cf.json" oom_kill_delta 0 || return 1
+	pg=$(cat "$R/sys/fs/cgroup/par/job/cgroup.procs")
+	[ "$pg" -gt 0 ] 2>/dev/null || { echo "cgroup.procs: '$pg'"; return 1; }
+	# the parent's limit binds: its other children use 250 MiB of it
+	cg "$R" par 256M max 250M
+	cg "$R" par/job max max 1M
+	"$UMP" --sysroot "$R" --cgroup /sys/fs/cgroup/par/job --target 1G \
+		--json >"$TMP/cp.json"
+	rc=$?
+	[ $rc -eq 3 ] || { echo "parent: exit $rc, want 3"; return 1; }
+	json_is "$TMP/cp.json" stop_reason '"cgroup_floor"' &&
+	json_is "$TMP/cp.json" limit_path '"/sys/fs/cgroup/par"' &&
+	json_is "$TMP/cp.json" limit_file '"memory.max"' &&
+	json_is "$TMP/cp.json" room_min_bytes $((6 * 1048576)) || return 1
+	# --force ignores the cgroup's floor as it does the node's
+	"$UMP" --sysroot "$R" --cgroup par/job --target 8M --force \
+		>"$TMP/cx.out" && grep -q 'stop: target' "$TMP/cx.out" &&
+		grep -q 'cgroup /sys/fs/cgroup/par/job: limit 256 MiB (memory.max above it)' "$TMP/cx.out" &&
+		grep -q 'oom_kill +0' "$TMP/cx.out" ||
+		{ echo "--force:"; cat "$TMP/cx.out"; return 1; }
+}
+
+# Room under the limit: the fill runs to its target; no limit but a target.
+cgroup_fill() {
+	local R=$TMP/cgo
+	fake_cgroup "$R"
+	cg "$R" big 1G max 0
+	cg "$R" free max max 0
+	"$UMP" --sysroot "$R" --cgroup big --target 16M --json >"$TMP/co.json" ||
+		{ echo "exit $?"; cat "$TMP/co.json"; return 1; }
+	"$JC" "$TMP/co.json" cgroup.path:string cgroup.created:bool \
+		cgroup.limit_bytes:number cgroup.limit_path:string \
+		cgroup.limit_file:string cgroup.margin_bytes:number \
+		cgroup.room_min_bytes:number \
+		cgroup.memory_current_start_bytes:number \
+		cgroup.memory_current_peak_bytes:number \
+		cgroup.memory_current_end_bytes:number \
+		cgroup.oom_kill_delta:number cgroup.max_delta:number \
+		cgroup.high_delta:number || return 1
+	json_is "$TMP/co.json" peak_bytes 16777216 &&
+	json_is "$TMP/co.json" stop_reason '"target"' &&
+	json_is "$TMP/co.json" margin_bytes 21474836 || return 1  # 2 % of 1 GiB
+	"$UMP" --sysroot "$R" --cgroup free --target 8M --json >"$TMP/cn.json" ||
+		{ echo "no limit: exit $?"; return 1; }
+	json_is "$TMP/cn.json" limit_bytes 0 &&
+	json_is "$TMP/cn.json" limit_path null &&
+	json_is "$TMP/cn.json" room_min_bytes null
+}
+
 real_run() {
 	"$UMP" --target 32M --step 8M --rate 2000 --json >"$TMP/r.json"
 	rc=$?
@@ -141,7 +320,7 @@ real_run() {
 		node_free_end_bytes:number peak_bytes:number \
 		stop_reason:string goal_reached:bool alloc_s:number \
 		achieved_mib_s:number hold_s:number release_s:number \
-		level_max:string level_first_ms:object || return 1
+		level_max:string level_first_ms:object cgroup:null || return 1
 	json_is "$TMP/r.json" peak_bytes 33554432 &&
 	json_is "$TMP/r.json" stop_reason '"target"' &&
 	json_is "$TMP/r.json" goal_reached true
@@ -172,7 +351,7 @@ text_output() {
 	[ ! -s "$TMP/q.out" ]
 }
 
-tap_begin 11
+tap_begin 15
 tap_check "umpressure.usage_errors" usage_errors
 tap_check "umpressure.floor_stops_before_goal" floor_stop
 tap_check "umpressure.floor_explicit" floor_explicit
@@ -183,6 +362,14 @@ tap_check "umpressure.missing_node" missing_node
 tap_check "umpressure.real_32m" real_run
 tap_check "umpressure.sigterm_releases" signal_releases
 tap_check "umpressure.text_and_quiet" text_output
+tap_check "umpressure.cgroup_refusals" cgroup_refusals
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+	tap_check "umpressure.cgroup_permission" cgroup_permission
+else
+	tap_skip "umpressure.cgroup_permission" "needs root and setpriv to become nobody"
+fi
+tap_check "umpressure.cgroup_floor" cgroup_floor
+tap_check "umpressure.cgroup_fill" cgroup_fill
 if "$JC" "$TMP/r.json" >/dev/null 2>&1; then
 	tap_ok "umpressure.json_valid"
 else
