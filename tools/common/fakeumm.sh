@@ -5,10 +5,16 @@
 #                            sysfs-kernel-mm-umm (the knobs from the tools'
 #                            table, as build/ut-knobs prints it, or
 #                            $UT_KNOBS): nodes 0 and 1 (1 GiB each),
-#                            gpu0..gpu15, cgroup/ (no cgroup watched;
-#                            remove it for a module without it), an empty
-#                            inject file, and
+#                            gpu0..gpu15, cgroup/ (remove it for a module
+#                            without it), an empty inject file,
 #                            ROOT/kernel/debug/umm/clients with two clients
+#                            and .../cgroups with two watched cgroups
+#                            (/slurm/job42 under a limit, low;
+#                            "/system.slice/my trainer.service" without)
+#   fake_cgroups ROOT N      N watched cgroups in place of those:
+#                            /fake/cg1 .. /fake/cgN under a limit of 1 GiB,
+#                            cgI using I MiB with 1024 - I MiB of room (the
+#                            last has the least), I clients, 2*I events
 #   fake_set ROOT REL VALUE  change one file
 #   expect RC PATTERN CMD... CMD exits RC and its stderr matches PATTERN
 #                            (the caller's $TMP holds its output)
@@ -65,6 +71,20 @@ _fake_knobs() {
 	done <<<"$tab"
 }
 
+_fake_cg_header='id path usage_bytes limit_bytes room_bytes level clients eta_ms fill_bps events'
+
+fake_cgroups() {
+	local f=$1/kernel/debug/umm/cgroups i
+	{
+		echo "$_fake_cg_header"
+		for i in $(seq 1 "$2"); do
+			echo "$((1000 + i)) /fake/cg$i $((i << 20)) $((1 << 30))" \
+				"$(((1024 - i) << 20)) normal $i 4294967295 0 $((2 * i))"
+		done
+	} >"$f"
+	fake_set "$1" cgroup/watched "$2"
+}
+
 fake_umm() {
 	local u=$1/kernel/mm/umm n g
 	mkdir -p "$u"
@@ -94,7 +114,7 @@ fake_umm() {
 	done
 	mkdir -p "$u/cgroup"
 	_fake_knobs "$u" cgroup/ || return 1
-	_fake_files "$u/cgroup" 0400 watched=0
+	_fake_files "$u/cgroup" 0400 watched=2
 	mkdir -p "$1/kernel/debug/umm"
 	cat >"$1/kernel/debug/umm/clients" <<-'EOF'
 	pid name priority ready queue_len queued events drops acks bytes_freed ack_ns_avg tiers(resident/reclaimable) ack_ns_sum ack_ms_le(1,2,5,10,20,50,100,200,500,1000,2000,5000,10000,inf)
@@ -102,4 +122,11 @@ fake_umm() {
 	4343 my\040trainer\0402 -5 1 256 2 10 0 2 67108864 2100000 - 4200000 0,0,2,0,0,0,0,0,0,0,0,0,0,0
 	EOF
 	chmod 0400 "$1/kernel/debug/umm/clients"
+	# job42: 3.5 of 4 GiB used, 12.5 % left (low), 4 MiB/s less room
+	cat >"$1/kernel/debug/umm/cgroups" <<-EOF
+	$_fake_cg_header
+	4097 /slurm/job42 3758096384 4294967296 536870912 low 1 90000 4194304 2
+	4098 /system.slice/my\040trainer.service 268435456 18446744073709551615 18446744073709551615 normal 1 4294967295 0 0
+	EOF
+	chmod 0400 "$1/kernel/debug/umm/cgroups"
 }

@@ -113,7 +113,9 @@ int ut_table_print(struct libscols_table *tb)
 			if (w > width[i])
 				width[i] = w;
 		}
-	for (r = 0; r < tb->nrows; r++)
+	/* Row 0 is the header; with no row under it print nothing, as
+	 * libsmartcols does, so both builds of a tool say the same. */
+	for (r = 0; tb->nrows > 1 && r < tb->nrows; r++)
 		print_row(tb, r, width);
 	fflush(stdout);
 	ut_table_free(tb);

@@ -336,13 +336,12 @@ TEST(prom_samples)
 	" ack_ns_sum ack_ms_le(1,2,5,10,20,50,100,200,500,1000,2000,5000,10000,inf)"
 
 /*
- * ROOT/kernel/debug/umm/clients with @rows under the header, @more the
- * columns a newer module appends to it ("" for none).
+ * A fresh @root (mkdtemp) with ROOT/kernel/debug/umm/ and its file @rel
+ * (UT_UMM_CLIENTS, UT_UMM_CGROUPS) open for writing in *f.
  */
-static int fake_clients(char *root, const char *more, const char *rows)
+static int fake_debugfs(char *root, const char *rel, FILE **f)
 {
 	char path[256];
-	FILE *f;
 
 	if (!mkdtemp(root))
 		return -errno;
@@ -352,10 +351,22 @@ static int fake_clients(char *root, const char *more, const char *rows)
 	mkdir(path, 0700);
 	snprintf(path, sizeof(path), "%s/kernel/debug/umm", root);
 	mkdir(path, 0700);
-	snprintf(path, sizeof(path), "%s%s", root, UT_UMM_CLIENTS);
-	f = fopen(path, "w");
-	if (!f)
-		return -errno;
+	snprintf(path, sizeof(path), "%s%s", root, rel);
+	*f = fopen(path, "w");
+	return *f ? 0 : -errno;
+}
+
+/*
+ * ROOT/kernel/debug/umm/clients with @rows under the header, @more the
+ * columns a newer module appends to it ("" for none).
+ */
+static int fake_clients(char *root, const char *more, const char *rows)
+{
+	FILE *f;
+	int ret = fake_debugfs(root, UT_UMM_CLIENTS, &f);
+
+	if (ret)
+		return ret;
 	fprintf(f, "pid name priority ready queue_len queued events drops acks bytes_freed ack_ns_avg tiers(resident/reclaimable)%s\n%s",
 		more, rows);
 	return fclose(f) ? -errno : 0;
@@ -442,6 +453,148 @@ TEST(client_ack_buckets_parsed_exactly)
 		"9 t 0 1 256 0 3 0 2 0 1 - 4 0,1,1\n"));
 	EXPECT_EQ(0, clients_of(ACK_COLUMNS,
 		"9 t 0 1 256 0 3 0 2 0 1 - 4 0,1,1,0,0,0,0,0,0,0,0,0,0,0\n"));
+}
+
+#define CG_HEADER \
+	"id path usage_bytes limit_bytes room_bytes level clients eta_ms fill_bps events\n"
+
+/* ROOT/kernel/debug/umm/cgroups holding @text, read: ut_umm_cgroups(). */
+static int cgroups_of(const char *text, struct ut_umm_cgroup **c, size_t *n)
+{
+	char root[] = "/tmp/ut-cgroups-XXXXXX";
+	FILE *f;
+	int ret = fake_debugfs(root, UT_UMM_CGROUPS, &f);
+
+	if (!ret) {
+		fputs(text, f);
+		ret = fclose(f) ? -errno : 0;
+	}
+	if (!ret)
+		ret = ut_umm_cgroups(root, c, n);
+	fake_clients_rm(root);
+	return ret;
+}
+
+/* The same when only the result matters. */
+static int cgroups_ret(const char *text)
+{
+	struct ut_umm_cgroup *c = NULL;
+	size_t n = 0;
+	int ret = cgroups_of(text, &c, &n);
+
+	free(c);
+	return ret;
+}
+
+TEST(cgroup_rows_parsed_exactly)
+{
+	struct ut_umm_cgroup *c = NULL;
+	size_t n = 0;
+
+	ASSERT_EQ(0, cgroups_of(CG_HEADER
+		"4242 /slurm/job42 1073741824 2147483648 536870912 low 2 12500 -4096 3\n"
+		"7 /a/b\\040c/\\012x/\\134 0 18446744073709551615 18446744073709551615 normal 1 4294967295 0 0\n"
+		"18446744073709551615 / 5 6 0 critical 4294967295 0 -9223372036854775808 18446744073709551615\n",
+		&c, &n));
+	ASSERT_EQ(3, n);
+	EXPECT_EQ(4242, c[0].id);
+	EXPECT_STREQ("/slurm/job42", c[0].path);
+	EXPECT_EQ(1073741824, c[0].usage);
+	EXPECT_EQ(2147483648, c[0].limit);
+	EXPECT_EQ(536870912, c[0].room);
+	EXPECT_STREQ("low", c[0].level);
+	EXPECT_EQ(2, c[0].clients);
+	EXPECT_EQ(12500, c[0].eta_ms);
+	EXPECT_EQ(-4096, c[0].fill_bps);
+	EXPECT_EQ(3, c[0].events);
+	/* a blank and a backslash back, a newline still written \012 */
+	EXPECT_STREQ("/a/b c/\\012x/\\", c[1].path);
+	EXPECT_EQ(UT_UMM_NO_LIMIT, c[1].limit);
+	EXPECT_EQ(UT_UMM_NO_LIMIT, c[1].room);
+	EXPECT_EQ(UT_UMM_ETA_NONE, c[1].eta_ms);
+	EXPECT_EQ(UINT64_MAX, c[2].id);
+	EXPECT_EQ(4294967295u, c[2].clients);
+	EXPECT_EQ(INT64_MIN, c[2].fill_bps);
+	EXPECT_EQ(UINT64_MAX, c[2].events);
+	free(c);
+}
+
+TEST(cgroup_table_empty_and_newer_columns)
+{
+	struct ut_umm_cgroup *c = NULL;
+	size_t n = 7;
+
+	EXPECT_EQ(0, cgroups_of(CG_HEADER, &c, &n));
+	EXPECT_EQ(0, n);
+	free(c);
+	c = NULL;
+	/* a newer module's column after ours: its value is skipped */
+	EXPECT_EQ(0, cgroups_of("id path usage_bytes limit_bytes room_bytes level clients eta_ms fill_bps events later\n"
+				"1 /x 1 2 1 normal 1 0 0 0 99\n", &c, &n));
+	ASSERT_EQ(1, n);
+	EXPECT_STREQ("/x", c[0].path);
+	EXPECT_EQ(0, c[0].events);
+	free(c);
+}
+
+TEST(cgroup_table_refuses_what_it_cannot_parse)
+{
+	/* no header, another header, a missing field, one too many */
+	EXPECT_EQ(-EPROTO, cgroups_ret(""));
+	EXPECT_EQ(-EPROTO, cgroups_ret("1 /x 1 2 1 normal 1 0 0 0\n"));
+	EXPECT_EQ(-EPROTO, cgroups_ret("id path usage_bytes limit_bytes room_bytes level clients eta_ms events\n"));
+	EXPECT_EQ(-EPROTO, cgroups_ret("id path usage_bytes limit_bytes room_bytes level clients eta_ms fill_bps eventsx\n"));
+	EXPECT_EQ(-EPROTO, cgroups_ret(CG_HEADER "1 /x 1 2 1 normal 1 0 0\n"));
+	EXPECT_EQ(-EPROTO, cgroups_ret(CG_HEADER "1 /x 1 2 1 normal 1 0 0 0 9\n"));
+	/* a bad number in each kind of column */
+	EXPECT_EQ(-EPROTO, cgroups_ret(CG_HEADER "1 /x 1 2x 1 normal 1 0 0 0\n"));
+	EXPECT_EQ(-EPROTO, cgroups_ret(CG_HEADER "1 /x -1 2 1 normal 1 0 0 0\n"));
+	EXPECT_EQ(-EPROTO, cgroups_ret(CG_HEADER "1 /x 1 18446744073709551616 1 normal 1 0 0 0\n"));
+	EXPECT_EQ(-EPROTO, cgroups_ret(CG_HEADER "1 /x 1 2 1 normal 1 0 9223372036854775808 0\n"));
+	EXPECT_EQ(-EPROTO, cgroups_ret(CG_HEADER "1 /x 1 2 1 normal 1 0 -9223372036854775809 0\n"));
+	EXPECT_EQ(-EPROTO, cgroups_ret(CG_HEADER "1 /x 1 2 1 normal 1 0 - 0\n"));
+	EXPECT_EQ(-EPROTO, cgroups_ret(CG_HEADER "x /x 1 2 1 normal 1 0 0 0\n"));
+	/* a level that is a number (a column off) or too long */
+	EXPECT_EQ(-EPROTO, cgroups_ret(CG_HEADER "1 /x 1 2 1 3 1 0 0 0\n"));
+	EXPECT_EQ(-EPROTO, cgroups_ret(CG_HEADER "1 /x 1 2 1 criticalcritical 1 0 0 0\n"));
+	/* one bad row spoils the table: nothing half read */
+	EXPECT_EQ(-EPROTO, cgroups_ret(CG_HEADER "1 /x 1 2 1 normal 1 0 0 0\n"
+					"2 /y 1 2 1 normal 1 0 0\n"));
+	EXPECT_EQ(0, cgroups_ret(CG_HEADER "1 /x 1 2 1 normal 1 0 0 0\n"));
+}
+
+/* mkdir -p for the few directories of a fake tree. */
+static void mkdirs(const char *root, const char *rel)
+{
+	char path[256], *p;
+
+	snprintf(path, sizeof(path), "%s/%s", root, rel);
+	for (p = path + strlen(root) + 1; (p = strchr(p, '/')); *p++ = '/') {
+		*p = '\0';
+		mkdir(path, 0700);
+	}
+	mkdir(path, 0700);
+}
+
+TEST(cgroup_table_missing_says_why)
+{
+	char root[] = "/tmp/ut-cgroups-XXXXXX";
+	struct ut_umm_cgroup *c = NULL;
+	size_t n = 0;
+
+	ASSERT_NONNULL(mkdtemp(root));
+	EXPECT_EQ(-ENOENT, ut_umm_cgroups(root, &c, &n));
+	mkdirs(root, "kernel/mm/umm");
+	mkdirs(root, "kernel/debug");
+	EXPECT_EQ(-ENODEV, ut_umm_cgroups(root, &c, &n));
+	mkdirs(root, "kernel/debug/tracing");
+	EXPECT_EQ(-ENOTSUP, ut_umm_cgroups(root, &c, &n));
+	/* umm.ko's debugfs files, without this one: a module before it */
+	mkdirs(root, "kernel/debug/umm");
+	EXPECT_EQ(-ENOSYS, ut_umm_cgroups(root, &c, &n));
+	EXPECT_NULL(c);
+	EXPECT_EQ(0, n);
+	fake_clients_rm(root);
 }
 
 TEST_HARNESS_MAIN

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * umm.c - read umm.ko's sysfs tree and debugfs client table.
+ * umm.c - read umm.ko's sysfs tree and its debugfs tables (clients, cgroups).
  *
  * Every file holds one value (Documentation/ABI/testing/sysfs-kernel-mm-umm).
  * The tree is read file by file, so a snapshot is not atomic: each value is
@@ -388,17 +388,21 @@ static int parse_client(const char *line, struct ut_umm_client *c, int hist)
 	return 0;
 }
 
-/* Why ROOT/kernel/debug/umm/clients is not there. */
-static int clients_missing(const char *root)
+/* Why a table of ROOT/kernel/debug/umm is not there. */
+static int table_missing(const char *root)
 {
 	char path[4096];
 	struct dirent *de;
+	struct stat st;
 	bool empty = true;
 	DIR *d;
 	int ret = ut_umm_present(root);
 
 	if (ret)
 		return ret;
+	snprintf(path, sizeof(path), "%s/kernel/debug/umm", root);
+	if (!stat(path, &st) && S_ISDIR(st.st_mode))
+		return -ENOSYS;	/* the module's files, a newer one missing */
 	snprintf(path, sizeof(path), "%s/kernel/debug", root);
 	d = opendir(path);
 	if (!d)
@@ -443,19 +447,169 @@ static int parse_clients(FILE *f, struct ut_umm_client **out, size_t *n)
 	return ret;
 }
 
-int ut_umm_clients(const char *root, struct ut_umm_client **out, size_t *n)
+/* ROOT + REL (UT_UMM_CLIENTS, UT_UMM_CGROUPS) open in *f, or why not. */
+static int open_table(const char *root, const char *rel, FILE **f)
 {
 	char path[4096];
+
+	if ((size_t)snprintf(path, sizeof(path), "%s%s", root, rel) >=
+	    sizeof(path))
+		return -ENAMETOOLONG;
+	*f = fopen(path, "re");
+	if (!*f)
+		return errno == ENOENT ? table_missing(root) : -errno;
+	return 0;
+}
+
+int ut_umm_clients(const char *root, struct ut_umm_client **out, size_t *n)
+{
 	FILE *f;
 	int ret;
 
 	*out = NULL;
 	*n = 0;
-	snprintf(path, sizeof(path), "%s%s", root, UT_UMM_CLIENTS);
-	f = fopen(path, "re");
-	if (!f)
-		return errno == ENOENT ? clients_missing(root) : -errno;
+	ret = open_table(root, UT_UMM_CLIENTS, &f);
+	if (ret)
+		return ret;
 	ret = parse_clients(f, out, n);
+	fclose(f);
+	if (ret) {
+		free(*out);
+		*out = NULL;
+		*n = 0;
+	}
+	return ret;
+}
+
+/* ---- the debugfs table of watched cgroups ------------------------------- */
+
+#define CGROUP_COLUMNS \
+	"id path usage_bytes limit_bytes room_bytes level clients eta_ms fill_bps events"
+#define CGROUP_WORDS	10
+
+/* A decimal number with an optional minus sign, all of int64_t's range. */
+static int parse_i64(const char *w, int64_t *out)
+{
+	bool neg = *w == '-';
+	uint64_t v;
+
+	if (ut_parse_u64(neg ? w + 1 : w, 0,
+			 neg ? (uint64_t)INT64_MAX + 1 : INT64_MAX, &v))
+		return -EPROTO;
+	*out = neg && v ? -(int64_t)(v - 1) - 1 : (int64_t)v;
+	return 0;
+}
+
+/* A level is a word of lowercase letters: a number there is a column off. */
+static int parse_level(const char *w, char *level)
+{
+	size_t len = strspn(w, "abcdefghijklmnopqrstuvwxyz");
+
+	if (!len || len >= UT_UMM_LEVEL_LEN || w[len])
+		return -EPROTO;
+	memcpy(level, w, len + 1);
+	return 0;
+}
+
+/*
+ * The header: ours, or ours with the columns a newer module appends (their
+ * values come after ours and are skipped). Returns the words a row has.
+ */
+static int cgroup_header(const char *line)
+{
+	size_t k = strlen(CGROUP_COLUMNS);
+	int words = CGROUP_WORDS;
+	const char *p;
+
+	if (strncmp(line, CGROUP_COLUMNS, k) || (line[k] && line[k] != ' '))
+		return -EPROTO;
+	for (p = line + k; *p; p++)
+		if (*p == ' ' && p[1] && p[1] != ' ')
+			words++;
+	return words;
+}
+
+/*
+ * "id path usage_bytes limit_bytes room_bytes level clients eta_ms fill_bps
+ * events": the path is one word, escaped as a client's name is
+ * (unescape_name()); fill_bps is the only signed figure.
+ */
+static int parse_cgroup(char *line, int words, struct ut_umm_cgroup *c)
+{
+	uint64_t *u[] = { &c->usage, &c->limit, &c->room };
+	char *w[CGROUP_WORDS], *save = NULL, *t;
+	int n = 0, i;
+
+	memset(c, 0, sizeof(*c));
+	for (t = strtok_r(line, " ", &save); t; t = strtok_r(NULL, " ", &save))
+		if (n++ < CGROUP_WORDS)
+			w[n - 1] = t;
+	if (n != words || ut_parse_u64(w[0], 0, UINT64_MAX, &c->id))
+		return -EPROTO;
+	for (i = 0; i < 3; i++)
+		if (ut_parse_u64(w[2 + i], 0, UINT64_MAX, u[i]))
+			return -EPROTO;
+	if (parse_level(w[5], c->level) ||
+	    ut_parse_u64(w[6], 0, UINT64_MAX, &c->clients) ||
+	    ut_parse_u64(w[7], 0, UINT64_MAX, &c->eta_ms) ||
+	    parse_i64(w[8], &c->fill_bps) ||
+	    ut_parse_u64(w[9], 0, UINT64_MAX, &c->events))
+		return -EPROTO;
+	unescape_name(w[1], strlen(w[1]), c->path, sizeof(c->path));
+	return 0;
+}
+
+/* One more entry's room in *out (of *cap); 0 or -ENOMEM. */
+static int cgroups_grow(struct ut_umm_cgroup **out, size_t n, size_t *cap)
+{
+	struct ut_umm_cgroup *p;
+
+	if (n < *cap)
+		return 0;
+	p = realloc(*out, (*cap ? *cap * 2 : 8) * sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	*out = p;
+	*cap = *cap ? *cap * 2 : 8;
+	return 0;
+}
+
+/* Lines of any length: a path takes up to PATH_MAX bytes, four per byte. */
+static int parse_cgroups(FILE *f, struct ut_umm_cgroup **out, size_t *n)
+{
+	char *line = NULL;
+	size_t len = 0, cap = 0;
+	int ret = -EPROTO, words = -EPROTO;
+
+	if (getline(&line, &len, f) >= 0) {
+		line[strcspn(line, "\n")] = '\0';
+		words = ret = cgroup_header(line);
+	}
+	while (ret >= 0 && getline(&line, &len, f) >= 0) {
+		line[strcspn(line, "\n")] = '\0';
+		ret = cgroups_grow(out, *n, &cap);
+		if (!ret)
+			ret = parse_cgroup(line, words, &(*out)[*n]);
+		if (!ret)
+			(*n)++;
+	}
+	free(line);
+	if (ret >= 0 && ferror(f))
+		ret = -EIO;
+	return ret < 0 ? ret : 0;
+}
+
+int ut_umm_cgroups(const char *root, struct ut_umm_cgroup **out, size_t *n)
+{
+	FILE *f;
+	int ret;
+
+	*out = NULL;
+	*n = 0;
+	ret = open_table(root, UT_UMM_CGROUPS, &f);
+	if (ret)
+		return ret;
+	ret = parse_cgroups(f, out, n);
 	fclose(f);
 	if (ret) {
 		free(*out);
@@ -483,6 +637,10 @@ void ut_umm_warn(const char *root, const char *what, int err)
 	case -ENOTSUP:
 		ut_warn("%s: umm.ko made no debugfs files (kernel without CONFIG_DEBUG_FS?)",
 			what);
+		break;
+	case -ENOSYS:
+		ut_warn("%s: not supported by this umm.ko (no such table in %s/kernel/debug/umm: a module before it)",
+			what, root);
 		break;
 	case -EPROTO:
 		ut_warn("%s: unexpected contents (another umm.ko version?)",

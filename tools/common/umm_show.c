@@ -137,6 +137,29 @@ void ut_umm_json_clients(struct ut_json *j, const char *key,
 	ut_json_arr_end(j);
 }
 
+void ut_umm_json_cgroups(struct ut_json *j, const char *key,
+			 const struct ut_umm_cgroup *c, size_t n)
+{
+	size_t i;
+
+	ut_json_arr_begin(j, key);
+	for (i = 0; i < n; i++) {
+		ut_json_obj_begin(j, NULL);
+		ut_json_u64(j, "id", c[i].id);
+		ut_json_str(j, "path", c[i].path);
+		ut_json_u64(j, "usage_bytes", c[i].usage);
+		ut_json_u64(j, "limit_bytes", c[i].limit);
+		ut_json_u64(j, "room_bytes", c[i].room);
+		ut_json_str(j, "level", c[i].level);
+		ut_json_u64(j, "clients", c[i].clients);
+		ut_json_u64(j, "eta_ms", c[i].eta_ms);
+		ut_json_i64(j, "fill_bps", c[i].fill_bps);
+		ut_json_u64(j, "events", c[i].events);
+		ut_json_obj_end(j);
+	}
+	ut_json_arr_end(j);
+}
+
 /* ---- tables -------------------------------------------------------------- */
 
 int ut_table_rowf(struct libscols_table *tb, int ncols, ...)
@@ -349,5 +372,48 @@ int ut_umm_print_clients(const struct ut_umm_client *c, size_t n)
 		return -ENOMEM;
 	for (i = 0; i < n && !ret; i++)
 		ret = client_row(tb, &c[i]);
+	return print_or_free(tb, ret);
+}
+
+/*
+ * A cgroup without a limit has no share and no room to show: "none" and
+ * "-". USED% is what is not left as room: under a parent's limit, siblings'
+ * usage counts too, as it does for the level.
+ */
+static int cgroup_row(struct libscols_table *tb, const struct ut_umm_cgroup *c)
+{
+	char used[CELL], cl[CELL], eta[CELL], ev[CELL];
+	char u[UT_SIZE_STR], l[UT_SIZE_STR], r[UT_SIZE_STR];
+	bool limited = c->limit != UT_UMM_NO_LIMIT;
+
+	if (limited)
+		pct_str(c->limit - (c->room < c->limit ? c->room : c->limit),
+			c->limit, used);
+	else
+		snprintf(used, CELL, "-");
+	u64_str(c->clients, cl);
+	eta_str(c->eta_ms, eta);
+	u64_str(c->events, ev);
+	return ut_table_rowf(tb, 9, c->path, ut_size_str(c->usage, u),
+			     limited ? ut_size_str(c->limit, l) : "none", used,
+			     c->room != UT_UMM_NO_LIMIT ?
+			     ut_size_str(c->room, r) : "-",
+			     c->level, cl, eta, ev);
+}
+
+int ut_umm_print_cgroups(const struct ut_umm_cgroup *c, size_t n)
+{
+	static const char *const cols[] = {
+		"PATH", "USAGE", "LIMIT", "USED%", "ROOM", "LEVEL", "CLIENTS",
+		"ETA", "EVENTS",
+	};
+	struct libscols_table *tb = ut_table_new(cols, 9, 0x1de);
+	size_t i;
+	int ret = 0;
+
+	if (!tb)
+		return -ENOMEM;
+	for (i = 0; i < n && !ret; i++)
+		ret = cgroup_row(tb, &c[i]);
 	return print_or_free(tb, ret);
 }

@@ -214,16 +214,18 @@ void ut_knobs_list(FILE *f);
 
 /*
  * ROOT stands for /sys: the module's files are ROOT/kernel/mm/umm/... and
- * ROOT/kernel/debug/umm/clients, so tests can point the tools at a fake tree
- * (--sysfs-root or $UMM_SYSFS_ROOT). Documentation/ABI/testing/
- * sysfs-kernel-mm-umm describes every file.
+ * ROOT/kernel/debug/umm/{clients,cgroups}, so tests can point the tools at
+ * a fake tree (--sysfs-root or $UMM_SYSFS_ROOT).
+ * Documentation/ABI/testing/sysfs-kernel-mm-umm describes every file.
  */
 #define UT_UMM_ROOT_ENV		"UMM_SYSFS_ROOT"
 #define UT_UMM_DIR		"/kernel/mm/umm"
 #define UT_UMM_CLIENTS		"/kernel/debug/umm/clients"
+#define UT_UMM_CGROUPS		"/kernel/debug/umm/cgroups"
 #define UT_UMM_MAX_GPUS		16
 #define UT_UMM_LEVEL_LEN	16
 #define UT_UMM_ETA_NONE		4294967295ull	/* eta_ms: not falling */
+#define UT_UMM_NO_LIMIT		UINT64_MAX	/* a cgroup's limit and room */
 
 /*
  * The figures and knobs of each directory, in the ABI's order; the knobs
@@ -332,6 +334,37 @@ void ut_umm_free(struct ut_umm *s);
  * parse.
  */
 int ut_umm_clients(const char *root, struct ut_umm_client **out, size_t *n);
+/*
+ * A watched memory cgroup, a row of ROOT/kernel/debug/umm/cgroups. limit is
+ * the effective one, the lowest memory.max or memory.high on its path to
+ * the root; room the least left under any of them (both UT_UMM_NO_LIMIT
+ * without a limit); level is the word sysfs uses ("normal" .. "critical").
+ */
+struct ut_umm_cgroup {
+	uint64_t id;
+	/*
+	 * Relative to the cgroup2 root ("/slurm/job42"), escaped bytes that
+	 * are printable back, the others still \ooo (as a client's name);
+	 * cut at 4095 bytes (only a path of many unprintable bytes is longer).
+	 */
+	char path[4096];
+	uint64_t usage, limit, room;
+	char level[UT_UMM_LEVEL_LEN];
+	uint64_t clients;
+	uint64_t eta_ms;	/* to the critical threshold; UT_UMM_ETA_NONE */
+	int64_t fill_bps;	/* room lost per second; negative: it grew */
+	uint64_t events;
+};
+
+/*
+ * The debugfs table of watched cgroups: 0 with *out (free() it) and *n,
+ * -ENOENT when umm.ko is not loaded, -ENODEV when debugfs is not mounted,
+ * -EACCES when not root, -ENOSYS when umm.ko's debugfs directory has no
+ * such table (a module before memory cgroups), -EPROTO for a header or a
+ * line it cannot parse.
+ */
+int ut_umm_cgroups(const char *root, struct ut_umm_cgroup **out, size_t *n);
+
 /* One tier of a client's books: what it holds there and could give back. */
 struct ut_umm_book {
 	char tier[16];			/* "node0", "gpu1" */
@@ -344,7 +377,7 @@ struct ut_umm_book {
  * b[0..max): returns how many; entries of another shape are skipped.
  */
 int ut_umm_books(const char *books, struct ut_umm_book *b, int max);
-/* One line saying why ut_umm_read/ut_umm_clients failed with err. */
+/* One line saying why ut_umm_read/ut_umm_clients/_cgroups failed (err). */
 void ut_umm_warn(const char *root, const char *what, int err);
 
 /*
@@ -358,6 +391,13 @@ void ut_umm_json(struct ut_json *j, const struct ut_umm *s,
 void ut_umm_json_clients(struct ut_json *j, const char *key,
 			 const struct ut_umm_client *c, size_t n);
 /*
+ * An array member key of cgroup objects: every field as a number, bytes
+ * exact (UT_UMM_NO_LIMIT, 18446744073709551615, for no limit), the level
+ * and the path as strings.
+ */
+void ut_umm_json_cgroups(struct ut_json *j, const char *key,
+			 const struct ut_umm_cgroup *c, size_t n);
+/*
  * Tables on stdout. decline: bytes per second the free memory of each node
  * fell since the last sample, negative when it grew, NaN when unknown (a
  * column only when not NULL). GPUs without a
@@ -366,6 +406,8 @@ void ut_umm_json_clients(struct ut_json *j, const char *key,
 int ut_umm_print_nodes(const struct ut_umm *s, const double *decline);
 int ut_umm_print_gpus(const struct ut_umm *s, bool all);
 int ut_umm_print_clients(const struct ut_umm_client *c, size_t n);
+/* USED% is the share of the limit not left as room, as levels judge it. */
+int ut_umm_print_cgroups(const struct ut_umm_cgroup *c, size_t n);
 
 /* ---- Prometheus text exposition (prom.c) ------------------------------- */
 

@@ -1,8 +1,10 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# Description: umctl against a fake umm.ko tree (--sysroot): status and
-# clients in text and JSON, metrics in the Prometheus format (promtool's
-# check, values, escaped names, the atomic file, partial trees), get/set of
+# Description: umctl against a fake umm.ko tree (--sysroot): status,
+# clients and watched cgroups in text and JSON (a table missing, malformed
+# or from an older module refused), metrics in the Prometheus format
+# (promtool's check, values, escaped names and paths, at most 64 cgroups
+# with series of their own, the atomic file, partial trees), get/set of
 # every kind of knob with the value landing in the file (ring_bytes_max at
 # both ends of its range), ranges and watermark order (a node's, cgroup/'s)
 # refused before writing, a module without cgroup/, inject commands as the
@@ -80,6 +82,65 @@ clients() {
 	json_is "$TMP/c.json" name '"my trainer 2"' &&
 	json_is "$TMP/c.json" priority -5 &&
 	json_is "$TMP/c.json" resident_bytes 1048576
+}
+
+# The watched cgroups: human sizes, no limit as "none", the escaped path
+# back; JSON with every figure a number, bytes exact.
+cgroups() {
+	u cgroups >"$TMP/cg.txt" &&
+	grep -Eq '^PATH +USAGE +LIMIT +USED% +ROOM +LEVEL +CLIENTS +ETA +EVENTS$' \
+		"$TMP/cg.txt" &&
+	grep -Eq '^/slurm/job42 +3.5 GiB +4 GiB +87.5% +512 MiB +low +1 +1m30s +2$' \
+		"$TMP/cg.txt" &&
+	grep -Eq '^/system.slice/my trainer.service +256 MiB +none +- +- +normal +1 +- +0$' \
+		"$TMP/cg.txt" || { cat "$TMP/cg.txt"; return 1; }
+	u --json cgroups >"$TMP/cg.json" &&
+	"$JC" "$TMP/cg.json" cgroups:array cgroups.1.path:string \
+		cgroups.*.id:number cgroups.*.usage_bytes:number \
+		cgroups.*.limit_bytes:number cgroups.*.room_bytes:number \
+		cgroups.*.level:string cgroups.*.clients:number \
+		cgroups.*.eta_ms:number cgroups.*.fill_bps:number \
+		cgroups.*.events:number || return 1
+	json_is "$TMP/cg.json" path '"/system.slice/my trainer.service"' &&
+	json_is "$TMP/cg.json" limit_bytes 18446744073709551615 &&
+	json_is "$TMP/cg.json" room_bytes 536870912 &&
+	json_is "$TMP/cg.json" usage_bytes 3758096384 &&
+	json_is "$TMP/cg.json" eta_ms 90000 &&
+	json_is "$TMP/cg.json" fill_bps 4194304 || return 1
+	# none watched: no rows and no header (libsmartcols prints nothing for
+	# an empty table), an empty array
+	mkdir -p "$TMP/cg0"
+	fake_umm "$TMP/cg0" && fake_cgroups "$TMP/cg0" 0 &&
+	"$UMCTL" -r "$TMP/cg0" cgroups >"$TMP/cg0.txt" &&
+	[ ! -s "$TMP/cg0.txt" ] &&
+	"$UMCTL" -r "$TMP/cg0" cgroups --json >"$TMP/cg0.json" &&
+	"$JC" "$TMP/cg0.json" cgroups:array && grep -q '"cgroups": \[\]' \
+		"$TMP/cg0.json" || { cat "$TMP/cg0.txt" "$TMP/cg0.json"; return 1; }
+}
+
+# Exit 1 and why, as for clients: debugfs not mounted, a module before the
+# cgroup table, a row or a header that is not the module's.
+cgroups_errors() {
+	local T=$TMP/cge
+	mkdir -p "$T"
+	fake_umm "$T"
+	rm "$T/kernel/debug/umm/cgroups"
+	expect 1 'cgroups: not supported by this umm.ko' \
+		"$UMCTL" -r "$T" cgroups &&
+	rm -rf "$T/kernel/debug/umm" &&
+	expect 1 'cgroups: debugfs is not mounted' "$UMCTL" -r "$T" cgroups &&
+	expect 1 'cgroups: debugfs is not mounted' "$UMCTL" -r "$T" --json \
+		cgroups || return 1
+	[ ! -s "$TMP/out" ] || { echo "stdout not empty"; return 1; }
+	fake_umm "$T"
+	sed -i '2s/ low / 3 /' "$T/kernel/debug/umm/cgroups"
+	expect 1 'cgroups: unexpected contents' "$UMCTL" -r "$T" cgroups &&
+	fake_umm "$T" && sed -i '3s/ 0 0$/ 0/' "$T/kernel/debug/umm/cgroups" &&
+	expect 1 'cgroups: unexpected contents' "$UMCTL" -r "$T" --json cgroups &&
+	fake_umm "$T" && sed -i '1s/usage_bytes/usage/' \
+		"$T/kernel/debug/umm/cgroups" &&
+	expect 1 'cgroups: unexpected contents' "$UMCTL" -r "$T" cgroups &&
+	expect 2 "unexpected argument 'x'" "$UMCTL" -r "$T" cgroups x
 }
 
 clients_no_debugfs() {
@@ -163,7 +224,7 @@ cgroup_knobs() {
 	u knobs | grep -qx 'cgroup/low_bp wm 0 10000 2000 0' &&
 	u help | grep -q 'cgroup/low_bp' &&
 	u set cgroup/medium_bp 1000 && u set cgroup/low_bp 2000 &&
-	fake_set "$R" cgroup/watched 0 || { cat "$TMP/s.txt"; return 1; }
+	fake_set "$R" cgroup/watched 2 || { cat "$TMP/s.txt"; return 1; }
 }
 
 # A module built before cgroup/: everything else works, the cgroup knobs
@@ -280,7 +341,7 @@ kernel_refuses() {
 
 no_module() {
 	local bad=0 c
-	for c in status clients get "get enabled" "set enabled 1" \
+	for c in status clients cgroups get "get enabled" "set enabled 1" \
 		"inject oom"; do
 		# shellcheck disable=SC2086
 		expect 1 'umm.ko is not loaded' "$UMCTL" -r "$TMP/none" $c ||
@@ -294,7 +355,7 @@ not_root() {
 	local bad=0 c nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
 	chmod -R a+rX "$TMP"
 	for f in $(find "$R" -type f); do chmod go-rwx "$f"; done
-	for c in status clients metrics "get queue_len" "set queue_len 64" \
+	for c in status clients cgroups metrics "get queue_len" "set queue_len 64" \
 		"get ring_bytes_max" "set ring_bytes_max 64M" "inject clear"; do
 		# shellcheck disable=SC2086
 		expect 1 'ermission denied' "${nobody[@]}" "$UMCTL" -r "$R" $c ||
@@ -348,7 +409,20 @@ metrics_text() {
 	has "$TMP/m.prom" 'umm_client_ack_latency_seconds_bucket{name="my trainer 2",slot="0",le="0.002"} 0' &&
 	has "$TMP/m.prom" 'umm_client_ack_latency_seconds_bucket{name="my trainer 2",slot="0",le="0.005"} 2' &&
 	has "$TMP/m.prom" 'umm_client_ack_latency_seconds_bucket{name="my trainer 2",slot="0",le="+Inf"} 2' &&
-	has "$TMP/m.prom" 'umm_client_ack_latency_seconds_count{name="my trainer 2",slot="0"} 2' || return 1
+	has "$TMP/m.prom" 'umm_client_ack_latency_seconds_count{name="my trainer 2",slot="0"} 2' &&
+	has "$TMP/m.prom" 'umm_cgroups_watched 2' &&
+	has "$TMP/m.prom" 'umm_cgroup_table_readable 1' &&
+	has "$TMP/m.prom" 'umm_cgroup_level{cgroup="/slurm/job42"} 1' &&
+	has "$TMP/m.prom" 'umm_cgroup_usage_bytes{cgroup="/slurm/job42"} 3758096384' &&
+	has "$TMP/m.prom" 'umm_cgroup_limit_bytes{cgroup="/slurm/job42"} 4294967296' &&
+	has "$TMP/m.prom" 'umm_cgroup_room_bytes{cgroup="/slurm/job42"} 536870912' &&
+	has "$TMP/m.prom" 'umm_cgroup_clients{cgroup="/slurm/job42"} 1' &&
+	has "$TMP/m.prom" 'umm_cgroup_events_total{cgroup="/slurm/job42"} 2' &&
+	has "$TMP/m.prom" \
+		'umm_cgroup_limit_bytes{cgroup="/system.slice/my trainer.service"} +Inf' &&
+	has "$TMP/m.prom" \
+		'umm_cgroup_room_bytes{cgroup="/system.slice/my trainer.service"} +Inf' &&
+	! grep -q '^umm_[a-z_]*{cgroup="_other"}' "$TMP/m.prom" || return 1
 	# buckets per client: 14, cumulative, +Inf equal to _count
 	awk '{ k = $0; sub(/ [^ ]*$/, "", k); sub(/^[^{]*/, "", k)
 	       sub(/,le=.*/, "", k); sub(/}$/, "", k) }
@@ -397,7 +471,52 @@ metrics_changes_and_names() {
 	has "$TMP/mc.prom" 'umm_client_info{name="twin",slot="0",pid="80"} 1' &&
 	has "$TMP/mc.prom" 'umm_client_info{name="twin",slot="1",pid="90"} 1' &&
 	has "$TMP/mc.prom" \
-		'umm_client_resident_bytes{name="twin",slot="1",tier="node0"} 1024'
+		'umm_client_resident_bytes{name="twin",slot="1",tier="node0"} 1024' || return 1
+	# a cgroup path with a quote, a backslash (\134) and a newline (\012,
+	# which stays written so): a valid label, one series
+	printf '%s\n%s\n' "$(head -n 1 "$TMP/mc/sys/kernel/debug/umm/cgroups")" \
+		'5 /a"b\134c\012d 1 2 1 critical 1 0 0 7' \
+		>"$TMP/mc/sys/kernel/debug/umm/cgroups"
+	"$UMCTL" --sysroot "$TMP/mc" metrics >"$TMP/mc.prom" &&
+	promcheck "$TMP/mc.prom" &&
+	has "$TMP/mc.prom" 'umm_cgroup_level{cgroup="/a\"b\\c\\012d"} 3' &&
+	has "$TMP/mc.prom" 'umm_cgroup_events_total{cgroup="/a\"b\\c\\012d"} 7'
+}
+
+# 70 watched cgroups: the 64 with the least room (cg7 .. cg70) have series
+# of their own, cg1 .. cg6 are summed into cgroup="_other" (no room, no
+# level: a sum of those means nothing); the count is all 70. With 64, no
+# _other; a path twice (a cgroup made again while the old one is still
+# watched) is one series, the second goes to _other.
+metrics_cgroups_bounded() {
+	local T=$TMP/cg70 f
+	mkdir -p "$T/sys"
+	fake_umm "$T/sys" && fake_cgroups "$T/sys" 70 &&
+	"$UMCTL" --sysroot "$T" metrics >"$T/m.prom" && promcheck "$T/m.prom" ||
+		return 1
+	for f in level usage_bytes limit_bytes room_bytes clients events_total; do
+		[ "$(grep -c "^umm_cgroup_$f{cgroup=\"/fake/" "$T/m.prom")" = 64 ] ||
+			{ echo "umm_cgroup_$f: not 64 series"; return 1; }
+	done
+	! grep -Eq '^umm_cgroup_[a-z_]*\{cgroup="/fake/cg[1-6]"\}' "$T/m.prom" &&
+	has "$T/m.prom" 'umm_cgroups_watched 70' &&
+	has "$T/m.prom" 'umm_cgroup_room_bytes{cgroup="/fake/cg70"} 1000341504' &&
+	has "$T/m.prom" 'umm_cgroup_clients{cgroup="/fake/cg7"} 7' &&
+	has "$T/m.prom" 'umm_cgroup_usage_bytes{cgroup="_other"} 22020096' &&
+	has "$T/m.prom" 'umm_cgroup_limit_bytes{cgroup="_other"} 6442450944' &&
+	has "$T/m.prom" 'umm_cgroup_clients{cgroup="_other"} 21' &&
+	has "$T/m.prom" 'umm_cgroup_events_total{cgroup="_other"} 42' &&
+	[ "$(grep -c '^umm_[a-z_]*{cgroup="_other"}' "$T/m.prom")" = 4 ] ||
+		return 1
+	fake_cgroups "$T/sys" 64 &&
+	"$UMCTL" --sysroot "$T" metrics >"$T/m.prom" && promcheck "$T/m.prom" &&
+	! grep -q '^umm_[a-z_]*{cgroup="_other"}' "$T/m.prom" &&
+	[ "$(grep -c '^umm_cgroup_level{' "$T/m.prom")" = 64 ] || return 1
+	sed -n 2p "$T/sys/kernel/debug/umm/cgroups" | sed 's/^1001 /9999 /' \
+		>>"$T/sys/kernel/debug/umm/cgroups"
+	"$UMCTL" --sysroot "$T" metrics >"$T/m.prom" && promcheck "$T/m.prom" &&
+	[ "$(grep -c '^umm_cgroup_level{cgroup="/fake/cg1"}' "$T/m.prom")" = 1 ] &&
+	has "$T/m.prom" 'umm_cgroup_usage_bytes{cgroup="_other"} 1048576'
 }
 
 # FILE is replaced whole (rename of a temporary beside it, mode 0644) and
@@ -427,7 +546,18 @@ metrics_partial() {
 	"$UMCTL" -r "$TMP/md" metrics >"$TMP/nd.prom" &&
 	promcheck "$TMP/nd.prom" &&
 	has "$TMP/nd.prom" 'umm_client_table_readable 0' &&
-	! grep -q '^umm_client_[a-z_]*{' "$TMP/nd.prom"
+	! grep -q '^umm_client_[a-z_]*{' "$TMP/nd.prom" &&
+	has "$TMP/nd.prom" 'umm_cgroup_table_readable 0' &&
+	has "$TMP/nd.prom" 'umm_cgroups_watched 2' &&
+	! grep -q '^umm_cgroup_[a-z_]*{' "$TMP/nd.prom" || return 1
+	# a malformed cgroup table alone: the rest is there
+	fake_umm "$TMP/md"
+	echo 'id path' >"$TMP/md/kernel/debug/umm/cgroups"
+	"$UMCTL" -r "$TMP/md" metrics >"$TMP/nd.prom" &&
+	promcheck "$TMP/nd.prom" &&
+	has "$TMP/nd.prom" 'umm_cgroup_table_readable 0' &&
+	has "$TMP/nd.prom" 'umm_client_table_readable 1' &&
+	! grep -q '^umm_cgroup_[a-z_]*{' "$TMP/nd.prom"
 }
 
 metrics_usage() {
@@ -437,6 +567,7 @@ metrics_usage() {
 
 help_version() {
 	u --help | grep -q 'inject' && u help | grep -q 'KNOB' &&
+	u help | grep -q '^  cgroups ' &&
 	u -V | grep -q '^umctl[-a-z]* (um) [0-9]'
 }
 
@@ -478,11 +609,13 @@ for p in json.load(open(sys.argv[1]))["panels"]:
 	done
 }
 
-tap_begin 24
+tap_begin 27
 tap_check "umctl.status_text" status_text
 tap_check "umctl.status_json" status_json
 tap_check "umctl.clients" clients
 tap_check "umctl.clients_without_debugfs" clients_no_debugfs
+tap_check "umctl.cgroups" cgroups
+tap_check "umctl.cgroups_missing_malformed_refused" cgroups_errors
 tap_check "umctl.get_set" get_set
 tap_check "umctl.ring_bytes_max_range" ring_bytes_max
 tap_check "umctl.grammar_of_the_module" grammar
@@ -496,11 +629,13 @@ if command -v promtool >/dev/null; then
 	tap_check "umctl.metrics_text" metrics_text
 	tap_check "umctl.metrics_follow_changes_escape_names" \
 		metrics_changes_and_names
+	tap_check "umctl.metrics_cgroups_bounded_64_and_other" \
+		metrics_cgroups_bounded
 	tap_check "umctl.metrics_file_atomic" metrics_file
 	tap_check "umctl.metrics_module_absent_no_debugfs" metrics_partial
 else
-	for t in text follow_changes_escape_names file_atomic \
-		module_absent_no_debugfs; do
+	for t in text follow_changes_escape_names cgroups_bounded_64_and_other \
+		file_atomic module_absent_no_debugfs; do
 		tap_skip "umctl.metrics_$t" "promtool not installed (prometheus)"
 	done
 fi
@@ -518,7 +653,8 @@ else
 	tap_skip "umctl.not_root" "needs root and setpriv to become nobody"
 fi
 tap_check "umctl.help_version" help_version
-if "$JC" "$TMP/s.json" >/dev/null 2>&1 && "$JC" "$TMP/c.json" >/dev/null 2>&1
+if "$JC" "$TMP/s.json" >/dev/null 2>&1 && "$JC" "$TMP/c.json" >/dev/null 2>&1 &&
+	"$JC" "$TMP/cg.json" >/dev/null 2>&1
 then
 	tap_ok "umctl.json_valid"
 else

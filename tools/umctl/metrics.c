@@ -10,7 +10,10 @@
  * ACK latency as a sum and a count and exposes only their ratio and the
  * maximum, exported as two gauges; per client it also counts latencies into
  * fixed buckets, exported as a histogram (clients of a module that does not
- * have no histogram: none is invented).
+ * have no histogram: none is invented). Watched memory cgroups are labelled
+ * by their path, a number of series a host bounds only by its jobs: the 64
+ * with the least room get series of their own, the rest are summed into
+ * cgroup="_other" (cgroup_series()).
  */
 #include <errno.h>
 #include <math.h>
@@ -141,7 +144,31 @@ static const struct field_metric client_metrics[] = {
 	  C_ACK_NS, NS_MEAN },
 };
 
+/* Cgroup figures, by the field of struct ut_umm_cgroup they show. */
+enum cgroup_field { CG_USAGE, CG_LIMIT, CG_ROOM, CG_CLIENTS, CG_EVENTS,
+		    CG_COUNT };
+
+static const struct field_metric cgroup_metrics[] = {
+	{ "umm_cgroup_usage_bytes", "gauge",
+	  "Memory the cgroup uses (its memory.current).", CG_USAGE, AS_IS },
+	{ "umm_cgroup_limit_bytes", "gauge",
+	  "The cgroup's effective limit, the lowest memory.max or memory.high on its path to the root; +Inf without one.",
+	  CG_LIMIT, AS_IS },
+	{ "umm_cgroup_room_bytes", "gauge",
+	  "Bytes left under the cgroup's limits, the least under any on its path (siblings' usage counts under a parent's); +Inf without a limit.",
+	  CG_ROOM, AS_IS },
+	{ "umm_cgroup_clients", "gauge",
+	  "Clients of /dev/umm tied to the cgroup.", CG_CLIENTS, AS_IS },
+	{ "umm_cgroup_events_total", "counter",
+	  "Pressure events about the cgroup (cgroup=\"_other\" falls when a cgroup leaves it).",
+	  CG_EVENTS, AS_IS },
+};
+
 #define COUNT(a)	(sizeof(a) / sizeof((a)[0]))
+/* Cgroups with series of their own; the rest are cgroup="_other". */
+#define CGROUP_SERIES	64
+/* cgroup="<path>": each byte of a path is at most 5 of the label (\\xNN) */
+#define CG_LABELS	(sizeof(((struct ut_umm_cgroup *)0)->path) * 5 + 16)
 #define LABELS		512	/* pid, an escaped name of 31 bytes, a tier */
 
 static const char *const levels[] = { "normal", "low", "medium", "critical" };
@@ -468,6 +495,153 @@ static void client_families(FILE *f, const struct ut_umm_client *c,
 	free(slot);
 }
 
+/* Which cgroups get series of their own, and the sums of the others. */
+struct cgroup_series {
+	size_t own[CGROUP_SERIES];	/* indexes, the least room first */
+	size_t nown, nother;
+	uint64_t sum[CG_COUNT];		/* the others' (saturating) */
+	double limit;			/* their limits; +Inf if one has none */
+};
+
+static uint64_t cgroup_value(const struct ut_umm_cgroup *c, int field)
+{
+	switch (field) {
+	case CG_USAGE:
+		return c->usage;
+	case CG_LIMIT:
+		return c->limit;
+	case CG_ROOM:
+		return c->room;
+	case CG_CLIENTS:
+		return c->clients;
+	default:
+		return c->events;
+	}
+}
+
+static int by_room_path(const void *a, const void *b, void *arg)
+{
+	const struct ut_umm_cgroup *c = arg;
+	const struct ut_umm_cgroup *x = &c[*(const size_t *)a];
+	const struct ut_umm_cgroup *y = &c[*(const size_t *)b];
+
+	if (x->room != y->room)
+		return x->room < y->room ? -1 : 1;
+	return strcmp(x->path, y->path);
+}
+
+static bool path_taken(const struct cgroup_series *cs,
+		       const struct ut_umm_cgroup *c, const char *path)
+{
+	size_t i;
+
+	for (i = 0; i < cs->nown; i++)
+		if (!strcmp(c[cs->own[i]].path, path))
+			return true;
+	return false;
+}
+
+static void add_other(struct cgroup_series *cs, const struct ut_umm_cgroup *c)
+{
+	int k;
+
+	for (k = 0; k < CG_COUNT; k++) {
+		uint64_t v = cgroup_value(c, k);
+
+		cs->sum[k] = cs->sum[k] > UINT64_MAX - v ? UINT64_MAX :
+			     cs->sum[k] + v;
+	}
+	cs->limit += c->limit == UT_UMM_NO_LIMIT ? INFINITY : (double)c->limit;
+	cs->nother++;
+}
+
+/*
+ * Series of their own for the CGROUP_SERIES cgroups with the least room,
+ * the ones an admin needs to see, by path; the rest go to cgroup="_other".
+ * So does a path seen twice (a cgroup removed and made again while the old
+ * one is still watched): two series with one label would spoil the file.
+ */
+static int cgroup_series(const struct ut_umm_cgroup *c, size_t n,
+			 struct cgroup_series *cs)
+{
+	size_t *order = calloc(n ? n : 1, sizeof(*order));
+	size_t i;
+
+	memset(cs, 0, sizeof(*cs));
+	if (!order)
+		return -ENOMEM;
+	for (i = 0; i < n; i++)
+		order[i] = i;
+	qsort_r(order, n, sizeof(*order), by_room_path, (void *)c);
+	for (i = 0; i < n; i++) {
+		const struct ut_umm_cgroup *g = &c[order[i]];
+
+		if (cs->nown < CGROUP_SERIES && !path_taken(cs, c, g->path))
+			cs->own[cs->nown++] = order[i];
+		else
+			add_other(cs, g);
+	}
+	free(order);
+	return 0;
+}
+
+/* A figure of a cgroup; a limit or room of none is +Inf. */
+static void cgroup_sample(FILE *f, const struct field_metric *m,
+			  const char *labels, uint64_t v)
+{
+	if ((m->field == CG_LIMIT || m->field == CG_ROOM) &&
+	    v == UT_UMM_NO_LIMIT)
+		ut_prom_dbl(f, m->name, labels, INFINITY);
+	else
+		ut_prom_u64(f, m->name, labels, v);
+}
+
+/* The others' sums; the room and the level of a sum would mean nothing. */
+static void other_sample(FILE *f, const struct field_metric *m,
+			 const struct cgroup_series *cs)
+{
+	const char *labels = "cgroup=\"_other\"";
+
+	if (!cs->nother || m->field == CG_ROOM)
+		return;
+	if (m->field == CG_LIMIT)
+		ut_prom_dbl(f, m->name, labels, cs->limit);
+	else
+		ut_prom_u64(f, m->name, labels, cs->sum[m->field]);
+}
+
+static void cgroup_label(char *buf, const struct ut_umm_cgroup *c)
+{
+	buf[0] = '\0';
+	ut_prom_label(buf, CG_LABELS, "cgroup", c->path);
+}
+
+static void cgroup_families(FILE *f, const struct ut_umm_cgroup *c,
+			    const struct cgroup_series *cs)
+{
+	char labels[CG_LABELS];
+	size_t i, k;
+
+	ut_prom_family(f, "umm_cgroup_level", "gauge",
+		       "The cgroup's pressure level: 0 normal, 1 low, 2 medium, 3 critical.");
+	for (i = 0; i < cs->nown; i++) {
+		cgroup_label(labels, &c[cs->own[i]]);
+		ut_prom_dbl(f, "umm_cgroup_level", labels,
+			    level_value(c[cs->own[i]].level));
+	}
+	for (k = 0; k < COUNT(cgroup_metrics); k++) {
+		const struct field_metric *m = &cgroup_metrics[k];
+
+		ut_prom_family(f, m->name, m->type, m->help);
+		for (i = 0; i < cs->nown; i++) {
+			cgroup_label(labels, &c[cs->own[i]]);
+			cgroup_sample(f, m, labels,
+				      cgroup_value(&c[cs->own[i]], m->field));
+		}
+		other_sample(f, m, cs);
+	}
+}
+
 /* What one run of umctl metrics shows. */
 struct snapshot {
 	bool loaded;
@@ -477,6 +651,10 @@ struct snapshot {
 	int clients_err;		/* 0, or why there is no table */
 	struct ut_umm_client *c;
 	size_t nc;
+	int cgroups_err;		/* the same for the cgroup table */
+	struct ut_umm_cgroup *cg;
+	size_t ncg;
+	struct cgroup_series cs;
 };
 
 static void write_metrics(FILE *f, const struct snapshot *x)
@@ -494,6 +672,16 @@ static void write_metrics(FILE *f, const struct snapshot *x)
 		       "1 when the debugfs client table could be read; 0, and no umm_client_ series, when not (debugfs not mounted, not root).");
 	ut_prom_u64(f, "umm_client_table_readable", "", !x->clients_err);
 	client_families(f, x->c, x->nc);
+	if (x->s.has_cgroup) {
+		ut_prom_family(f, "umm_cgroups_watched", "gauge",
+			       "Memory cgroups umm.ko watches (cgroup/watched), those in cgroup=\"_other\" too.");
+		ut_prom_u64(f, "umm_cgroups_watched", "",
+			    x->s.cg[UT_UMM_CG_watched]);
+	}
+	ut_prom_family(f, "umm_cgroup_table_readable", "gauge",
+		       "1 when the debugfs cgroup table could be read; 0, and no other umm_cgroup_ series, when not.");
+	ut_prom_u64(f, "umm_cgroup_table_readable", "", !x->cgroups_err);
+	cgroup_families(f, x->cg, &x->cs);
 }
 
 /* The nodes and GPUs of x->s as entities. */
@@ -532,6 +720,9 @@ static int take(const struct umctl *u, struct snapshot *x)
 	if (!x->loaded)
 		return EX_DONE;
 	x->clients_err = ut_umm_clients(u->root, &x->c, &x->nc);
+	x->cgroups_err = ut_umm_cgroups(u->root, &x->cg, &x->ncg);
+	if (!x->cgroups_err && cgroup_series(x->cg, x->ncg, &x->cs))
+		return umctl_fail("metrics", -ENOMEM);
 	return entities(x) ? umctl_fail("metrics", -ENOMEM) : EX_DONE;
 }
 
@@ -593,6 +784,7 @@ int cmd_metrics(struct umctl *u, int argc, char **argv)
 	}
 	free(x.nodes);
 	free(x.c);
+	free(x.cg);
 	ut_umm_free(&x.s);
 	return ret;
 }

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * umctl - administer umm.ko: its state, its client list, its knobs and its
- * inject file, all through /sys/kernel/mm/umm and debugfs; its figures for
- * Prometheus (metrics.c).
+ * umctl - administer umm.ko: its state, its client list, the memory cgroups
+ * it watches, its knobs and its inject file, all through /sys/kernel/mm/umm
+ * and debugfs; its figures for Prometheus (metrics.c).
  *
  * Exit status: 0 done, 1 the system refused or umm.ko is not there, 2 bad
  * usage (unknown command or knob, a value out of range). See umctl(8).
@@ -152,6 +152,33 @@ static int cmd_clients(struct umctl *u, int argc, char **argv)
 	return ret ? umctl_fail("clients", ret) : EX_DONE;
 }
 
+static int cmd_cgroups(struct umctl *u, int argc, char **argv)
+{
+	struct ut_umm_cgroup *c;
+	struct ut_json j;
+	size_t n;
+	int ret;
+
+	if (argc > 1)
+		ut_die_usage("cgroups: unexpected argument '%s'", argv[1]);
+	ret = ut_umm_cgroups(u->root, &c, &n);
+	if (ret) {
+		ut_umm_warn(u->root, "cgroups", ret);
+		return EX_RUNTIME;
+	}
+	if (u->json) {
+		ut_json_init(&j, stdout);
+		ut_json_obj_begin(&j, NULL);
+		ut_umm_json_cgroups(&j, "cgroups", c, n);
+		ut_json_obj_end(&j);
+		ut_json_finish(&j);
+	} else {
+		ret = ut_umm_print_cgroups(c, n);
+	}
+	free(c);
+	return ret ? umctl_fail("cgroups", ret) : EX_DONE;
+}
+
 struct command {
 	const char *name;
 	int (*fn)(struct umctl *u, int argc, char **argv);
@@ -164,6 +191,8 @@ static const struct command commands[] = {
 	  "module counters, nodes and GPUs" },
 	{ "clients", cmd_clients, "",
 	  "the processes that have /dev/umm open (debugfs, root)" },
+	{ "cgroups", cmd_cgroups, "",
+	  "the watched memory cgroups (debugfs)" },
 	{ "metrics", cmd_metrics, "[FILE]",
 	  "Prometheus text, to stdout or FILE (atomic)" },
 	{ "knobs", cmd_knobs, "",
@@ -319,7 +348,7 @@ int main(int argc, char **argv)
 	ut_set_progname(argv);
 	parse(argc, argv, &u);
 	if (optind >= argc)
-		ut_die_usage("no command (status, clients, metrics, knobs, get, set, inject)");
+		ut_die_usage("no command (status, clients, cgroups, metrics, knobs, get, set, inject)");
 	argc = keep_args(argc - optind, argv + optind, &u);
 	argv += optind;
 	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)

@@ -3,8 +3,9 @@
 # Description: umtop against a fake umm.ko tree (--sysfs-root, and
 # --sysroot giving the same): batch text and newline-delimited JSON, rates
 # computed from a tree that changes between samples (counters per second,
-# free memory declining), -n, bad options, the module absent, and the
-# client table missing (not fatal).
+# free memory declining), -n, bad options, the module absent, the client
+# table missing (not fatal), and the watched cgroups (least room first; no
+# section without a readable, non-empty table).
 # Usage: check.sh UMTOP UT-JSONCHECK
 set -u
 UMTOP=$1
@@ -68,8 +69,54 @@ json_lines() {
 no_clients() {
 	rm -rf "$R/kernel/debug/umm"
 	t -b -n 1 >"$TMP/nc.txt" && grep -q '^clients: debugfs not mounted' \
-		"$TMP/nc.txt" && t -J -n 1 >"$TMP/nc.json" &&
-	"$JC" "$TMP/nc.json" clients:null
+		"$TMP/nc.txt" && ! grep -q '^cgroups' "$TMP/nc.txt" &&
+	t -J -n 1 >"$TMP/nc.json" &&
+	"$JC" "$TMP/nc.json" clients:null cgroups:null
+}
+
+# The watched cgroups below the other tables, least room first (job42
+# before the one without a limit, 70 fake ones from cg70 down), in JSON
+# as umctl cgroups --json has them; no section for an empty or a
+# malformed table, the rest as before.
+cgroups_section() {
+	local C=$TMP/cg
+	mkdir -p "$C"
+	fake_umm "$C"
+	"$UMTOP" -r "$C" -b -n 1 >"$TMP/cg.txt" &&
+	grep -qx 'cgroups: 2 watched, least room first' "$TMP/cg.txt" &&
+	grep -Eq '^PATH +USAGE +LIMIT +USED% +ROOM +LEVEL +CLIENTS +ETA +EVENTS$' \
+		"$TMP/cg.txt" &&
+	[ "$(grep -A2 '^PATH ' "$TMP/cg.txt" | awk 'NR > 1 { print $1 }' |
+		tr '\n' ' ')" = '/slurm/job42 /system.slice/my ' ] &&
+	grep -Eq '^/slurm/job42 +3.5 GiB +4 GiB +87.5% +512 MiB +low +1 +1m30s +2$' \
+		"$TMP/cg.txt" &&
+	[ "$(grep . "$TMP/cg.txt" | tail -n 1 | awk '{ print $1 }')" = \
+		/system.slice/my ] || { cat "$TMP/cg.txt"; return 1; }
+	"$UMTOP" -r "$C" -J -n 1 >"$TMP/cg.json" &&
+	"$JC" "$TMP/cg.json" cgroups:array cgroups.0.path:string \
+		cgroups.*.limit_bytes:number cgroups.*.fill_bps:number \
+		cgroups.1.eta_ms:number nodes.0.level:string || return 1
+	grep -q '"cgroups":\[{"id":4097,"path":"/slurm/job42","usage_bytes":3758096384,"limit_bytes":4294967296,"room_bytes":536870912,' \
+		"$TMP/cg.json" &&
+	grep -q '"limit_bytes":18446744073709551615' "$TMP/cg.json" || {
+		cat "$TMP/cg.json"; return 1; }
+	fake_cgroups "$C" 70 &&
+	"$UMTOP" -r "$C" -b -n 1 >"$TMP/cg.txt" &&
+	[ "$(grep -A1 '^PATH ' "$TMP/cg.txt" | awk 'NR == 2 { print $1 }')" = \
+		/fake/cg70 ] && [ "$(grep -c '^/fake/cg' "$TMP/cg.txt")" = 70 ] || {
+		cat "$TMP/cg.txt"; return 1; }
+	fake_cgroups "$C" 0 &&
+	"$UMTOP" -r "$C" -b -n 1 >"$TMP/cg.txt" &&
+	! grep -q '^cgroups\|^PATH ' "$TMP/cg.txt" &&
+	grep -q 'my trainer 2' "$TMP/cg.txt" &&
+	"$UMTOP" -r "$C" -J -n 1 >"$TMP/cg.json" &&
+	"$JC" "$TMP/cg.json" cgroups:array || return 1
+	echo 'id path' >"$C/kernel/debug/umm/cgroups"
+	"$UMTOP" -r "$C" -b -n 1 >"$TMP/cg.txt" &&
+	! grep -q '^cgroups\|^PATH ' "$TMP/cg.txt" &&
+	grep -q 'my trainer 2' "$TMP/cg.txt" &&
+	"$UMTOP" -r "$C" -J -n 1 >"$TMP/cg.json" &&
+	"$JC" "$TMP/cg.json" cgroups:null clients.1.name:string
 }
 
 usage_errors() {
@@ -128,10 +175,11 @@ screen_80x24_and_q() {
 		{ cat "$TMP/s.txt"; return 1; }
 }
 
-tap_begin 7
+tap_begin 8
 tap_check "umtop.batch_rates" batch
 tap_check "umtop.json_lines" json_lines
 tap_check "umtop.clients_missing_not_fatal" no_clients
+tap_check "umtop.cgroups_section" cgroups_section
 tap_check "umtop.usage_errors" usage_errors
 tap_check "umtop.module_absent" no_module
 tap_check "umtop.survives_reload" survives_reload

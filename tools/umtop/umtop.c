@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
  * umtop - a live view of umm.ko: node levels and free memory with its rate
- * of decline, GPU budgets, the module's counters as rates, and the clients.
+ * of decline, GPU budgets, the module's counters as rates, the clients and
+ * the watched memory cgroups.
  *
- * Each sample reads the whole sysfs tree (and the debugfs client table when
- * it can); rates are the difference from the previous sample over the time
+ * Each sample reads the whole sysfs tree (and the debugfs client and cgroup
+ * tables when it can); rates are the difference from the previous sample over the time
  * between them. On a terminal the screen is redrawn with plain ANSI
  * escapes, clipped to the terminal's size and redrawn when it changes; q
  * ends it. -b prints samples one after the other, --json one JSON object
@@ -50,6 +51,9 @@ struct sample {
 	int clients_err;	/* 0, or why the client table is missing */
 	struct ut_umm_client *c;
 	size_t nc;
+	int cgroups_err;	/* the same for the cgroup table */
+	struct ut_umm_cgroup *cg;
+	size_t ncg;
 	double dt;		/* seconds since the previous sample; 0 first */
 	double rate[NRATED];	/* per second; NaN on the first sample */
 	double *decline;	/* per node, bytes per second; NaN unknown */
@@ -107,11 +111,25 @@ static void sample_free(struct sample *x)
 {
 	ut_umm_free(&x->s);
 	free(x->c);
+	free(x->cg);
 	free(x->decline);
 	memset(x, 0, sizeof(*x));
 }
 
-/* 0, or the error of the module's tree (the client table may be missing). */
+static int by_room_path(const void *a, const void *b)
+{
+	const struct ut_umm_cgroup *x = a, *y = b;
+
+	if (x->room != y->room)
+		return x->room < y->room ? -1 : 1;
+	return strcmp(x->path, y->path);
+}
+
+/*
+ * 0, or the error of the module's tree (the debugfs tables may be
+ * missing). The cgroups least room first: the ones that matter stay on a
+ * screen too small for all of them.
+ */
 static int take(const struct opts *o, struct sample *cur,
 		const struct sample *prev)
 {
@@ -122,6 +140,9 @@ static int take(const struct opts *o, struct sample *cur,
 	if (ret)
 		return ret;
 	cur->clients_err = ut_umm_clients(o->root, &cur->c, &cur->nc);
+	cur->cgroups_err = ut_umm_cgroups(o->root, &cur->cg, &cur->ncg);
+	if (cur->ncg)
+		qsort(cur->cg, cur->ncg, sizeof(*cur->cg), by_room_path);
 	return derive(cur, prev);
 }
 
@@ -148,6 +169,10 @@ static void print_json(const struct sample *x)
 		ut_json_null(&j, "clients");
 	else
 		ut_umm_json_clients(&j, "clients", x->c, x->nc);
+	if (x->cgroups_err)
+		ut_json_null(&j, "cgroups");
+	else
+		ut_umm_json_cgroups(&j, "cgroups", x->cg, x->ncg);
 	ut_json_obj_end(&j);
 	ut_json_finish(&j);
 }
@@ -202,6 +227,11 @@ static void print_body(const struct opts *o, const struct sample *x)
 		ut_umm_print_clients(x->c, x->nc);
 	else
 		printf("no clients\n");
+	/* a section only where there is one: no module, no debugfs, none */
+	if (!x->cgroups_err && x->ncg) {
+		printf("\ncgroups: %zu watched, least room first\n", x->ncg);
+		ut_umm_print_cgroups(x->cg, x->ncg);
+	}
 }
 
 /*
@@ -258,7 +288,7 @@ static void usage(void)
 {
 	printf("Usage: %s [options]\n"
 	       "Live view of umm.ko: nodes, GPU budgets, counters as rates,\n"
-	       "clients.\n\n"
+	       "clients, watched memory cgroups.\n\n"
 	       "  -d, --delay SECS      between samples (default 1; 0.1..3600)\n"
 	       "  -n, --iterations N    stop after N samples (default: until ^C)\n"
 	       "  -b, --batch           plain lines, no terminal control\n"
