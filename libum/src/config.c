@@ -23,6 +23,7 @@
 #include <linux/umm.h>
 
 #include "internal.h"
+#include "spill.h"
 #include "um_numa.h"
 
 enum opt_type {
@@ -73,7 +74,7 @@ static const struct um_option options[] = {
 	  UM_DEFAULT_CHUNK_BYTES, UM_MIN_CHUNK_BYTES,
 	  "a size of at least 64K" },
 	{ "LIBUM_SPILL_DIR", OPT_PATH, CFG(spill_dir), SET(spill_dir), 0, 0,
-	  "an absolute directory path" },
+	  "an absolute directory path, or off" },
 	ENV_ONLY("LIBUM_POOL_REFILL", OPT_SWITCH, pool_refill, true,
 		 SWITCH_FORM),
 	ENV_ONLY("LIBUM_PRESSURE", OPT_SWITCH, pressure, true, SWITCH_FORM),
@@ -85,6 +86,13 @@ static const struct um_option options[] = {
 		 "1 to 31 printable ASCII characters"),
 	ENV_ONLY("LIBUM_UMM_DEV", OPT_FILE, umm_dev, 0, "an absolute path"),
 	ENV_ONLY("LIBUM_PSI_PATH", OPT_FILE, psi_path, 0, "an absolute path"),
+	ENV_ONLY("LIBUM_CGROUP_DIR", OPT_PATH, cgroup_dir, 0,
+		 "an absolute directory path"),
+	/* no field: um_config_init() writes sizeof(struct um_config) into
+	 * the caller's struct, so the struct cannot grow under LIBUM_0.1 */
+	{ "LIBUM_HOST_BUDGET", OPT_SIZE, NO_FIELD, SET(host_budget), 0,
+	  1ull << 20,
+	  "a size of at least 1M such as 24G; unset for the memory cgroup's limit only" },
 	ENV_ONLY("LIBUM_HOME_NODE", OPT_NODE, home_node, (int64_t)UM_HOME_AUTO,
 		 "a NUMA node of this machine or any"),
 	ENV_ONLY("LIBUM_SPILL_REMOVE_STALE", OPT_BIT, spill_remove_stale, false,
@@ -279,6 +287,12 @@ static int parse_dir(const char *s)
 	return 0;
 }
 
+/* "off" turns the spill tier off (unset means the default directory). */
+static bool spill_off(const struct um_option *o, const char *val)
+{
+	return o->set_off == SET(spill_dir) && !strcmp(val, "off");
+}
+
 /* What the pressure loop sends umm.ko (pressure_source.c drops blanks). */
 static int parse_name(const char *s)
 {
@@ -323,7 +337,7 @@ static int parse_value(const struct um_option *o, const char *val,
 	case OPT_FILE:
 		return val[0] == '/' ? 0 : -EINVAL;
 	case OPT_PATH:
-		return parse_dir(val);
+		return spill_off(o, val) ? 0 : parse_dir(val);
 	}
 	return -EINVAL;
 }
@@ -424,9 +438,9 @@ static int take_field(struct um_context *ctx, const struct um_option *o,
 		memcpy(&p, cp, sizeof(p));
 		if (!p)
 			return 0;
-		if (parse_dir(p)) {
+		if (!spill_off(o, p) && parse_dir(p)) {
 			um__log(ctx, UM_LOG_ERR,
-				"config: spill_dir \"%.64s\" is not an absolute path of printable characters without . or ..",
+				"config: spill_dir \"%.64s\" is not off or an absolute path of printable characters without . or ..",
 				p);
 			return -EINVAL;
 		}
@@ -533,6 +547,36 @@ static void warn_unknown(struct um_context *ctx)
 }
 
 /*
+ * spill_dir off: no spill tier; unset: the default directory where one
+ * fits (spill_dir.c), else none. Either way spill_none says why there is
+ * none, for the lines that need it.
+ */
+static int settle_spill(struct um_settings *s)
+{
+	char dir[PATH_MAX];
+	const char *why;
+
+	if (s->spill_dir && !strcmp(s->spill_dir, "off")) {
+		free(s->spill_dir);
+		s->spill_dir = NULL;
+		snprintf(s->spill_none, sizeof(s->spill_none),
+			 "no spill tier (spill_dir / LIBUM_SPILL_DIR is off)");
+		return 0;
+	}
+	if (s->spill_dir)
+		return 0;
+	if (um__spill_default_dir(dir, sizeof(dir), &why)) {
+		snprintf(s->spill_none, sizeof(s->spill_none),
+			 "no spill tier (%s; set spill_dir / LIBUM_SPILL_DIR)",
+			 why);
+		return 0;
+	}
+	s->spill_dir = strdup(dir);
+	s->spill_default = true;
+	return s->spill_dir ? 0 : -ENOMEM;
+}
+
+/*
  * Resolves cfg (may be NULL) into s, option by option (resolve_one), and
  * checks every other LIBUM_* variable of the environment too.
  */
@@ -563,6 +607,11 @@ int um__settings_resolve(struct um_context *ctx, const struct um_config *cfg,
 		return ret;
 	}
 	ctx->log_level = s->log_level;
+	ret = settle_spill(s);
+	if (ret) {
+		um__settings_free(s);
+		return ret;
+	}
 	warn_unknown(ctx);
 	dump(ctx, s);
 	return 0;

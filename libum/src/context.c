@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +27,19 @@ static void be_log(void *arg, int level, const char *fmt, ...)
 
 	va_start(ap, fmt);
 	um__vlog(arg, level, fmt, ap);
+	va_end(ap);
+}
+
+/* The default spill directory's lines: a failure there is no error of the
+ * caller's (spill_init says it as INFO), the rest as they are. */
+static void default_spill_log(void *arg, int level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void default_spill_log(void *arg, int level, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	um__vlog(arg, level == UM_LOG_ERR ? UM_LOG_DEBUG : level, fmt, ap);
 	va_end(ap);
 }
 
@@ -216,22 +230,38 @@ static int pool_init(struct um_context *ctx)
 	return 0;
 }
 
+/*
+ * A spill directory the caller named must work; the default one is tried,
+ * and where it fails the context goes on without a spill tier, saying why
+ * where it matters (pressure_shed.c's line when a limit cannot be met).
+ */
 static int spill_init(struct um_context *ctx)
 {
+	struct um_settings *set = &ctx->set;
 	struct um_spill_config sc = {
-		.dir = ctx->set.spill_dir,
-		.flags = ctx->set.spill_remove_stale ? UM_SPILL_REMOVE_STALE : 0,
+		.dir = set->spill_dir,
+		.flags = (set->spill_remove_stale ? UM_SPILL_REMOVE_STALE : 0) |
+			 (set->spill_default ? UM_SPILL_OWN_DIR : 0),
 		.log = be_log,
 		.log_arg = ctx,
 	};
 	int ret;
 
-	if (!ctx->set.spill_dir)
+	if (!set->spill_dir)
 		return 0;
+	if (set->spill_default)
+		sc.log = default_spill_log;
 	ret = um__spill_open(&sc, &ctx->spill);
+	if (ret && set->spill_default) {
+		snprintf(set->spill_none, sizeof(set->spill_none),
+			 "no spill tier (the default directory %s: %s; set spill_dir / LIBUM_SPILL_DIR)",
+			 set->spill_dir, strerror(-ret));
+		um__log(ctx, UM_LOG_INFO, "spill: %s", set->spill_none);
+		return 0;
+	}
 	if (ret)
 		um__log(ctx, UM_LOG_ERR, "spill: cannot use \"%s\" (%d)",
-			ctx->set.spill_dir, ret);
+			set->spill_dir, ret);
 	return ret;
 }
 

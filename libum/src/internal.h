@@ -66,7 +66,10 @@ struct um_settings {
 	uint64_t pool_chunk;
 	uint64_t chunk_bytes;
 	char *spill_dir;		/* NULL: no spill tier */
+	bool spill_default;		/* spill_dir is the default one */
+	char spill_none[160];		/* no spill tier: why */
 	int log_level;
+	uint64_t host_budget;		/* 0: none */
 	/* the environment only (no field of struct um_config) */
 	bool pool_refill;		/* the refill thread (refill.c) */
 	bool pressure;			/* the pressure loop (pressure.c) */
@@ -75,6 +78,7 @@ struct um_settings {
 	char *client_name;		/* NULL: the process name */
 	char *umm_dev;			/* NULL: UMM_DEVICE_PATH */
 	char *psi_path;			/* NULL: /proc/pressure/memory */
+	char *cgroup_dir;		/* NULL: ours, from /proc/self/cgroup */
 	int home_node;			/* a node, UM_NUMA_ANY or UM_HOME_AUTO */
 	bool spill_remove_stale;	/* UM_SPILL_REMOVE_STALE at open */
 };

@@ -71,7 +71,7 @@ static void *loop(void *arg)
 	int ret, res;
 
 	for (int t = 0; t < UM_PTAG_SOURCES; t++)
-		um__psources[t].arm(pr);
+		um__psources[t]->arm(pr);
 	um__pressure_arm_read(pr, pr->wake_fd, &pr->wake_buf,
 			      sizeof(pr->wake_buf), UM_PTAG_WAKE);
 	um__pressure_report(pr, true);
@@ -100,7 +100,10 @@ static void *loop(void *arg)
 					      sizeof(pr->wake_buf),
 					      UM_PTAG_WAKE);
 		} else if (tag < UM_PTAG_SOURCES) {
-			um__psources[tag].done(pr, res);
+			um__psources[tag]->done(pr, res);
+			/* a source opened meanwhile (a fallback) is armed */
+			for (int t = 0; t < UM_PTAG_SOURCES; t++)
+				um__psources[t]->arm(pr);
 		}
 		um__pressure_keep_away(pr);
 		if (atomic_load(&pr->dirty))
@@ -115,7 +118,7 @@ out:
 static void close_sources(struct um_pressure *pr)
 {
 	for (int t = 0; t < UM_PTAG_SOURCES; t++)
-		um__psources[t].close(pr);
+		um__psources[t]->close(pr);
 }
 
 static void pr_free(struct um_pressure *pr)
@@ -144,6 +147,7 @@ int um__pressure_start(struct um_context *ctx)
 		return -ENOMEM;
 	pr->ctx = ctx;
 	pr->umm_fd = pr->psi_fd = pr->wake_fd = -1;
+	pr->cgw.current_fd = pr->cgw.statm_fd = pr->cgw.psi_fd = -1;
 	pr->home_orig = -1;
 	pthread_mutex_init(&pr->st_lock, NULL);
 	pr->report_ns = (uint64_t)ctx->set.report_ms * 1000000ull;

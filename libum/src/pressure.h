@@ -32,6 +32,7 @@ enum um_pressure_source {
 	UM_PSRC_BUDGET = 1u << 0,	/* the library's own budgets */
 	UM_PSRC_UMM = 1u << 1,		/* /dev/umm */
 	UM_PSRC_PSI = 1u << 2,		/* PSI trigger */
+	UM_PSRC_CGROUP = 1u << 3,	/* our own memory cgroup watch */
 };
 
 /*
@@ -88,6 +89,11 @@ struct um_pressure_stats {
 	uint64_t cgroup_room;		/* the last one's room (bytes_free) */
 	uint32_t cgroup_id;		/* the last one's tier_id */
 	uint32_t cgroup_unmet;		/* asks not met in full */
+	/* our own watch of it (pressure_cgroup.c), where umm.ko does not */
+	uint32_t cgroup_level;		/* enum umm_level, last sample */
+	uint64_t cgroup_own_events;	/* PRESSUREs it raised */
+	uint64_t cgroup_usage;		/* memory.current (or RSS) */
+	uint64_t cgroup_limit;		/* effective limit */
 };
 
 int um__pressure_stats(struct um_context *ctx, struct um_pressure_stats *st);

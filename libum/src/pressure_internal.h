@@ -8,6 +8,8 @@
  *   pressure_source.c  the sources (umm.ko's /dev/umm, a PSI trigger):
  *                      opening them, falling back, and the module's
  *                      protocol (handshake, QUERY, REPORT, events, ACK)
+ *   pressure_cgroup.c  our own watch of our memory cgroup and the host
+ *                      budget, where umm.ko does not watch them
  *   pressure_shed.c    shedding and steering: what the context holds on
  *                      each node, moving it off, where new host copies go
  *
@@ -16,6 +18,7 @@
 #ifndef UM_PRESSURE_INTERNAL_H
 #define UM_PRESSURE_INTERNAL_H
 
+#include <limits.h>
 #include <liburing.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -39,6 +42,8 @@
 enum um_pressure_tag {
 	UM_PTAG_UMM,
 	UM_PTAG_PSI,
+	UM_PTAG_CGROUP,			/* our cgroup watch's sampling timer */
+	UM_PTAG_CGPSI,			/* its PSI trigger */
 	UM_PTAG_SOURCES,		/* how many sources have a request */
 	UM_PTAG_WAKE = UM_PTAG_SOURCES,
 };
@@ -49,6 +54,30 @@ struct books {
 	uint64_t host_rec[UM_STATS_MAX_NODES];
 	uint64_t dev_res[MAX_GPUS];
 	uint64_t dev_rec[MAX_GPUS];
+};
+
+/* Our own watch of our memory cgroup (pressure_cgroup.c). */
+struct um_cgwatch {
+	bool open;
+	bool timer_armed;
+	bool psi_armed;
+	char dir[PATH_MAX];		/* our cgroup's directory */
+	char top[PATH_MAX];		/* limits are looked for up to it */
+	int current_fd;			/* its memory.current, or -1 */
+	int statm_fd;			/* /proc/self/statm, without it */
+	int psi_fd;			/* a trigger on its memory.pressure */
+	uint32_t id;			/* low 32 bits of its inode */
+	uint64_t budget;		/* the host budget, 0: none */
+	uint64_t limit;			/* effective; UINT64_MAX: none */
+	char limit_what[PATH_MAX + 32];	/* which file (or budget) set it */
+	uint64_t limits_ns;		/* when the limits were read */
+	uint64_t usage;
+	uint64_t last_usage, last_ns;
+	uint64_t bps, max_bps;		/* fill rate, smoothed and fastest */
+	unsigned int level;		/* enum umm_level */
+	uint64_t asked_ns;		/* last PRESSURE answered */
+	uint64_t interval_ns;		/* to the next sample */
+	struct __kernel_timespec ts;	/* the armed timeout's */
 };
 
 struct um_pressure {
@@ -108,8 +137,11 @@ struct um_pressure {
 
 	/* PSI */
 	int psi_fd;
+	bool psi_armed;
 	const char *psi_path;
 	uint64_t last_psi_ns;
+
+	struct um_cgwatch cgw;
 
 	pthread_mutex_t st_lock;
 	struct um_pressure_stats st;
@@ -135,7 +167,7 @@ struct um_psource {
 	void (*close)(struct um_pressure *pr);	/* idempotent */
 };
 
-extern const struct um_psource um__psources[UM_PTAG_SOURCES];
+extern const struct um_psource *const um__psources[UM_PTAG_SOURCES];
 
 /*
  * The sources' settings, then the sources by preference (umm.ko, else
@@ -147,6 +179,24 @@ void um__pressure_arm_read(struct um_pressure *pr, int fd, void *buf,
 			   unsigned int len, uint64_t tag);
 /* REPORT when the books changed, at most once per report interval. */
 void um__pressure_report(struct um_pressure *pr, bool force);
+
+/* ---- pressure_cgroup.c ------------------------------------------------- */
+
+extern const struct um_psource um__psource_cgroup;
+extern const struct um_psource um__psource_cgroup_psi;
+/*
+ * Find our memory cgroup (or LIBUM_CGROUP_DIR) and its effective limit,
+ * or the host budget: 0 when there is a limit to watch, else -ENOENT (or
+ * an errno) with *why for the sources line.
+ */
+int um__cgwatch_open(struct um_pressure *pr, char *why, size_t len);
+/* Idempotent; any thread once the loop is gone. */
+void um__cgwatch_close(struct um_pressure *pr);
+/* The same on the loop's thread, cancelling what is armed on its ring. */
+void um__cgwatch_stop(struct um_pressure *pr);
+/* "memory.max of DIR, N MiB": the limit watched, for log lines. */
+void um__cgwatch_describe(const struct um_pressure *pr, char *buf,
+			  size_t len);
 
 /* ---- pressure_shed.c --------------------------------------------------- */
 

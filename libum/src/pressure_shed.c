@@ -503,20 +503,28 @@ static void say_unmet(struct um_pressure *pr, const struct umm_event *ev,
 		      uint64_t freed)
 {
 	uint64_t host = held(pr, -1, true, 0);
+	char limit[PATH_MAX + 64];
 	const char *why;
 
 	if (pr->cgroup_unmet_said)
 		return;
 	pr->cgroup_unmet_said = true;
 	if (!pr->ctx->spill)
-		why = "no spill tier (spill_dir / LIBUM_SPILL_DIR)";
+		why = pr->ctx->set.spill_none;
 	else if (!host)
 		why = "no host copies left to spill";
 	else
 		why = "the rest of our host copies are acquired or in flight";
+	limit[0] = '\0';
+	if (pr->cgw.open)	/* our own watch: it knows the limit */
+		snprintf(limit, sizeof(limit), "%s, %llu MiB",
+			 pr->cgw.limit_what,
+			 (unsigned long long)(pr->cgw.limit >> 20));
 	um__log(pr->ctx, UM_LOG_ERR,
-		"pressure: memory cgroup %u has %llu MiB of room left; could not shed %llu of the %llu MiB asked (%llu MiB of host copies held): %s",
-		ev->tier_id, (unsigned long long)(ev->bytes_free >> 20),
+		"pressure: memory cgroup %u%s%s%s has %llu MiB of room left; could not shed %llu of the %llu MiB asked (%llu MiB of host copies held): %s",
+		ev->tier_id, limit[0] ? " (limit: " : "", limit,
+		limit[0] ? ")" : "",
+		(unsigned long long)(ev->bytes_free >> 20),
 		(unsigned long long)((ev->bytes_to_free - freed) >> 20),
 		(unsigned long long)(ev->bytes_to_free >> 20),
 		(unsigned long long)(host >> 20), why);

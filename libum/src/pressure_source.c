@@ -5,8 +5,10 @@
  * Sources, in order of preference: umm.ko's /dev/umm (handshake, QUERY,
  * a read of its events armed on the loop's ring, REPORT of what the
  * context holds, ACK of what an event's ask freed), else a PSI memory
- * trigger polled for POLLPRI. Losing the module only changes the set: the
- * loop falls back to PSI and comes back to the module on ENABLED. Each
+ * trigger polled for POLLPRI; and our own watch of our memory cgroup and
+ * host budget (pressure_cgroup.c) wherever umm.ko does not watch them.
+ * Losing the module only changes the set: the loop falls back to PSI and
+ * our own cgroup watch, and comes back to the module on ENABLED. Each
  * source is one entry of um__psources[], which the loop arms, feeds its
  * completions and closes.
  */
@@ -166,6 +168,29 @@ static void psi_close(struct um_pressure *pr)
 	pr->psi_fd = -1;
 }
 
+/*
+ * Our own cgroup watch, unless umm.ko watches our cgroup for us (it then
+ * sends the same events, ACKed, and keeps the books of every client); the
+ * host budget is ours alone, so with one the watch runs anyway.
+ */
+static bool own_watch_wanted(const struct um_pressure *pr)
+{
+	return !(pr->umm_fd >= 0 && pr->umm_enabled && pr->umm_cgroup) ||
+	       pr->ctx->set.host_budget;
+}
+
+static void own_watch_open(struct um_pressure *pr, char *why, size_t len)
+{
+	char what[PATH_MAX + 64];
+
+	if (!own_watch_wanted(pr) || pr->cgw.open)
+		return;
+	if (um__cgwatch_open(pr, why, len))
+		return;
+	um__cgwatch_describe(pr, what, sizeof(what));
+	snprintf(why, len, "watching %s", what);
+}
+
 static bool module_active(const struct um_pressure *pr)
 {
 	return pr->umm_fd >= 0 && pr->umm_enabled;
@@ -181,8 +206,8 @@ static unsigned int current_sources(const struct um_pressure *pr)
 	unsigned int s = UM_PSRC_BUDGET;
 
 	for (int t = 0; t < UM_PTAG_SOURCES; t++)
-		if (um__psources[t].active(pr))
-			s |= um__psources[t].bit;
+		if (um__psources[t]->active(pr))
+			s |= um__psources[t]->bit;
 	return s;
 }
 
@@ -191,9 +216,9 @@ static void sources_text(const struct um_pressure *pr, char *buf, size_t len)
 	size_t n = 0;
 
 	for (int t = 0; t < UM_PTAG_SOURCES && n < len; t++)
-		if (um__psources[t].active(pr))
+		if (um__psources[t]->active(pr))
 			n += (size_t)snprintf(buf + n, len - n, "%s, ",
-					      um__psources[t].name);
+					      um__psources[t]->name);
 	if (n < len)
 		snprintf(buf + n, len - n, "own budgets");
 }
@@ -214,15 +239,17 @@ static void publish_sources(struct um_pressure *pr)
  */
 static void fall_back(struct um_pressure *pr, const char *what)
 {
-	char why[160] = "", src[96];
+	char why[160] = "", why_cg[PATH_MAX + 96] = "", src[128];
 
 	pr->hot = 0;	/* no more events to say when it is over */
 	if (pr->psi_fd < 0)
 		psi_open(pr, why, sizeof(why));
+	own_watch_open(pr, why_cg, sizeof(why_cg));
 	sources_text(pr, src, sizeof(src));
 	um__log(pr->ctx, UM_LOG_WARN,
-		"pressure: %s; falling back to: %s%s%s", what, src,
-		why[0] ? "; " : "", why);
+		"pressure: %s; falling back to: %s%s%s%s%s", what, src,
+		why[0] ? "; " : "", why, why_cg[0] ? "; memory cgroup: " : "",
+		why_cg);
 	pthread_mutex_lock(&pr->st_lock);
 	pr->st.fallbacks++;
 	pthread_mutex_unlock(&pr->st_lock);
@@ -369,6 +396,8 @@ static void handle_event(struct um_pressure *pr, const struct umm_event *ev)
 		if (!pr->umm_enabled) {
 			pr->umm_enabled = true;
 			psi_close(pr);
+			if (!own_watch_wanted(pr))
+				um__cgwatch_stop(pr);
 			publish_sources(pr);
 			um__log(pr->ctx, UM_LOG_INFO,
 				"pressure: umm.ko enabled again; using it");
@@ -430,13 +459,14 @@ static void arm_psi(struct um_pressure *pr)
 {
 	struct io_uring_sqe *sqe;
 
-	if (pr->psi_fd < 0)
+	if (pr->psi_fd < 0 || pr->psi_armed)
 		return;
 	sqe = io_uring_get_sqe(&pr->ring);
 	if (!sqe)
 		return;
 	io_uring_prep_poll_add(sqe, pr->psi_fd, POLLPRI);
 	io_uring_sqe_set_data64(sqe, UM_PTAG_PSI);
+	pr->psi_armed = true;
 }
 
 static void arm_umm(struct um_pressure *pr)
@@ -484,6 +514,9 @@ rearm:
 
 static void on_psi(struct um_pressure *pr, int res)
 {
+	pr->psi_armed = false;
+	if (pr->psi_fd < 0)
+		return;	/* closed meanwhile: the module came back */
 	if (res < 0 || (res & (POLLERR | POLLNVAL))) {
 		um__log(pr->ctx, UM_LOG_WARN,
 			"pressure: PSI trigger failed; budgets only");
@@ -496,29 +529,36 @@ static void on_psi(struct um_pressure *pr, int res)
 	arm_psi(pr);
 }
 
-const struct um_psource um__psources[UM_PTAG_SOURCES] = {
-	[UM_PTAG_UMM] = {
-		.bit = UM_PSRC_UMM,
-		.name = "umm.ko",
-		.active = module_active,
-		.arm = arm_umm,
-		.done = on_umm,
-		.close = module_close,
-	},
-	[UM_PTAG_PSI] = {
-		.bit = UM_PSRC_PSI,
-		.name = "PSI trigger",
-		.active = psi_active,
-		.arm = arm_psi,
-		.done = on_psi,
-		.close = psi_close,
-	},
+static const struct um_psource psource_umm = {
+	.bit = UM_PSRC_UMM,
+	.name = "umm.ko",
+	.active = module_active,
+	.arm = arm_umm,
+	.done = on_umm,
+	.close = module_close,
+};
+
+static const struct um_psource psource_psi = {
+	.bit = UM_PSRC_PSI,
+	.name = "PSI trigger",
+	.active = psi_active,
+	.arm = arm_psi,
+	.done = on_psi,
+	.close = psi_close,
+};
+
+const struct um_psource *const um__psources[UM_PTAG_SOURCES] = {
+	[UM_PTAG_UMM] = &psource_umm,
+	[UM_PTAG_PSI] = &psource_psi,
+	[UM_PTAG_CGROUP] = &um__psource_cgroup,
+	[UM_PTAG_CGPSI] = &um__psource_cgroup_psi,
 };
 
 void um__pressure_open_sources(struct um_pressure *pr)
 {
 	const struct um_settings *set = &pr->ctx->set;
-	char why_umm[192] = "", why_psi[192] = "", src[96];
+	char why_umm[192] = "", why_psi[192] = "", why_cg[PATH_MAX + 96] = "";
+	char src[128];
 
 	pr->psi_path = set->psi_path ? set->psi_path : PSI_PATH;
 	pr->umm_prio = set->priority;
@@ -529,10 +569,13 @@ void um__pressure_open_sources(struct um_pressure *pr)
 	if (pr->umm_fd >= 0 && !pr->umm_enabled)
 		snprintf(why_umm, sizeof(why_umm),
 			 "umm.ko is loaded but disabled (enabled=0)");
+	own_watch_open(pr, why_cg, sizeof(why_cg));
 	publish_sources(pr);
 	sources_text(pr, src, sizeof(src));
-	um__log(pr->ctx, UM_LOG_INFO, "pressure: sources: %s%s%s%s%s%s", src,
+	um__log(pr->ctx, UM_LOG_INFO,
+		"pressure: sources: %s%s%s%s%s%s%s%s", src,
 		why_umm[0] ? "; " : "", why_umm, why_psi[0] ? "; PSI: " : "",
 		why_psi, pr->umm_cgroup ? "; umm.ko watches our memory cgroup" :
-					  "");
+					  "",
+		why_cg[0] ? "; memory cgroup: " : "", why_cg);
 }

@@ -72,8 +72,8 @@ struct spill_file {
 struct um_spill {
 	pthread_mutex_t lock;
 	char *dir;
-	int dirfd;
-	bool made_dir;		/* we created dir: remove it if left empty */
+	int dirfd;		/* dir.fd */
+	struct um_spill_dir dir_held;
 	pid_t pid;
 	unsigned int ctx;
 	uint32_t flags;
@@ -136,36 +136,6 @@ static struct spill_file *file_forget(struct um_spill *sp, uint64_t region,
 
 /* ---- directory ------------------------------------------------------- */
 
-static int open_dir(const char *dir, int *out, bool *made)
-{
-	struct stat st;
-	int fd;
-
-	*made = !mkdir(dir, 0700);
-	if (!*made && errno != EEXIST)
-		return -errno;
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st)) {
-		int err = -errno;
-
-		close(fd);
-		return err;
-	}
-	/*
-	 * Anyone who can write here could plant or swap files: allow that
-	 * only in a sticky directory (they cannot touch ours) that we own.
-	 */
-	if (st.st_uid != geteuid() ||
-	    ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX))) {
-		close(fd);
-		return -EPERM;
-	}
-	*out = fd;
-	return 0;
-}
-
 static int pid_alive(pid_t pid)
 {
 	if (pid <= 0)
@@ -221,10 +191,8 @@ static void scan_stale(struct um_spill *sp)
 static void sp_free(struct um_spill *sp)
 {
 	if (sp->dirfd >= 0)
-		close(sp->dirfd);
-	/* Fails, as it should, while anything is still in it. */
-	if (sp->made_dir)
-		rmdir(sp->dir);
+		um__spill_dir_close(&sp->dir_held, sp->dir,
+				    sp->flags & UM_SPILL_OWN_DIR);
 	free(sp->bufs);
 	XXH3_freeState(sp->xxh);
 	free(sp->dir);
@@ -239,7 +207,8 @@ int um__spill_open(const struct um_spill_config *cfg, struct um_spill **out)
 	int ret;
 
 	if (!cfg || !out || !cfg->dir || !cfg->dir[0] ||
-	    (cfg->flags & ~(UM_SPILL_REMOVE_STALE | UM_SPILL_NO_DIRECT)) ||
+	    (cfg->flags & ~(UM_SPILL_REMOVE_STALE | UM_SPILL_NO_DIRECT |
+			    UM_SPILL_OWN_DIR)) ||
 	    cfg->queue_depth > MAX_QD || cfg->io_bytes > MAX_IO ||
 	    (cfg->io_bytes && cfg->io_bytes % SPILL_ALIGN))
 		return -EINVAL;
@@ -266,7 +235,8 @@ int um__spill_open(const struct um_spill_config *cfg, struct um_spill **out)
 		sp->bufs = NULL;
 		goto err;
 	}
-	ret = open_dir(cfg->dir, &sp->dirfd, &sp->made_dir);
+	ret = um__spill_dir_open(cfg->dir, &sp->dir_held);
+	sp->dirfd = sp->dir_held.fd;
 	if (ret) {
 		slog(sp, L_ERR, "spill: cannot use directory %s: %s%s",
 		     cfg->dir, strerror(-ret),

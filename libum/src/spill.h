@@ -35,6 +35,7 @@
 #ifndef UM_SPILL_H
 #define UM_SPILL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -47,6 +48,8 @@ typedef void (*um_spill_log_fn)(void *log_arg, int level, const char *fmt, ...)
 enum um_spill_flags {
 	UM_SPILL_REMOVE_STALE = 1u << 0,	/* unlink stale files at open */
 	UM_SPILL_NO_DIRECT = 1u << 1,		/* never try O_DIRECT */
+	UM_SPILL_OWN_DIR = 1u << 2,	/* ours by name: the last user removes
+					 * it, whoever made it */
 };
 
 struct um_spill_config {
@@ -72,6 +75,20 @@ struct um_spill_stats {
 	uint32_t direct;		/* 1: O_DIRECT in use */
 	uint32_t pad;
 };
+
+/* A spill directory held open, shared with its other users (spill_dir.c). */
+struct um_spill_dir {
+	int fd;
+	bool made;		/* we created it */
+};
+
+/* Make (0700) or open path, ours and safe; -EPERM where it is not. */
+int um__spill_dir_open(const char *path, struct um_spill_dir *d);
+/* Let go; the last user removes it if empty and made or may_remove. */
+void um__spill_dir_close(struct um_spill_dir *d, const char *path,
+			 bool may_remove);
+/* The directory used where none is given; -errno and why where none fits. */
+int um__spill_default_dir(char *buf, size_t len, const char **why);
 
 /*
  * Open (and create, 0700) the store. -EINVAL bad config, -ENOTDIR, -EPERM

@@ -10,6 +10,8 @@
 #   docs.cites_only_the_tree  no file names notes that are not in the tree
 #                      (the engineers' FACTS/DESIGN/STYLE notes, issue
 #                      numbers of a tracker);
+#   docs.every_variable_in_libum_7  the LIBUM_* variables config.c reads
+#                      and the ones libum(7) lists are the same set;
 #   release.*          VERSION is the one source of the release: um.h and
 #                      debian/changelog agree with it, and no source file
 #                      writes it as a quoted literal.
@@ -22,7 +24,7 @@ mkdir -p "$out"
 # shellcheck source=../../tools/common/tap.sh
 . "$top/tools/common/tap.sh"
 
-tap_begin 10
+tap_begin 11
 x=$here/extract-example.sh
 "$x" "$top/README.md" >"$out/readme.c" 2>&1
 tap_result docs.example_in_readme "$([ -s "$out/readme.c" ] || echo "no trainer.c block in README.md")"
@@ -79,6 +81,14 @@ for n, l in enumerate(sys.stdin.read().splitlines(), 1):
 		[ -s "$out/man.warn" ] && echo "${f##*/}: $(cat "$out/man.warn")"
 	done
 }
+# A variable libum reads but libum(7) does not list is one no user finds;
+# one listed but not read is a promise nothing keeps.
+vars_of() { grep -o 'LIBUM_[A-Z_]*[A-Z]' "$1" | sort -u; }
+tap_result docs.every_variable_in_libum_7 "$(diff \
+	<(vars_of "$top/libum/src/config.c") \
+	<(grep -A1 '^\.TP' "$top/Documentation/man/libum.7" |
+	  sed -n 's/^\.B \(LIBUM_[A-Z_]*\)$/\1/p' | sort -u))"
+
 if command -v man >/dev/null; then
 	tap_result docs.man_pages_fit_80_columns "$(man_wide)"
 else

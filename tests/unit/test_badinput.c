@@ -238,11 +238,23 @@ TEST_F(bad, acquire_release_evict_order)
 
 TEST_F(bad, spill_without_store)
 {
-	/* no spill_dir in this context */
-	EXPECT_EQ(-EOPNOTSUPP, um_evict(self->ctx, self->r, UM_TIER_DISK));
-	EXPECT_EQ(-EOPNOTSUPP, um_shed(self->ctx, UM_TIER_GPU(0), MiB,
+	struct um_context *ctx = NULL;
+	struct um_config cfg;
+	um_region_t r;
+
+	cfg_sim(&cfg, 16 * MiB, 64 * MiB);
+	cfg.spill_dir = "off";
+	ASSERT_EQ(0, um_context_create(&cfg, &ctx));
+	r = region(ctx, UM_KIND_OPTIMIZER_STATE, 0, N, "no store");
+	ASSERT_NE(0, r);
+	ASSERT_EQ(0, put_pattern(ctx, r, N, 78));
+	EXPECT_EQ(-EOPNOTSUPP, um_evict(ctx, r, UM_TIER_DISK));
+	EXPECT_EQ(-EOPNOTSUPP, um_shed(ctx, UM_TIER_GPU(0), MiB,
 				       UM_TIER_DISK));
-	EXPECT_TRUE(on_gpu(self->ctx, self->r));
+	EXPECT_TRUE(on_gpu(ctx, r));
+	EXPECT_EQ(0, get_pattern(ctx, r, N, 78));
+	EXPECT_EQ(0, um_free(ctx, r));
+	EXPECT_EQ(0, um_context_destroy(ctx));
 }
 
 TEST_F(bad, advise)

@@ -70,6 +70,8 @@ static struct um_context *cg_ctx(char *dir, size_t len, bool spill)
 		if (!mkdtemp(dir))
 			return NULL;
 		cfg.spill_dir = dir;
+	} else {
+		cfg.spill_dir = "off";
 	}
 	logcap_reset();
 	if (um_context_create(&cfg, &ctx))

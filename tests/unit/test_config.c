@@ -56,6 +56,23 @@ TEST(config_init_and_defaults)
 	EXPECT_EQ(0, um_context_destroy(ctx));
 }
 
+/*
+ * um_config_init() writes sizeof(struct um_config) into the caller's
+ * struct: a program built against LIBUM_0.1's 80-byte struct would be
+ * overrun by a longer one. The struct grows only with a new symbol
+ * version of um_config_init (and the bindings' copy of it).
+ */
+TEST(config_struct_keeps_its_0_1_size)
+{
+	unsigned char buf[sizeof(struct um_config) + 16];
+
+	EXPECT_EQ(80, sizeof(struct um_config));
+	memset(buf, 0xa5, sizeof(buf));
+	um_config_init((struct um_config *)buf);
+	EXPECT_EQ(0xa5, buf[80]) TH_LOG("um_config_init wrote past 80 bytes");
+	EXPECT_EQ(80, ((struct um_config *)buf)->size);
+}
+
 TEST(env_sizes_with_suffixes)
 {
 	static const struct { const char *v; uint64_t want; } ok[] = {

@@ -693,6 +693,101 @@ TEST(two_stores_one_directory)
 	rm_tree(parent);
 }
 
+/*
+ * A directory several stores share is removed by the last to leave, and
+ * only where it may be: one it made (a named directory), or any with
+ * UM_SPILL_OWN_DIR (the default directory, whoever made it).
+ */
+TEST(shared_directory_removed_by_the_last)
+{
+	struct um_spill_config c = { 0 };
+	char parent[4096], dir[4200], a[4400];
+	struct um_spill *s1, *s2;
+
+	make_parent(parent, sizeof(parent));
+	ASSERT_NE(0, parent[0]);
+	snprintf(dir, sizeof(dir), "%s/spill", parent);
+	c.dir = dir;
+	fill(a, sizeof(a), 3);
+	/* s1 made it, s2 found it: s1 leaving first must not remove it */
+	ASSERT_EQ(0, um__spill_open(&c, &s1));
+	ASSERT_EQ(0, um__spill_open(&c, &s2));
+	um__spill_close(s1);
+	ASSERT_EQ(0, access(dir, F_OK));
+	ASSERT_EQ(0, um__spill_write(s2, 1, a, sizeof(a)));
+	um__spill_close(s2);
+	ASSERT_EQ(0, access(dir, F_OK)) TH_LOG("s2 did not make it");
+	/* ours by name: the last one removes it, whoever made it */
+	c.flags = UM_SPILL_OWN_DIR;
+	ASSERT_EQ(0, um__spill_open(&c, &s1));
+	ASSERT_EQ(0, um__spill_open(&c, &s2));
+	um__spill_close(s1);
+	ASSERT_EQ(0, access(dir, F_OK));
+	um__spill_close(s2);
+	ASSERT_NE(0, access(dir, F_OK));
+	/* never one that holds a file it did not make */
+	ASSERT_EQ(0, mkdir(dir, 0700));
+	snprintf(a, sizeof(a), "%s/keep", dir);
+	ASSERT_EQ(0, close(open(a, O_CREAT | O_WRONLY, 0600)));
+	ASSERT_EQ(0, um__spill_open(&c, &s1));
+	um__spill_close(s1);
+	ASSERT_EQ(0, access(a, F_OK));
+	rm_tree(parent);
+}
+
+struct churner {
+	const char *dir;
+	int id;
+	int errors;
+};
+
+/* Open, spill, read back, close, over and over, as short-lived processes
+ * sharing the default directory do. */
+static void *churn(void *arg)
+{
+	struct churner *w = arg;
+	struct um_spill_config c = { .dir = w->dir, .flags = UM_SPILL_OWN_DIR };
+	char src[8192], dst[8192];
+	struct um_spill *sp;
+
+	for (int i = 0; i < 100; i++) {
+		fill(src, sizeof(src), (unsigned int)(w->id * 1000 + i));
+		if (um__spill_open(&c, &sp)) {
+			w->errors++;
+			continue;
+		}
+		if (um__spill_write(sp, 1, src, sizeof(src)) ||
+		    um__spill_read(sp, 1, dst, sizeof(dst)) ||
+		    memcmp(src, dst, sizeof(src)))
+			w->errors++;
+		um__spill_close(sp);
+	}
+	return NULL;
+}
+
+/* The last one leaving removes the directory while others open it: none of
+ * them may find itself in a removed directory. */
+TEST(shared_directory_open_close_race)
+{
+	struct churner w[6];
+	pthread_t t[6];
+	char parent[4096], dir[4200];
+
+	make_parent(parent, sizeof(parent));
+	ASSERT_NE(0, parent[0]);
+	snprintf(dir, sizeof(dir), "%s/spill", parent);
+	for (int i = 0; i < 6; i++) {
+		w[i] = (struct churner){ .dir = dir, .id = i };
+		ASSERT_EQ(0, pthread_create(&t[i], NULL, churn, &w[i]));
+	}
+	for (int i = 0; i < 6; i++) {
+		pthread_join(t[i], NULL);
+		EXPECT_EQ(0, w[i].errors) TH_LOG("churner %d", i);
+	}
+	EXPECT_NE(0, access(dir, F_OK)) TH_LOG("the last one left it behind");
+	rm_tree(parent);
+}
+
 struct worker {
 	struct um_spill *sp;
 	int id;
