@@ -158,6 +158,15 @@ int um__pressure_start(struct um_context *ctx)
 		goto err;
 	}
 	ret = io_uring_queue_init(8, &pr->ring, 0);
+	if (ret == -EPERM || ret == -ENOSYS) {
+		/* a container's seccomp profile (Docker's, containerd's):
+		 * the context still works, without events */
+		um__log(ctx, UM_LOG_ERR,
+			"pressure: io_uring is refused here (%s; a seccomp profile?): no memory pressure events, no cgroup watch; allow io_uring_setup, io_uring_enter and io_uring_register, or set LIBUM_PRESSURE=0",
+			strerror(-ret));
+		ret = 0;
+		goto err;
+	}
 	if (ret)
 		goto err;
 	um__pressure_open_sources(pr);
