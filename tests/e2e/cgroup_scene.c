@@ -118,6 +118,8 @@ static void fill_result(struct trainer *t, struct cg_result *r)
 		r->first_event_ns = ps.first_event_ns;
 		r->first_eta_ms = ps.first_eta_ms;
 		r->max_level = ps.max_level;
+		r->own_watch = ps.sources & UM_PSRC_CGROUP;
+		r->own_events = ps.cgroup_own_events;
 	}
 	if (t->ctx->pressure)
 		r->cgroup_feature = t->ctx->pressure->umm_cgroup;
@@ -149,6 +151,8 @@ static void trainer_child(const struct cg_scene *sc, int wfd, int rfd)
 	if (cg_enter(sc->name))
 		_exit(20);
 	setenv("LIBUM_PRESSURE", sc->reaction ? "1" : "0", 1);
+	if (sc->own_watch)	/* as where umm.ko is not loaded */
+		setenv("LIBUM_UMM_DEV", "/nonexistent/umm", 1);
 	m.error = trainer_init(&t, &cfg);
 	trainer_where(&t, h, 2, NULL, NULL);
 	m.r.host_start = h[0] + h[1];

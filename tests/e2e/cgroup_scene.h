@@ -16,6 +16,7 @@
 struct cg_scene {
 	const char *name;		/* also the cgroup's directory */
 	bool reaction;			/* false: LIBUM_PRESSURE=0 */
+	bool own_watch;			/* libum's own watch: no umm.ko */
 	const char *spill_dir;
 	uint64_t limit;			/* memory.max */
 	uint64_t fill;			/* what the filler takes */
@@ -34,6 +35,8 @@ struct cg_result {
 	int bad_regions;
 	uint64_t host_start;		/* host copies before the fill */
 	bool cgroup_feature;		/* the handshake granted it */
+	bool own_watch;			/* libum watched the cgroup itself */
+	uint64_t own_events;		/* PRESSUREs its own watch raised */
 	uint64_t cgroup_events, cgroup_freed, cgroup_room, cgroup_unmet;
 	uint64_t umm_events, acks, acked_bytes, sum_ack_ns, max_ack_ns;
 	uint64_t first_event_ns;	/* CLOCK_MONOTONIC */

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Description: e2e_cgroup's memory cgroup, trainer and filler, with the
+ * trainer pointed away from umm.ko (LIBUM_UMM_DEV to a path that does not
+ * exist, as on a node without the module): libum's own watch of its cgroup
+ * (memory.current against the effective limit, its memory.pressure
+ * trigger) raises the events, and the same shedding spills the host copies
+ * before the limit. Passes as e2e_cgroup does, less the ACKs (there is no
+ * one to ACK): no umm.ko event, the own watch among the sources, events
+ * before the limit, bytes spilled, memory.events oom_kill 0, the trainer
+ * alive with every region's checksum what the same steps give
+ * unconstrained.
+ */
+#define TEST_TIMEOUT 600
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "harness.h"
+#include "cgroup_scene.h"
+#include "e2e.h"
+
+TEST(cgroup_limit_met_by_libum_own_watch)
+{
+	struct cg_scene sc = {
+		.name = "e2e-cgroup-own",
+		.reaction = true,
+		.own_watch = true,
+		.spill_dir = "/mnt/um-spill-cg-own",
+		.limit = 224 * MiB,
+		.fill = 140 * MiB,
+		.rate_mib = 32,
+		.nregions = 7,
+		.region_bytes = 16 * MiB,
+	};
+	struct cg_result res;
+
+	if (!e2e_have_umm())
+		SKIP(return, "not in the VM rig (no /dev/umm)");
+	if (!getenv("UM_VM_DISK"))
+		SKIP(return, "no spill disk (run-vm.sh --disk)");
+	ASSERT_EQ(0, cg_scene_run(&sc, &res));
+	ASSERT_TRUE(res.own_watch)
+		TH_LOG("libum did not watch its cgroup (no cgroup v2 memory controller?)");
+	EXPECT_EQ(0, res.umm_events);
+	EXPECT_LE(96 * MiB, res.host_start);
+	EXPECT_EQ(0, res.filler_status);
+	EXPECT_FALSE(res.trainer_killed);
+	EXPECT_EQ(0, res.oom_kill);
+	EXPECT_EQ(0, res.trainer_error);
+	EXPECT_LT(0, res.steps);
+	EXPECT_EQ(0, res.bad_regions);
+	EXPECT_LT(0, res.own_events);
+	EXPECT_LT(0, res.cgroup_events);
+	EXPECT_LT(0, res.cgroup_freed);
+	EXPECT_LT(0, res.spill_writes) TH_LOG("nothing was spilled");
+	EXPECT_NE(0, res.first_event_ns);
+	if (res.limit_ns)
+		EXPECT_LT(res.first_event_ns, res.limit_ns);
+}
+
+TEST_HARNESS_MAIN
