@@ -39,6 +39,7 @@ TEST_TIMEOUT_SET(fast_node_fill_gets_critical_first, 300);
 TEST_TIMEOUT_SET(sample_cost_with_100_cgroups, 300);
 TEST_TIMEOUT_SET(parent_limit_counts, 120);
 TEST_TIMEOUT_SET(memory_high_below_max, 120);
+TEST_TIMEOUT_SET(thousands_of_clients_open_and_close, 300);
 
 /* ---- cgroupfs --------------------------------------------------------- */
 
@@ -823,6 +824,69 @@ TEST_F(cg, cgroup_removed_while_open)
 	EXPECT_EQ(0, cg_rm("rm-y"));
 	EXPECT_TRUE(watched_settles(0));
 	EXPECT_EQ(0, debugfs_lists(id));
+}
+
+/*
+ * One worker of thousands_of_clients_open_and_close, in @cg: @rounds
+ * clients opened, @open_max kept open at once (the oldest closed first),
+ * every 25th checked tied to the cgroup by its QUERY. Exit status: 0, or
+ * what went wrong.
+ */
+static int churn_clients(const char *cg, uint64_t id, int rounds,
+			 int open_max)
+{
+	int fd[64], bad = 0;
+
+	if (cg_enter(cg))
+		return 20;
+	for (int i = 0; i < open_max; i++)
+		fd[i] = -1;
+	for (int i = 0; i < rounds; i++) {
+		int s = i % open_max;
+
+		if (fd[s] >= 0)
+			close(fd[s]);
+		fd[s] = umm_client("churn", i % 7, UMM_FEATURE_CGROUP, 0);
+		if (fd[s] < 0)
+			return 21;
+		if (i % 25 == 0 && query_cgroup(fd[s], id, NULL) != 1)
+			bad++;
+	}
+	for (int i = 0; i < open_max; i++)
+		if (fd[i] >= 0)
+			close(fd[i]);
+	return bad ? 22 : 0;
+}
+
+/*
+ * A launcher spawning and reaping ranks: 4 processes in one cgroup open
+ * and close 1,000 clients each, up to 32 open at once each. Every client
+ * is tied to the cgroup, and once they are all closed the cgroup is let
+ * go (not watched, not listed) and can be removed.
+ */
+TEST_F(cg, thousands_of_clients_open_and_close)
+{
+	enum { WORKERS = 4, ROUNDS = 1000, OPEN_MAX = 32 };
+	pid_t pid[WORKERS];
+	uint64_t id;
+	int st;
+
+	ASSERT_EQ(0, cg_make("many", "1073741824"));
+	id = cg_id("many");
+	for (int w = 0; w < WORKERS; w++) {
+		pid[w] = fork();
+		ASSERT_LE(0, pid[w]);
+		if (pid[w] == 0)
+			_exit(churn_clients("many", id, ROUNDS, OPEN_MAX));
+	}
+	for (int w = 0; w < WORKERS; w++) {
+		ASSERT_EQ(pid[w], waitpid(pid[w], &st, 0));
+		EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0)
+			TH_LOG("worker %d: status 0x%x", w, st);
+	}
+	EXPECT_TRUE(watched_settles(0));
+	EXPECT_EQ(0, debugfs_lists(id));
+	EXPECT_EQ(0, cg_rm("many"));
 }
 
 /*
