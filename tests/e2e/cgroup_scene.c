@@ -408,3 +408,17 @@ int cg_scene_run(const struct cg_scene *sc, struct cg_result *res)
 	       (unsigned long long)(res->peak / MiB));
 	return 0;
 }
+
+struct cg_scene cg_scene_224(const char *name, const char *spill_dir)
+{
+	return (struct cg_scene){
+		.name = name,
+		.reaction = true,
+		.spill_dir = spill_dir,
+		.limit = 224 * MiB,
+		.fill = 140 * MiB,
+		.rate_mib = 32,
+		.nregions = 7,
+		.region_bytes = 16 * MiB,
+	};
+}

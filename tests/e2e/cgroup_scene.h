@@ -52,6 +52,13 @@ struct cg_result {
 	uint64_t id;			/* the cgroup's inode number */
 };
 
+/*
+ * The scene of e2e_cgroup and its variants: memory.max 224 MiB, a trainer
+ * with 7 regions of 16 MiB, a filler taking 140 MiB at 32 MiB/s, with
+ * libum's reaction on.
+ */
+struct cg_scene cg_scene_224(const char *name, const char *spill_dir);
+
 /* 0 when the scene ran (whatever its outcome), -errno otherwise. */
 int cg_scene_run(const struct cg_scene *sc, struct cg_result *res);
 

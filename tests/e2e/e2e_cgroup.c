@@ -26,17 +26,10 @@
 
 TEST(cgroup_limit_met_by_spilling)
 {
-	struct cg_scene sc = {
-		.name = "e2e-cgroup",
-		.reaction = true,
-		.spill_dir = "/mnt/um-spill-cg",
-		.limit = 224 * MiB,
-		.fill = 140 * MiB,
-		.rate_mib = 32,
-		.nregions = 7,
-		.region_bytes = 16 * MiB,
-	};
+	struct cg_scene sc = cg_scene_224("e2e-cgroup",
+					    "/mnt/um-spill-cg");
 	struct cg_result res;
+
 
 	if (!e2e_have_umm())
 		SKIP(return, "no /dev/umm (runs in the VM rig)");

@@ -17,18 +17,11 @@
 
 TEST(cgroup_reaction_off_trainer_oom_killed)
 {
-	struct cg_scene sc = {
-		.name = "e2e-cgroup-off",
-		.reaction = false,
-		.spill_dir = "/mnt/um-spill-cg-off",
-		.limit = 224 * MiB,
-		.fill = 140 * MiB,
-		.rate_mib = 32,
-		.nregions = 7,
-		.region_bytes = 16 * MiB,
-	};
+	struct cg_scene sc = cg_scene_224("e2e-cgroup-off",
+					    "/mnt/um-spill-cg-off");
 	struct cg_result res;
 
+	sc.reaction = false;
 	if (!e2e_have_umm())
 		SKIP(return, "no /dev/umm (runs in the VM rig)");
 	if (!getenv("UM_VM_DISK"))

@@ -21,19 +21,11 @@
 
 TEST(cgroup_limit_met_by_libum_own_watch)
 {
-	struct cg_scene sc = {
-		.name = "e2e-cgroup-own",
-		.reaction = true,
-		.own_watch = true,
-		.spill_dir = "/mnt/um-spill-cg-own",
-		.limit = 224 * MiB,
-		.fill = 140 * MiB,
-		.rate_mib = 32,
-		.nregions = 7,
-		.region_bytes = 16 * MiB,
-	};
+	struct cg_scene sc = cg_scene_224("e2e-cgroup-own",
+					    "/mnt/um-spill-cg-own");
 	struct cg_result res;
 
+	sc.own_watch = true;
 	if (!e2e_have_umm())
 		SKIP(return, "not in the VM rig (no /dev/umm)");
 	if (!getenv("UM_VM_DISK"))
