@@ -98,6 +98,65 @@ static int cg_enter(const char *cg)
 
 /* ---- the trainer ----------------------------------------------------- */
 
+/* A histogram bound for E2E-RESULT: -1 above the last finite one. */
+static int ack_bound(uint32_t ms)
+{
+	return ms == ~0u ? -1 : (int)ms;
+}
+
+/*
+ * The bucket bound under which a share @q of the @n ACKs in @le fell
+ * (~0u: the open-ended last bucket).
+ */
+static uint32_t ack_quantile(const uint64_t *le, const uint32_t *bound,
+			     int nb, uint64_t n, double q)
+{
+	uint64_t want = (uint64_t)((double)n * q + 0.999999), seen = 0;
+
+	for (int i = 0; i < nb; i++) {
+		seen += le[i];
+		if (seen >= want)
+			return bound[i];
+	}
+	return ~0u;
+}
+
+/*
+ * Event-to-ACK p50/p99 of our client, from umm.ko's debugfs histogram
+ * (its header names the bucket bounds, its row for our pid the counts):
+ * measured by the module, ACK to event, not by libum.
+ */
+static void ack_percentiles(struct cg_result *r)
+{
+	char line[2048], *le, *save = NULL, *tok;
+	uint32_t bound[32];
+	uint64_t cnt[32], n = 0;
+	int nb = 0, k = 0;
+	FILE *f = fopen("/sys/kernel/debug/umm/clients", "r");
+
+	if (!f)
+		return;
+	if (fgets(line, sizeof(line), f) && (le = strstr(line, "ack_ms_le(")))
+		for (tok = strtok_r(le + 10, ",)\n", &save); tok && nb < 32;
+		     tok = strtok_r(NULL, ",)\n", &save))
+			bound[nb++] = strcmp(tok, "inf") ? (uint32_t)atoi(tok) :
+							   ~0u;
+	while (fgets(line, sizeof(line), f)) {
+		char *sp = strrchr(line, ' ');
+
+		if (atoi(line) != getpid() || !sp)
+			continue;
+		for (tok = strtok_r(sp + 1, ",\n", &save); tok && k < nb;
+		     tok = strtok_r(NULL, ",\n", &save))
+			n += cnt[k++] = strtoull(tok, NULL, 10);
+	}
+	fclose(f);
+	if (!n || k != nb)
+		return;
+	r->ack_p50_ms = ack_quantile(cnt, bound, nb, n, 0.50);
+	r->ack_p99_ms = ack_quantile(cnt, bound, nb, n, 0.99);
+}
+
 static void fill_result(struct trainer *t, struct cg_result *r)
 {
 	struct um_pressure_stats ps;
@@ -171,6 +230,7 @@ static void trainer_child(const struct cg_scene *sc, int wfd, int rfd)
 	m.r.steps = t.steps;
 	m.r.trainer_error = m.error;
 	fill_result(&t, &m.r);
+	ack_percentiles(&m.r);
 	m.r.bad_regions = trainer_verify(&t);
 	trainer_dump_log(&t);
 	fflush(stdout);
@@ -382,6 +442,10 @@ int cg_scene_run(const struct cg_scene *sc, struct cg_result *res)
 	       res->acks ? e2e_ms(res->sum_ack_ns / res->acks) : 0,
 	       e2e_ms(res->max_ack_ns),
 	       (unsigned long long)res->cgroup_unmet);
+	if (res->ack_p50_ms)
+		printf("# %s: event-to-ACK by umm.ko's histogram: p50 <= %d ms, p99 <= %d ms (-1: over the last bound)\n",
+		       sc->name, ack_bound(res->ack_p50_ms),
+		       ack_bound(res->ack_p99_ms));
 	printf("# %s: spill %llu writes (%llu MiB), %llu reads; %llu MiB in the spill at the end\n",
 	       sc->name, (unsigned long long)res->spill_writes,
 	       (unsigned long long)(res->spill_write_bytes / MiB),
@@ -392,7 +456,7 @@ int cg_scene_run(const struct cg_scene *sc, struct cg_result *res)
 		       sc->name,
 		       (double)((int64_t)res->limit_ns -
 				(int64_t)res->first_event_ns) / 1e6);
-	printf("# E2E-RESULT scenario=%s killed=%d oom_kill=%llu events=%llu acks=%llu freed_mib=%llu spilled_mib=%llu ack_avg_ms=%.1f ack_max_ms=%.1f first_event_ms=%.0f limit_ms=%.0f peak_mib=%llu\n",
+	printf("# E2E-RESULT scenario=%s killed=%d oom_kill=%llu events=%llu acks=%llu freed_mib=%llu spilled_mib=%llu ack_avg_ms=%.1f ack_max_ms=%.1f first_event_ms=%.0f limit_ms=%.0f peak_mib=%llu module_ack_p50_ms=%d module_ack_p99_ms=%d\n",
 	       sc->name, res->trainer_killed,
 	       (unsigned long long)res->oom_kill,
 	       (unsigned long long)res->cgroup_events,
@@ -405,7 +469,8 @@ int cg_scene_run(const struct cg_scene *sc, struct cg_result *res)
 		       (double)((int64_t)res->first_event_ns -
 				(int64_t)res->fill_start_ns) / 1e6 : -1,
 	       res->limit_ns ? e2e_ms(res->limit_ns - res->fill_start_ns) : -1,
-	       (unsigned long long)(res->peak / MiB));
+	       (unsigned long long)(res->peak / MiB),
+	       ack_bound(res->ack_p50_ms), ack_bound(res->ack_p99_ms));
 	return 0;
 }
 

@@ -39,6 +39,8 @@ struct cg_result {
 	uint64_t own_events;		/* PRESSUREs its own watch raised */
 	uint64_t cgroup_events, cgroup_freed, cgroup_room, cgroup_unmet;
 	uint64_t umm_events, acks, acked_bytes, sum_ack_ns, max_ack_ns;
+	uint32_t ack_p50_ms, ack_p99_ms;	/* umm.ko's histogram: upper
+						 * bounds; 0 none, ~0u above */
 	uint64_t first_event_ns;	/* CLOCK_MONOTONIC */
 	uint32_t first_eta_ms, max_level;
 	uint64_t spill_writes, spill_write_bytes, spill_reads;
