@@ -119,6 +119,24 @@ static const struct umm_kind gpu_kind = {
 	"gpus", "gpu", ut_umm_gpu_names, UT_UMM_GPU_COUNT
 };
 
+/*
+ * Room for entry n of arr, an array of *cap entries of size bytes,
+ * doubling it when full: the array (perhaps moved), or NULL when out of
+ * memory (arr is kept, and still the caller's to free).
+ */
+static void *grow(void *arr, size_t size, size_t n, size_t *cap)
+{
+	size_t c = *cap ? *cap * 2 : 8;
+	void *p;
+
+	if (n < *cap)
+		return arr;
+	p = realloc(arr, c * size);
+	if (p)
+		*cap = c;
+	return p;
+}
+
 static int cmp_uint(const void *a, const void *b)
 {
 	unsigned int x = *(const unsigned int *)a, y = *(const unsigned int *)b;
@@ -137,6 +155,7 @@ static int list_ids(const char *root, const struct umm_kind *k,
 	char path[4096];
 	struct dirent *de;
 	uint64_t id;
+	void *p;
 	DIR *d;
 
 	*ids = NULL;
@@ -150,17 +169,12 @@ static int list_ids(const char *root, const struct umm_kind *k,
 		if (strncmp(de->d_name, k->prefix, plen) ||
 		    ut_parse_u64(de->d_name + plen, 0, 65535, &id))
 			continue;
-		if (n == cap) {
-			unsigned int *p;
-
-			cap = cap ? cap * 2 : 16;
-			p = realloc(*ids, cap * sizeof(*p));
-			if (!p) {
-				closedir(d);
-				return -ENOMEM;
-			}
-			*ids = p;
+		p = grow(*ids, sizeof(**ids), n, &cap);
+		if (!p) {
+			closedir(d);
+			return -ENOMEM;
 		}
+		*ids = p;
 		(*ids)[n++] = (unsigned int)id;
 	}
 	closedir(d);
@@ -420,6 +434,7 @@ static int parse_clients(FILE *f, struct ut_umm_client **out, size_t *n)
 	char line[2048];
 	size_t cap = 0;
 	int ret = 0, hist;
+	void *p;
 
 	*out = NULL;
 	*n = 0;
@@ -431,15 +446,10 @@ static int parse_clients(FILE *f, struct ut_umm_client **out, size_t *n)
 		return -EPROTO;	/* other buckets than ours */
 	while (!ret && fgets(line, sizeof(line), f)) {
 		line[strcspn(line, "\n")] = '\0';
-		if (*n == cap) {
-			struct ut_umm_client *p;
-
-			cap = cap ? cap * 2 : 8;
-			p = realloc(*out, cap * sizeof(*p));
-			if (!p)
-				return -ENOMEM;
-			*out = p;
-		}
+		p = grow(*out, sizeof(**out), *n, &cap);
+		if (!p)
+			return -ENOMEM;
+		*out = p;
 		ret = parse_client(line, &(*out)[*n], hist);
 		if (!ret)
 			(*n)++;
@@ -559,21 +569,6 @@ static int parse_cgroup(char *line, int words, struct ut_umm_cgroup *c)
 	return 0;
 }
 
-/* One more entry's room in *out (of *cap); 0 or -ENOMEM. */
-static int cgroups_grow(struct ut_umm_cgroup **out, size_t n, size_t *cap)
-{
-	struct ut_umm_cgroup *p;
-
-	if (n < *cap)
-		return 0;
-	p = realloc(*out, (*cap ? *cap * 2 : 8) * sizeof(*p));
-	if (!p)
-		return -ENOMEM;
-	*out = p;
-	*cap = *cap ? *cap * 2 : 8;
-	return 0;
-}
-
 /* Lines of any length: a path takes up to PATH_MAX bytes, four per byte. */
 static int parse_cgroups(FILE *f, struct ut_umm_cgroup **out, size_t *n)
 {
@@ -587,9 +582,14 @@ static int parse_cgroups(FILE *f, struct ut_umm_cgroup **out, size_t *n)
 	}
 	while (ret >= 0 && getline(&line, &len, f) >= 0) {
 		line[strcspn(line, "\n")] = '\0';
-		ret = cgroups_grow(out, *n, &cap);
-		if (!ret)
-			ret = parse_cgroup(line, words, &(*out)[*n]);
+		struct ut_umm_cgroup *p = grow(*out, sizeof(**out), *n, &cap);
+
+		if (!p) {
+			ret = -ENOMEM;
+			break;
+		}
+		*out = p;
+		ret = parse_cgroup(line, words, &(*out)[*n]);
 		if (!ret)
 			(*n)++;
 	}
