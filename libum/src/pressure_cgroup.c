@@ -160,6 +160,16 @@ static int find_cgroup(struct um_cgwatch *w, char *why, size_t len)
 
 /* ---- reading it ----------------------------------------------------------- */
 
+/* What a read of n bytes into buf gave: one number and a newline. */
+static int parse_counter(char *buf, ssize_t n, uint64_t *out)
+{
+	if (n <= 0)
+		return n ? -errno : -EPROTO;
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	return um__parse_size(buf, out) ? -EPROTO : 0;
+}
+
 /* A memory.* value: a number, or "max" for none (UINT64_MAX). */
 static int read_value(int dirfd, const char *name, uint64_t *out)
 {
@@ -172,15 +182,13 @@ static int read_value(int dirfd, const char *name, uint64_t *out)
 		return -errno;
 	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
-	if (n <= 0)
-		return n ? -errno : -EPROTO;
-	buf[n] = '\0';
-	if (!strncmp(buf, "max", 3)) {
+	if (n > 0)
+		buf[n] = '\0';
+	if (n > 0 && !strncmp(buf, "max", 3)) {
 		*out = UINT64_MAX;
 		return 0;
 	}
-	buf[strcspn(buf, "\n")] = '\0';
-	return um__parse_size(buf, out) ? -EPROTO : 0;
+	return parse_counter(buf, n, out);
 }
 
 static uint64_t min_u64(uint64_t a, uint64_t b)
@@ -245,11 +253,7 @@ static int read_usage(const struct um_cgwatch *w, uint64_t *out)
 
 	if (w->current_fd >= 0) {
 		n = pread(w->current_fd, buf, sizeof(buf) - 1, 0);
-		if (n <= 0)
-			return n ? -errno : -EPROTO;
-		buf[n] = '\0';
-		buf[strcspn(buf, "\n")] = '\0';
-		return um__parse_size(buf, out) ? -EPROTO : 0;
+		return parse_counter(buf, n, out);
 	}
 	n = pread(w->statm_fd, buf, sizeof(buf) - 1, 0);
 	if (n <= 0)
@@ -393,14 +397,15 @@ static void on_level(struct um_pressure *pr, uint64_t room, uint64_t now)
 	    room < relief_room(w))
 		level = UMM_LEVEL_LOW;	/* not out of it yet */
 	if (level == UMM_LEVEL_NORMAL) {
-		if (w->level >= UMM_LEVEL_LOW) {
-			w->level = level;
+		bool was_hot = w->level >= UMM_LEVEL_LOW;
+
+		w->level = level;
+		if (was_hot) {
 			ev = cg_event(w, UMM_EVENT_RELIEF, room, 0);
 			um__pressure_steer_back(pr, &ev);
 			um__pressure_post_event(pr->ctx, UM_TIER_HOST_ANY,
 						UM_TIER_NONE, 0, level);
 		}
-		w->level = level;
 		return;
 	}
 	if (level <= w->level && now - w->asked_ns < CG_REPEAT_NS)
@@ -487,7 +492,6 @@ static void open_cgroup(struct um_pressure *pr, char *why, size_t len)
 int um__cgwatch_open(struct um_pressure *pr, char *why, size_t len)
 {
 	struct um_cgwatch *w = &pr->cgw;
-
 	bool timer_armed = w->timer_armed, psi_armed = w->psi_armed;
 
 	if (w->open)
