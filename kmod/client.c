@@ -47,6 +47,7 @@ static int umm_open(struct inode *inode, struct file *file)
 		goto free_nodes;
 
 	INIT_LIST_HEAD(&c->list);
+	RB_CLEAR_NODE(&c->level);
 	mutex_init(&c->read_mutex);
 	c->pid = get_pid(task_tgid(current));
 	get_task_comm(comm, current);
@@ -54,7 +55,7 @@ static int umm_open(struct inode *inode, struct file *file)
 
 	mutex_lock(&umm.mutex);
 	spin_lock(&umm.lock);
-	list_add_tail(&c->list, &umm.clients);
+	list_add_tail(&c->list, &umm.unready);
 	spin_unlock(&umm.lock);
 	mutex_unlock(&umm.mutex);
 	atomic_inc(&umm.stats.clients);
@@ -106,6 +107,68 @@ static void umm_recheck_gpus(void)
 		umm_gpu_check(umm.gpus[i], false);
 }
 
+/* ---- the order clients are asked in ----------------------------------- */
+
+/*
+ * Move a client that just shook hands from umm.unready to its place on
+ * umm.clients: behind every client of its priority or lower, before the
+ * oldest client of the next priority up, which umm.levels finds without
+ * walking the list. A priority new to the list enters the tree with @c.
+ */
+static void umm_client_place(struct umm_client *c)
+{
+	struct rb_node **link = &umm.levels.rb_node, *parent = NULL, *up;
+	struct umm_client *first, *above = NULL;
+	bool known = false;
+
+	lockdep_assert_held(&umm.lock);
+	while (*link) {
+		parent = *link;
+		first = rb_entry(parent, struct umm_client, level);
+		if (c->priority < first->priority) {
+			above = first;
+			link = &parent->rb_left;
+		} else if (c->priority > first->priority) {
+			link = &parent->rb_right;
+		} else {
+			known = true;
+			break;
+		}
+	}
+	if (known) {
+		/* its level is there: the next one up starts behind it */
+		up = rb_next(parent);
+		above = up ? rb_entry(up, struct umm_client, level) : NULL;
+	}
+	list_move_tail(&c->list, above ? &above->list : &umm.clients);
+	if (!known) {
+		rb_link_node(&c->level, parent, link);
+		rb_insert_color(&c->level, &umm.levels);
+	}
+}
+
+/*
+ * Take a client off whichever list it is on. The oldest of a priority
+ * hands its place in umm.levels to the next oldest, which follows it on
+ * umm.clients; the last of a priority takes the level out.
+ */
+static void umm_client_unplace(struct umm_client *c)
+{
+	struct umm_client *next;
+
+	lockdep_assert_held(&umm.lock);
+	if (!RB_EMPTY_NODE(&c->level)) {
+		next = list_next_entry(c, list);
+		if (!list_entry_is_head(next, &umm.clients, list) &&
+		    next->priority == c->priority)
+			rb_replace_node(&c->level, &next->level, &umm.levels);
+		else
+			rb_erase(&c->level, &umm.levels);
+		RB_CLEAR_NODE(&c->level);
+	}
+	list_del(&c->list);
+}
+
 static int umm_release(struct inode *inode, struct file *file)
 {
 	struct umm_client *c = file->private_data;
@@ -113,7 +176,7 @@ static int umm_release(struct inode *inode, struct file *file)
 	mutex_lock(&umm.mutex);
 	umm_memcg_untie(c);
 	spin_lock(&umm.lock);
-	list_del(&c->list);
+	umm_client_unplace(c);
 	if (c->ready)
 		umm_books_account(c, -1);
 	spin_unlock(&umm.lock);
@@ -202,22 +265,6 @@ static bool umm_name_ok(const char *name)
 		if ((u8)name[i] < 0x20 || (u8)name[i] > 0x7e)
 			return false;
 	return true;
-}
-
-/* Keep ready clients ordered by priority, oldest first among equals. */
-static void umm_client_place(struct umm_client *c)
-{
-	struct umm_client *pos;
-
-	lockdep_assert_held(&umm.lock);
-	list_del(&c->list);
-	list_for_each_entry(pos, &umm.clients, list) {
-		if (pos->ready && pos->priority > c->priority) {
-			list_add_tail(&c->list, &pos->list);
-			return;
-		}
-	}
-	list_add_tail(&c->list, &umm.clients);
 }
 
 /*

@@ -69,6 +69,36 @@ static void umm_show_books(struct seq_file *m, struct umm_client *c)
 		seq_puts(m, " -");
 }
 
+static void umm_show_client(struct seq_file *m, struct umm_client *c)
+{
+	u64 events, drops, acks, freed, lat, lat_sum;
+	u64 le[UMM_ACK_BUCKETS];
+	u32 queued;
+	int i;
+
+	spin_lock(&c->ring_lock);
+	queued = c->used;
+	events = c->events;
+	drops = c->drops;
+	acks = c->acks;
+	freed = c->bytes_freed;
+	lat = c->ack_ns_n ? div64_u64(c->ack_ns_sum, c->ack_ns_n) : 0;
+	lat_sum = c->ack_ns_sum;
+	memcpy(le, c->ack_ms_le, sizeof(le));
+	spin_unlock(&c->ring_lock);
+	seq_printf(m, "%d ", pid_nr(c->pid));
+	umm_show_name(m, c->name);
+	seq_printf(m, " %d %d %u %u %llu %llu %llu %llu %llu",
+		   c->priority, c->ready, c->queue_len, queued, events,
+		   drops, acks, freed, lat);
+	umm_show_books(m, c);
+	seq_printf(m, " %llu ", lat_sum);
+	for (i = 0; i < UMM_ACK_BUCKETS; i++)
+		seq_printf(m, "%s%llu", i ? "," : "", le[i]);
+	seq_putc(m, '\n');
+}
+
+/* The clients in the order they are asked, then those not ready yet. */
 static int clients_show(struct seq_file *m, void *unused)
 {
 	struct umm_client *c;
@@ -79,32 +109,10 @@ static int clients_show(struct seq_file *m, void *unused)
 		seq_printf(m, "%u,", umm_ack_le_ms[i]);
 	seq_puts(m, "inf)\n");
 	mutex_lock(&umm.mutex);
-	list_for_each_entry(c, &umm.clients, list) {
-		u64 events, drops, acks, freed, lat, lat_sum;
-		u64 le[UMM_ACK_BUCKETS];
-		u32 queued;
-
-		spin_lock(&c->ring_lock);
-		queued = c->used;
-		events = c->events;
-		drops = c->drops;
-		acks = c->acks;
-		freed = c->bytes_freed;
-		lat = c->ack_ns_n ? div64_u64(c->ack_ns_sum, c->ack_ns_n) : 0;
-		lat_sum = c->ack_ns_sum;
-		memcpy(le, c->ack_ms_le, sizeof(le));
-		spin_unlock(&c->ring_lock);
-		seq_printf(m, "%d ", pid_nr(c->pid));
-		umm_show_name(m, c->name);
-		seq_printf(m, " %d %d %u %u %llu %llu %llu %llu %llu",
-			   c->priority, c->ready, c->queue_len, queued, events,
-			   drops, acks, freed, lat);
-		umm_show_books(m, c);
-		seq_printf(m, " %llu ", lat_sum);
-		for (i = 0; i < UMM_ACK_BUCKETS; i++)
-			seq_printf(m, "%s%llu", i ? "," : "", le[i]);
-		seq_putc(m, '\n');
-	}
+	list_for_each_entry(c, &umm.clients, list)
+		umm_show_client(m, c);
+	list_for_each_entry(c, &umm.unready, list)
+		umm_show_client(m, c);
 	mutex_unlock(&umm.mutex);
 	return 0;
 }

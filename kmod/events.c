@@ -78,13 +78,12 @@ u64 umm_client_host(struct umm_client *c, bool reclaimable)
 
 /*
  * Does @c take part in an event about @within (NULL: a node or GPU, every
- * ready client)? For a memory cgroup: the clients tied to it or to a
- * cgroup below it that asked for cgroup events.
+ * client on umm.clients, which are past their handshake)? For a memory
+ * cgroup: the clients tied to it or to a cgroup below it that asked for
+ * cgroup events.
  */
 static bool umm_client_within(struct umm_client *c, struct mem_cgroup *within)
 {
-	if (!c->ready)
-		return false;
 	if (!within)
 		return true;
 	return (c->features & UMM_FEATURE_CGROUP) && c->cg &&

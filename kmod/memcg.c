@@ -364,7 +364,7 @@ void umm_memcg_sample_all(u64 now)
 	lockdep_assert_held(&umm.mutex);
 	/* umm.mutex keeps the list as it is: only its holders change it */
 	list_for_each_entry(c, &umm.clients, list)
-		if (c->ready && (c->cg || (c->features & UMM_FEATURE_CGROUP)))
+		if (c->cg || (c->features & UMM_FEATURE_CGROUP))
 			umm_memcg_follow(c);
 	list_for_each_entry(cg, &umm.cgroups, list)
 		umm_cgroup_sample(cg, now);

@@ -92,8 +92,6 @@ void umm_oom(bool injected)
 	list_for_each_entry(c, &umm.clients, list) {
 		u64 bytes = 0;
 
-		if (!c->ready)
-			continue;
 		for_each_umm_node(n, nid)
 			bytes = umm_add_sat(bytes, c->nodes[nid].reclaimable);
 		if (!bytes)

@@ -9,8 +9,9 @@
  *		  writes, inject, the sampling work. Never taken from reclaim
  *		  or OOM context, so holding it across GFP_KERNEL allocations
  *		  is safe.
- *  umm.lock	  spinlock: the client list, every client's books and
- *		  umm_client.ask, the per-source sums and rate-limit stamps.
+ *  umm.lock	  spinlock: the client lists and the priority tree, every
+ *		  client's books and umm_client.ask, the per-source sums and
+ *		  rate-limit stamps.
  *		  This is all the shrinker and the OOM notifier take, so they
  *		  never sleep and never wait for userspace.
  *  client->ring_lock spinlock: one client's ring, seq and pending ACKs.
@@ -30,6 +31,7 @@
 #include <linux/mutex.h>
 #include <linux/nodemask.h>
 #include <linux/overflow.h>
+#include <linux/rbtree.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
 #include <linux/wait.h>
@@ -237,7 +239,10 @@ struct umm_book {
 
 /**
  * struct umm_client - one open file of /dev/umm.
- * @list:	on umm.clients (umm.lock), ordered by priority once ready.
+ * @list:	on umm.unready until the handshake, then on umm.clients (both
+ *		under umm.mutex and umm.lock).
+ * @level:	on umm.levels while this is the oldest ready client of its
+ *		priority, which it stands for there; else empty.
  * @pid:	thread group that opened the file.
  * @name:	from the handshake (the opener's comm before).
  * @priority:	from the handshake; lower is asked first.
@@ -271,6 +276,7 @@ struct umm_book {
  */
 struct umm_client {
 	struct list_head list;
+	struct rb_node level;
 	struct pid *pid;
 	char name[UMM_NAME_LEN];
 	s32 priority;
@@ -326,7 +332,13 @@ struct umm_stats {
  * struct umm_state - the module.
  * @mutex:	see the top of this file.
  * @lock:	see the top of this file.
- * @clients:	every open file (struct umm_client.list).
+ * @clients:	clients past the handshake (struct umm_client.list) in
+ *		the order they are asked: by priority, lowest first, and
+ *		in handshake order among equals.
+ * @levels:	the priorities on @clients, each by its oldest client
+ *		(struct umm_client.level), so that a handshake finds its
+ *		place in O(log priorities).
+ * @unready:	clients before their handshake, in open order.
  * @nodes:	per node id, NULL for nodes without memory at load time.
  * @gpus:	per GPU id.
  * @enabled:	knob; 0 stops every event (figures keep being sampled).
@@ -366,6 +378,8 @@ struct umm_state {
 	struct mutex mutex;		/* see the top of this file */
 	spinlock_t lock;		/* see the top of this file */
 	struct list_head clients;
+	struct rb_root levels;
+	struct list_head unready;
 	struct umm_node **nodes;
 	struct umm_gpu *gpus[UMM_MAX_GPUS];
 	bool enabled;
