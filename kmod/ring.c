@@ -7,9 +7,11 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/ktime.h>
+#include <linux/mm.h>
 #include <linux/poll.h>
 #include <linux/slab.h>
 #include <linux/string.h>
+#include <linux/vmalloc.h>
 
 #include "umm_internal.h"
 
@@ -36,9 +38,19 @@ void umm_event_init(struct umm_event *ev, u32 type, u32 tier_type,
 	ev->eta_ms = UMM_ETA_UNKNOWN;
 }
 
-static u64 umm_ring_bytes(u32 queue_len)
+/*
+ * The memory a ring of @queue_len + 1 records really takes, which is what
+ * ring_bytes counts: up to a page, the kmalloc size it rounds to; beyond,
+ * whole pages of vmalloc. (kvmalloc() would take the next power of two
+ * pages from the page allocator when it can: 32 KiB for the 16,448 bytes
+ * of the default queue_len, twice what was asked.)
+ */
+static size_t umm_ring_bytes(u32 queue_len)
 {
-	return (u64)(queue_len + 1) * sizeof(struct umm_event);
+	size_t bytes = (size_t)(queue_len + 1) * sizeof(struct umm_event);
+
+	return bytes <= PAGE_SIZE ? kmalloc_size_roundup(bytes) :
+				    PAGE_ALIGN(bytes);
 }
 
 /**
@@ -47,22 +59,26 @@ static u64 umm_ring_bytes(u32 queue_len)
  * @queue_len:	records that events may fill.
  *
  * The ring is charged to the opener's memory cgroup (a client's memory is
- * its own), and all rings together may not pass ring_bytes_max: at
- * queue_len 65536 a ring is 4 MiB, and without a cap the clients of one
- * unprivileged user pinned hundreds of MiB.
+ * its own), and all rings together may not pass ring_bytes_max, counted as
+ * the allocator really gives them (umm_ring_bytes()): at queue_len 65536
+ * a ring is 4 MiB, and without a cap the clients of one unprivileged user
+ * pinned hundreds of MiB.
  *
  * Return: 0, -ENOBUFS when the cap would be passed, or -ENOMEM.
  */
 int umm_ring_alloc(struct umm_client *c, u32 queue_len)
 {
-	u64 bytes = umm_ring_bytes(queue_len);
+	size_t bytes = umm_ring_bytes(queue_len);
 
 	if ((u64)atomic64_add_return(bytes, &umm.stats.ring_bytes) >
 	    READ_ONCE(umm.ring_bytes_max)) {
 		atomic64_sub(bytes, &umm.stats.ring_bytes);
 		return -ENOBUFS;
 	}
-	c->ring = kvcalloc(queue_len + 1, sizeof(*c->ring), GFP_KERNEL_ACCOUNT);
+	if (bytes <= PAGE_SIZE)
+		c->ring = kzalloc(bytes, GFP_KERNEL_ACCOUNT);
+	else
+		c->ring = __vmalloc(bytes, GFP_KERNEL_ACCOUNT | __GFP_ZERO);
 	if (!c->ring) {
 		atomic64_sub(bytes, &umm.stats.ring_bytes);
 		return -ENOMEM;

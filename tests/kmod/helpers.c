@@ -321,6 +321,22 @@ int attr_mode(const char *path)
 	return (int)(st.st_mode & 07777);
 }
 
+uint64_t ring_alloc_bytes(uint64_t queue_len)
+{
+	uint64_t bytes = (queue_len + 1) * sizeof(struct umm_event);
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), size = 8;
+
+	if (bytes > page)
+		return (bytes + page - 1) / page * page;
+	/* the kmalloc sizes: powers of two from 8, and 96 and 192 */
+	while (size < bytes) {
+		if ((size == 64 && bytes <= 96) || (size == 128 && bytes <= 192))
+			return size * 3 / 2;
+		size *= 2;
+	}
+	return size;
+}
+
 int umm_inject(const char *spec)
 {
 	return attr_write("inject", spec);

@@ -62,6 +62,13 @@ int attr_write_u64(const char *path, uint64_t v);
 /* st_mode & 07777 of @path, or -errno. */
 int attr_mode(const char *path);
 
+/*
+ * The memory a ring of @queue_len really takes, as the ABI document says
+ * ring_bytes counts it: (queue_len + 1) records of 64 bytes, rounded up to
+ * a kmalloc size up to a page and to whole pages beyond.
+ */
+uint64_t ring_alloc_bytes(uint64_t queue_len);
+
 /* Write @spec to the inject file (UMM_SYSFS "/inject"). */
 int umm_inject(const char *spec);
 

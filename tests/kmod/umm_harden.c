@@ -418,14 +418,14 @@ TEST(bytes_freed_unsigned_and_saturating)
 
 TEST(ring_memory_capped)
 {
-	uint64_t old_max, old_len, base, now;
+	uint64_t old_max, old_len, base, now, ring = ring_alloc_bytes(4096);
 	int fd[4];
 
 	ASSERT_EQ(0, attr_read_u64("ring_bytes_max", &old_max));
 	ASSERT_EQ(0, attr_read_u64("queue_len", &old_len));
 	ASSERT_EQ(0, attr_read_u64("ring_bytes", &base));
-	/* rings of 4096 + 1 records, 262208 bytes: room for three more */
-	ASSERT_EQ(0, attr_write_u64("ring_bytes_max", base + 3 * 262208));
+	/* rings of 4096 + 1 records in whole pages: room for three more */
+	ASSERT_EQ(0, attr_write_u64("ring_bytes_max", base + 3 * ring));
 	ASSERT_EQ(0, attr_write("queue_len", "4096"));
 	for (int i = 0; i < 3; i++) {
 		fd[i] = umm_open(0);
@@ -434,7 +434,7 @@ TEST(ring_memory_capped)
 	fd[3] = umm_open(0);
 	EXPECT_EQ(-ENOBUFS, fd[3]);
 	ASSERT_EQ(0, attr_read_u64("ring_bytes", &now));
-	EXPECT_EQ(base + 3 * 262208, now);
+	EXPECT_EQ(base + 3 * ring, now);
 	/* closing one makes room again */
 	if (fd[0] >= 0)
 		close(fd[0]);

@@ -4,7 +4,10 @@
  * REPORT / event / close cycles leave the module's client count where it
  * was and the kernel's slab and vmalloc usage within a small slack (a leak
  * of one client struct per cycle would show up as hundreds of KiB); clients
- * with the largest ring give all their memory back.
+ * with the largest ring give all their memory back; ring_bytes counts what
+ * a ring really takes (the allocator's rounding included, measured as free
+ * memory gone per client beside clients with the smallest ring), and
+ * ring_bytes_max admits as many rings as those bytes allow.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -175,6 +178,96 @@ TEST(largest_rings_are_freed)
 		TH_LOG("free (with per-CPU lists) %lld -> %lld", before, after);
 	printf("# leak: free memory delta %+lld bytes after 64 rings of 4 MiB\n",
 	       after - before);
+}
+
+/* ---- ring_bytes counts what rings take -------------------------------- */
+
+#define RING_CLIENTS	128
+#define RING_SLACK	4096	/* per ring: page tables, vmalloc's books */
+
+/*
+ * Free memory gone per client while RING_CLIENTS clients with rings of
+ * @queue_len are open, and what ring_bytes grew by per client.
+ */
+static int ring_cost(uint64_t queue_len, long long *taken, uint64_t *counted)
+{
+	static int fds[RING_CLIENTS];
+	uint64_t rb0, rb1;
+	long long before, after;
+	int n, ret = 0;
+
+	ret = attr_write_u64("queue_len", queue_len);
+	if (ret)
+		return ret;
+	usleep(100 * 1000);
+	attr_read_u64("ring_bytes", &rb0);
+	before = free_bytes_all();
+	for (n = 0; n < RING_CLIENTS; n++) {
+		fds[n] = umm_open(0);
+		if (fds[n] < 0) {
+			ret = fds[n];
+			break;
+		}
+	}
+	after = free_bytes_all();
+	attr_read_u64("ring_bytes", &rb1);
+	while (n--)
+		close(fds[n]);
+	*taken = (before - after) / RING_CLIENTS;
+	*counted = (rb1 - rb0) / RING_CLIENTS;
+	return ret;
+}
+
+TEST_TIMEOUT_SET(ring_bytes_count_what_rings_take, 120);
+
+TEST(ring_bytes_count_what_rings_take)
+{
+	static const uint64_t lens[] = { 4, 63, 256, 4096 };
+	uint64_t old_len, old_max, counted, small_counted, base, now, ring;
+	long long taken, small_taken;
+	int fd[4];
+
+	ASSERT_EQ(0, attr_read_u64("queue_len", &old_len));
+	ASSERT_EQ(0, attr_read_u64("ring_bytes_max", &old_max));
+	ASSERT_EQ(0, attr_write_u64("ring_bytes_max", 256ull << 20));
+	/*
+	 * The clients with the smallest ring: what a client costs besides,
+	 * the second time (the first grows the caches the others reuse).
+	 */
+	ASSERT_EQ(0, ring_cost(4, &small_taken, &small_counted));
+	ASSERT_EQ(0, ring_cost(4, &small_taken, &small_counted));
+	EXPECT_EQ(ring_alloc_bytes(4), small_counted);
+	for (unsigned int i = 1; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		long long ring_taken;
+
+		ASSERT_EQ(0, ring_cost(lens[i], &taken, &counted));
+		ring_taken = taken - small_taken + (long long)small_counted;
+		printf("# ring: queue_len %5llu: %llu bytes counted, %lld taken\n",
+		       (unsigned long long)lens[i],
+		       (unsigned long long)counted, ring_taken);
+		EXPECT_EQ(ring_alloc_bytes(lens[i]), counted);
+		EXPECT_GT(RING_SLACK, ring_taken - (long long)counted);
+		EXPECT_GT(RING_SLACK, (long long)counted - ring_taken);
+	}
+
+	/* the cap admits exactly as many rings as their real bytes allow */
+	ring = ring_alloc_bytes(256);
+	ASSERT_EQ(0, attr_write_u64("queue_len", 256));
+	ASSERT_EQ(0, attr_read_u64("ring_bytes", &base));
+	ASSERT_EQ(0, attr_write_u64("ring_bytes_max", base + 3 * ring + ring - 1));
+	for (int i = 0; i < 3; i++) {
+		fd[i] = umm_open(0);
+		EXPECT_LE(0, fd[i]) TH_LOG("open %d: %s", i, strerror(-fd[i]));
+	}
+	fd[3] = umm_open(0);
+	EXPECT_EQ(-ENOBUFS, fd[3]);
+	ASSERT_EQ(0, attr_read_u64("ring_bytes", &now));
+	EXPECT_EQ(base + 3 * ring, now);
+	for (int i = 0; i < 4; i++)
+		if (fd[i] >= 0)
+			close(fd[i]);
+	EXPECT_EQ(0, attr_write_u64("queue_len", old_len));
+	EXPECT_EQ(0, attr_write_u64("ring_bytes_max", old_max));
 }
 
 TEST_HARNESS_MAIN
