@@ -39,11 +39,11 @@ void umm_event_init(struct umm_event *ev, u32 type, u32 tier_type,
 }
 
 /*
- * The memory a ring of @queue_len + 1 records really takes, which is what
- * ring_bytes counts: up to a page, the kmalloc size it rounds to; beyond,
- * whole pages of vmalloc. (kvmalloc() would take the next power of two
- * pages from the page allocator when it can: 32 KiB for the 16,448 bytes
- * of the default queue_len, twice what was asked.)
+ * The memory the ring of a client with @queue_len (queue_len + 1 records)
+ * really takes, which is what ring_bytes counts: up to a page, the kmalloc
+ * size it rounds to; beyond, whole pages of vmalloc. (kvmalloc() would
+ * take the next power of two pages from the page allocator when it can:
+ * 32 KiB for the 16,448 bytes of the default queue_len.)
  */
 static size_t umm_ring_bytes(u32 queue_len)
 {
