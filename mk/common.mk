@@ -32,8 +32,8 @@ UM_LIBS   := $(LIBUM_A) -luring -lnuma -lxxhash $(CUDA_LIBS) -lpthread -lm
 # UM_RUNPATH, which each Makefile sets; the packages set it empty (Debian
 # forbids run paths).
 LIBUM_SO   := $(TOP)/libum/build/libum.so
-UM_SO_LIBS  = $(LIBUM_SO) $(if $(UM_RUNPATH),-Wl$(comma)-rpath$(comma)'$(UM_RUNPATH)') \
-	      -lpthread -lm
+UM_SO_LIBS  = $(LIBUM_SO) -lpthread -lm \
+	      $(if $(UM_RUNPATH),-Wl$(comma)-rpath$(comma)'$(UM_RUNPATH)')
 comma := ,
 
 # The release, from the one VERSION file: the soname's minor, libum.pc,

@@ -19,7 +19,7 @@ UMBENCH_GPU_B ?= build
 ifeq ($(HAVE_CUDA),1)
 UMBENCH_GPU_SRCS := bench_gpu.cu bench_gpu_kern.cu bench_gpu_adam.cu \
 	bench_gpu_cpu.cu gpu_entry.cu
-UMBENCH_GPU_CU_OBJS := $(patsubst %.cu,$(UMBENCH_GPU_B)/gpu/%.o,$(UMBENCH_GPU_SRCS))
+UMBENCH_GPU_CU_OBJS := $(UMBENCH_GPU_SRCS:%.cu=$(UMBENCH_GPU_B)/gpu/%.o)
 UMBENCH_GPU_OBJS := $(UMBENCH_GPU_CU_OBJS) $(UMBENCH_GPU_B)/gpu/json.o
 UMBENCH_GPU_SO := $(UMBENCH_GPU_B)/umbench-gpu.so
 UMBENCH_GPU_NVCCFLAGS ?= -O2 -arch=sm_90 -Werror all-warnings \
