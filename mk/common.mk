@@ -25,6 +25,17 @@ endif
 LIBUM_A   := $(TOP)/libum/build/libum.a
 UM_LIBS   := $(LIBUM_A) -luring -lnuma -lxxhash $(CUDA_LIBS) -lpthread -lm
 
+# The programs the packages ship (umbench, umtrain) link libum.so.0 instead,
+# as a program built against the installed libum does, so that they reach
+# CUDA only through libum's plugin (Documentation/packaging.rst). In the tree
+# they find libum/build through a run path relative to themselves,
+# UM_RUNPATH, which each Makefile sets; the packages set it empty (Debian
+# forbids run paths).
+LIBUM_SO   := $(TOP)/libum/build/libum.so
+UM_SO_LIBS  = $(LIBUM_SO) -lpthread -lm \
+	      $(if $(UM_RUNPATH),-Wl$(comma)-rpath$(comma)'$(UM_RUNPATH)')
+comma := ,
+
 # The release, from the one VERSION file: the soname's minor, libum.pc,
 # umm.ko's MODULE_VERSION and dkms.conf, the tools' --version, the man
 # pages' footers and the Debian packages all take it from there.

@@ -4,8 +4,11 @@
 # run-on-device.sh - the whole GPU verification of libum in one command, on a
 # machine with an NVIDIA GPU. Builds NOTHING: build on a development machine
 # (`make -C libum && make -C tests/gpu && make -C tools/umbench`) and bring
-# tests/gpu/build and tools/umbench/build along. The binaries link the CUDA
-# runtime and the Debian libraries statically: they need libc and the driver.
+# tests/gpu/build along (and tools/umbench/build with libum/build, to run
+# umbench itself). The tests/gpu binaries link the CUDA runtime and the
+# Debian libraries statically: they need libc and the driver. umbench links
+# libum.so.0 and loads umbench-gpu.so, which needs libcudart.so.13; where
+# that is missing the standalone tests/gpu/build/umbench-gpu runs instead.
 #
 # Steps, each under `timeout` and each run whatever happened before:
 #   1. the machine: nvidia-smi, kernel, libc, what the binaries link
@@ -139,16 +142,17 @@ else
 	failed=1
 fi
 
-# umbench --gpu: umbench itself when it was built with --gpu and starts
-# here, else the standalone build of the same code.
+# umbench --gpu: umbench itself when it starts here and loads its GPU part
+# (umbench-gpu.so beside it, libum/build/libum.so.0 and the CUDA runtime
+# 13 found), else the standalone build of the same code, which needs none.
 ub="$top/tools/umbench/build/umbench"
 ubargs=(--gpu)
 if [ -x "$ub" ] && [ -z "$(missing_libs "$ub")" ] &&
-	"$ub" --help 2>&1 | grep -q -- '--gpu' &&
-	! "$ub" --gpu --help 2>&1 | grep -q 'built without'; then
+	"$ub" --gpu --help >/dev/null 2>&1; then
 	say "umbench: $ub"
 else
-	say "umbench: $ub unusable here (missing, no --gpu, or libraries); using the standalone build"
+	say "umbench: $ub unusable here (missing, libraries, or no umbench-gpu.so:" \
+		"$("$ub" --gpu --help 2>&1 >/dev/null | head -n 1)); using the standalone build"
 	ub="$here/build/umbench-gpu"
 fi
 [ -n "$out" ] && ubargs+=(--json-file "$out/umbench.json")

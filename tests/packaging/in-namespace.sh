@@ -80,7 +80,7 @@ check libum_so_no_cuda so_no_cuda
 bind_now() {
 	local f bad=0
 	for f in $(dpkg -L libum0 um-tools python3-umtorch libum-cuda0 \
-			2>/dev/null); do
+			um-tools-cuda 2>/dev/null); do
 		[ -f "$f" ] && head -c 4 "$f" | grep -q ELF || continue
 		readelf -d "$f" 2>/dev/null | grep -q NEEDED || continue
 		readelf -d "$f" | grep -qE 'BIND_NOW|FLAGS_1.*NOW' ||
@@ -133,6 +133,27 @@ static_prog() {
 	env -u LIBUM_BACKEND "$out/trainer-static"
 }
 check pkg_config_static static_prog
+
+# umbench --gpu with um-tools-cuda but the CUDA runtime hidden, then with
+# um-tools-cuda removed: exit 2 naming what is missing (the runtime, then
+# the plugin and its package).
+umbench_gpu() {
+	local err rc
+	if dpkg -s um-tools-cuda >/dev/null 2>&1; then
+		err=$(umbench --gpu -q 2>&1 >/dev/null)
+		rc=$?
+		echo "$err"
+		[ $rc -eq 2 ] && echo "$err" | grep -q 'umbench-gpu.so: libcudart.so.13' ||
+			fails "exit $rc, not 2 naming libcudart.so.13"
+		dpkg -r um-tools-cuda || return 1
+	fi
+	err=$(umbench --gpu -q 2>&1 >/dev/null)
+	rc=$?
+	echo "$err"
+	[ $rc -eq 2 ] && echo "$err" | grep -q 'packaged as um-tools-cuda' ||
+		fails "exit $rc, not 2 naming um-tools-cuda"
+}
+check umbench_gpu umbench_gpu
 
 # The plugin there but its CUDA runtime hidden, then the plugin removed:
 # cuda fails naming what is missing, auto takes sim.

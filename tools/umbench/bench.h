@@ -17,6 +17,8 @@
 
 #define BENCH_MAX_SIZES 16
 
+struct umbench_gpu;
+
 /* Targets: what umbench checks its ratios against (performance.rst). */
 #define TARGET_POOL_OVER_MALLOC	3.0	/* pool at most 3x malloc+free */
 #define TARGET_RAW_OVER_POOL	1000.0	/* raw at least 1000x the pool */
@@ -44,10 +46,11 @@ int bench_suballoc(const struct bench_opts *o);
 
 /* Raw pinned host memory as the backend would obtain it, without the pool:
  * sim mmap+mlock (mmap+MAP_POPULATE where mlock is refused), cuda
- * cudaHostAlloc. */
+ * cudaHostAlloc (through umbench-gpu.so; mmap+mlock when it is missing). */
 struct raw_pinned {
 	const char *method;		/* e.g. "mmap+mlock+munmap" */
 	int backend;
+	const struct umbench_gpu *gpu;	/* cuda: cudaHostAlloc's */
 	bool populate;			/* mlock refused: populate instead */
 };
 

@@ -3,7 +3,8 @@
 # Description: umbench --quick --json runs every section and prints one valid
 # JSON document with every expected key and type (speed is not asserted: a
 # missed target exits 1, which is allowed here; a failed run is not); bad
-# usage exits 2 with a message.
+# usage exits 2 with a message. umbench holds no CUDA: its GPU part is the
+# plugin umbench-gpu.so, and without it --gpu exits 2 naming it.
 # Usage: check.sh UMBENCH UT-JSONCHECK
 set -u
 UMBENCH=$1
@@ -78,13 +79,37 @@ gpu_flag() {
 	"$UMBENCH" --gpu --help >"$TMP/gout" 2>"$TMP/gerr"
 	rc=$?
 	cat "$TMP/gerr"
-	# without the GPU objects: exit 2 with a message; with them the GPU
+	# without umbench-gpu.so: exit 2 with a message; with it the GPU
 	# part answers --help itself.
-	if grep -q 'built without' "$TMP/gerr"; then
+	if grep -q 'cannot load the GPU benchmarks' "$TMP/gerr"; then
 		[ $rc -eq 2 ]
 	else
 		[ $rc -eq 0 ] || [ $rc -eq 4 ]
 	fi
+}
+
+# CUDA only through plugins: no CUDA runtime linked in, none needed.
+no_cuda() {
+	local b
+	b=$(command -v "$UMBENCH")
+	readelf -d "$b" | grep NEEDED
+	! readelf -d "$b" | grep -qi 'NEEDED.*cuda' &&
+		! nm "$b" | grep -qiE 'cudart|[^_]cuda[A-Z]'
+}
+
+# A copy alone in a directory: --gpu names the plugin, where it was looked
+# for and the package; the pool section with cuda times mmap+mlock instead
+# and says so. (Skipped where umbench-gpu.so is installed.)
+no_plugin() {
+	local so
+	so=$(ldd "$UMBENCH" | awk '$1 == "libum.so.0" { print $3 }')
+	cp "$UMBENCH" "$TMP/umbench-alone"
+	LD_LIBRARY_PATH=$(dirname "$so") "$TMP/umbench-alone" --gpu 		>"$TMP/pout" 2>"$TMP/perr"
+	rc=$?
+	cat "$TMP/perr"
+	[ $rc -eq 2 ] && [ ! -s "$TMP/pout" ] &&
+		grep -q "umbench-gpu.so is neither in $TMP nor in" "$TMP/perr" &&
+		grep -q 'packaged as um-tools-cuda' "$TMP/perr"
 }
 
 # --scale --quick: two counts, every call with calls, a cost and a ratio,
@@ -119,7 +144,7 @@ version() {
 	grep -q "\"version\": \"${BASH_REMATCH[1]}\"" "$TMP/out.json"
 }
 
-tap_begin 18
+tap_begin 20
 tap_check "umbench --quick --json runs (exit 0 or 1)" runs
 tap_check "JSON valid with every key" keys
 tap_check "migrated data intact" data_intact
@@ -134,6 +159,13 @@ tap_check "bad --region-bytes" usage_error "invalid --region-bytes" \
 	--region-bytes 12
 tap_check "unknown option" usage_error "^umbench: unrecognized option" --frob
 tap_check "--gpu answers or refuses clearly" gpu_flag
+tap_check "no CUDA runtime in umbench" no_cuda
+if ls /usr/lib/*/umbench/umbench-gpu.so /usr/local/lib/*/umbench/umbench-gpu.so \
+	>/dev/null 2>&1; then
+	tap_skip "--gpu without umbench-gpu.so names it" "umbench-gpu.so installed"
+else
+	tap_check "--gpu without umbench-gpu.so names it" no_plugin
+fi
 tap_check "--scale --quick --json has the table's shape" scale_shape
 tap_check "scale as a section prints the table" scale_text
 tap_check "bad --scale-max" usage_error "invalid --scale-max" --scale-max 8

@@ -1,8 +1,15 @@
-# tools/umbench/gpu.mk - the objects of `umbench --gpu`, included by
-# tools/umbench/Makefile. With HAVE_CUDA=1 it sets UMBENCH_GPU_OBJS (built
-# under $(UMBENCH_GPU_B)), UMBENCH_GPU_CPPFLAGS (-DUMBENCH_GPU) and
-# UMBENCH_GPU_LIBS (static cudart: the binary needs no CUDA library at run
-# time, only the driver); without CUDA all three are empty.
+# tools/umbench/gpu.mk - umbench-gpu.so, the GPU part of umbench (gpu.h),
+# included by tools/umbench/Makefile. With HAVE_CUDA=1 it sets
+# UMBENCH_GPU_SO (built under $(UMBENCH_GPU_B)) and how to build it; without
+# CUDA it is empty and umbench --gpu says that the plugin is missing.
+#
+# The plugin links libum.so.0 (umbench has loaded it already) and the CUDA
+# runtime shared, like libum's own CUDA plugin: the static runtime cannot be
+# dlopen()ed (page-aligned thread-local storage), and with one shared runtime
+# the benchmark's kernels and libum's backend use the same CUDA context. Its
+# run path to the runtime is CUDA_RUNPATH, as libum-cuda.so.0's (none in the
+# package). It has its own copy of tools/common's JSON writer, the one part
+# of libut it calls.
 #
 # The .cu files are compiled without exceptions and thread-safe statics, so
 # they need no libstdc++ and link with $(CC). -ffp-contract=off keeps the CPU
@@ -10,23 +17,32 @@
 
 UMBENCH_GPU_B ?= build
 ifeq ($(HAVE_CUDA),1)
-UMBENCH_GPU_SRCS := bench_gpu.cu bench_gpu_kern.cu bench_gpu_adam.cu bench_gpu_cpu.cu
-UMBENCH_GPU_OBJS := $(patsubst %.cu,$(UMBENCH_GPU_B)/%.o,$(UMBENCH_GPU_SRCS))
-# umbench.c calls umbench_gpu_main() for --gpu only with this.
-UMBENCH_GPU_CPPFLAGS := -DUMBENCH_GPU
-UMBENCH_GPU_NVCCFLAGS ?= -O2 -arch=sm_90 -cudart static -Werror all-warnings \
-	-Xcompiler -Wall,-Wextra,-Werror,-fno-exceptions,-fno-threadsafe-statics,-ffp-contract=off
-UMBENCH_GPU_LIBS := $(CUDA_LIBS) -lpthread -lm
+UMBENCH_GPU_SRCS := bench_gpu.cu bench_gpu_kern.cu bench_gpu_adam.cu \
+	bench_gpu_cpu.cu gpu_entry.cu
+UMBENCH_GPU_CU_OBJS := $(UMBENCH_GPU_SRCS:%.cu=$(UMBENCH_GPU_B)/gpu/%.o)
+UMBENCH_GPU_OBJS := $(UMBENCH_GPU_CU_OBJS) $(UMBENCH_GPU_B)/gpu/json.o
+UMBENCH_GPU_SO := $(UMBENCH_GPU_B)/umbench-gpu.so
+UMBENCH_GPU_NVCCFLAGS ?= -O2 -arch=sm_90 -Werror all-warnings \
+	-Xcompiler -Wall,-Wextra,-Werror,-fPIC,-fno-exceptions,-fno-threadsafe-statics,-ffp-contract=off
+CUDA_RUNPATH ?= $(CUDA_HOME)/lib64
+comma := ,
 
-# bench_gpu.cu writes its JSON with tools/common's writer (json.c, in the
-# libut the tool links).
-$(UMBENCH_GPU_OBJS): $(UMBENCH_GPU_B)/%.o: %.cu bench_gpu.h gpu.h \
-		$(TOP)/tools/common/ut.h
-	@mkdir -p $(UMBENCH_GPU_B)
+$(UMBENCH_GPU_CU_OBJS): $(UMBENCH_GPU_B)/gpu/%.o: %.cu \
+		bench_gpu.h gpu.h $(TOP)/tools/common/ut.h
+	@mkdir -p $(@D)
 	$(NVCC) $(UMBENCH_GPU_NVCCFLAGS) -I$(TOP)/libum/include -I. \
 		-I$(TOP)/tools/common -c -o $@ $<
+
+$(UMBENCH_GPU_B)/gpu/json.o: $(TOP)/tools/common/json.c $(TOP)/tools/common/ut.h
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+$(UMBENCH_GPU_SO): $(UMBENCH_GPU_OBJS) gpu.map $(LIBUM_SO)
+	$(CC) -shared -Wl,--version-script=gpu.map -Wl,--no-undefined \
+		-o $@ $(UMBENCH_GPU_OBJS) $(LDFLAGS) $(LIBUM_SO) \
+		-L$(CUDA_HOME)/lib64 -lcudart \
+		$(if $(CUDA_RUNPATH),-Wl$(comma)-rpath$(comma)$(CUDA_RUNPATH)) \
+		-lpthread -lm
 else
-UMBENCH_GPU_OBJS :=
-UMBENCH_GPU_CPPFLAGS :=
-UMBENCH_GPU_LIBS :=
+UMBENCH_GPU_SO :=
 endif

@@ -4,17 +4,16 @@
  *
  * On sim the backend's chunks are locked anonymous memory, so the raw path
  * is mmap + mlock + munmap of the same size (mlock faults every page in, as
- * pinning does). With the cuda backend it is cudaHostAlloc/cudaFreeHost.
+ * pinning does). With the cuda backend it is cudaHostAlloc/cudaFreeHost,
+ * which umbench reaches through its GPU part (gpu.h); without that, it
+ * says so and times mmap+mlock instead.
  */
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
 
-#ifdef UM_HAVE_CUDA
-#include <cuda_runtime_api.h>
-#endif
-
 #include "bench.h"
+#include "gpu.h"
 #include "um.h"
 
 static int try_mlock(struct raw_pinned *rp)
@@ -36,12 +35,17 @@ int raw_init(struct raw_pinned *rp, int backend)
 {
 	memset(rp, 0, sizeof(*rp));
 	rp->backend = backend;
-#ifdef UM_HAVE_CUDA
 	if (backend == UM_BACKEND_CUDA) {
-		rp->method = "cudaHostAlloc+cudaFreeHost";
-		return 0;
+		const char *why;
+
+		rp->gpu = umbench_gpu_load(&why);
+		if (rp->gpu) {
+			rp->method = "cudaHostAlloc+cudaFreeHost";
+			return 0;
+		}
+		ut_warn("pool: raw cudaHostAlloc unavailable, timing "
+			"mmap+mlock instead: %s", why);
 	}
-#endif
 	return try_mlock(rp);
 }
 
@@ -50,11 +54,8 @@ int raw_alloc(struct raw_pinned *rp, size_t len, void **out)
 	int flags = MAP_PRIVATE | MAP_ANONYMOUS;
 	void *p;
 
-#ifdef UM_HAVE_CUDA
-	if (rp->backend == UM_BACKEND_CUDA)
-		return cudaHostAlloc(out, len, cudaHostAllocDefault) ==
-		       cudaSuccess ? 0 : -ENOMEM;
-#endif
+	if (rp->gpu)
+		return rp->gpu->host_alloc(len, out);
 	if (rp->populate)
 		flags |= MAP_POPULATE;
 	p = mmap(NULL, len, PROT_READ | PROT_WRITE, flags, -1, 0);
@@ -72,11 +73,9 @@ int raw_alloc(struct raw_pinned *rp, size_t len, void **out)
 
 void raw_free(struct raw_pinned *rp, void *p, size_t len)
 {
-#ifdef UM_HAVE_CUDA
-	if (rp->backend == UM_BACKEND_CUDA) {
-		cudaFreeHost(p);
+	if (rp->gpu) {
+		rp->gpu->host_free(p);
 		return;
 	}
-#endif
 	munmap(p, len);	/* unlocks too */
 }

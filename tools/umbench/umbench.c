@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * umbench - libum's benchmarks: the pinned pool against malloc and against
- * raw pinned allocation, migration against memcpy, and (--gpu, CUDA builds)
- * the GPU benchmarks. Ratios are measured side by side in one run. See
- * umbench(1).
+ * raw pinned allocation, migration against memcpy, and (--gpu, from the
+ * plugin umbench-gpu.so, gpu.h) the GPU benchmarks. Ratios are measured side
+ * by side in one run. See umbench(1).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -12,10 +12,8 @@
 #include <string.h>
 
 #include "bench.h"
-#include "um.h"
-#ifdef UMBENCH_GPU
 #include "gpu.h"
-#endif
+#include "um.h"
 
 struct section {
 	const char *name;
@@ -68,7 +66,7 @@ static void usage(void)
 "      --scale          run the scale section (same as SECTION scale)\n"
 "      --scale-max N    scale: stop at N regions (default 65536; --quick\n"
 "                       measures 64 and 512 only)\n"
-"      --gpu            run the GPU benchmarks instead (CUDA builds only)\n"
+"      --gpu            run the GPU benchmarks instead (umbench-gpu.so)\n"
 "  -q, --quiet          no progress bar\n"
 "  -h, --help           show this help\n"
 "  -V, --version        show the version\n\n"
@@ -228,6 +226,20 @@ static const struct section *parse_args(int argc, char **argv,
 	return only;
 }
 
+/* --gpu: the GPU benchmarks are umbench-gpu.so's (gpu.h). */
+static int run_gpu(int argc, char **argv)
+{
+	const struct umbench_gpu *gpu;
+	const char *why;
+
+	gpu = umbench_gpu_load(&why);
+	if (!gpu) {
+		ut_warn("--gpu: cannot load the GPU benchmarks: %s", why);
+		return 2;
+	}
+	return gpu->main(argc, argv);
+}
+
 int main(int argc, char **argv)
 {
 	struct bench_opts o = {
@@ -242,16 +254,8 @@ int main(int argc, char **argv)
 	size_t i;
 
 	ut_set_progname(argv);
-	if (has_gpu_flag(argc, argv)) {
-#ifdef UMBENCH_GPU
-		return umbench_gpu_main(argc, argv);
-#else
-		ut_warn("--gpu: this umbench was built without the GPU "
-			"benchmarks (no CUDA toolkit at build time, or "
-			"HAVE_CUDA=0)");
-		return 2;
-#endif
-	}
+	if (has_gpu_flag(argc, argv))
+		return run_gpu(argc, argv);
 	memcpy(o.sizes, default_sizes, sizeof(default_sizes));
 	o.nsizes = sizeof(default_sizes) / sizeof(default_sizes[0]);
 	only = parse_args(argc, argv, &o);

@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 #
-# umbench_modeled.sh BIN OUT - umbench --gpu on the virtual GPU (vgpu/), as
+# umbench_modeled.sh BIN OUT [NAME] - umbench --gpu on the virtual GPU
+# (vgpu/), its results named NAME.* (default umbench_gpu_vgpu), as
 # TAP: it runs to the end, says its times are modeled, its JSON parses,
 # every result is intact and bitwise identical (p, m and v of every Adam
 # row), no step failed, and the modeled targets hold: TIERED evict and
@@ -11,6 +12,7 @@
 set -u
 bin=$1
 out=$2
+n=${3:-umbench_gpu_vgpu}
 . "$(dirname "$0")/tap.sh"
 echo "TAP version 13"
 echo "1..5"
@@ -19,14 +21,14 @@ echo "1..5"
 rc=$?
 sed 's/^/# /' "$out.txt"
 [ "$rc" -eq 0 ] || [ "$rc" -eq 1 ]
-t "umbench_gpu_vgpu.runs_to_the_end (exit $rc)" $?
+t "$n.runs_to_the_end (exit $rc)" $?
 grep -q '^MODELED: ' "$out.txt" && grep -q '"modeled":true' "$out.json"
-t umbench_gpu_vgpu.says_modeled $?
+t $n.says_modeled $?
 python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$out.json" 2>&1
-t umbench_gpu_vgpu.json_parses $?
+t $n.json_parses $?
 ! grep -qE '"(intact|identical)":false|"error":"|"libum_error":"' "$out.json" &&
 	grep -qE '"repinned_reps":[0-9]+' "$out.json"
-t umbench_gpu_vgpu.all_intact_identical_no_error $?
+t $n.all_intact_identical_no_error $?
 python3 - "$out.json" <<'PY'
 import json, sys
 j = json.load(open(sys.argv[1]))
@@ -38,5 +40,5 @@ for n in bad:
     print("# target missed:", n, seen.get(n))
 sys.exit(1 if bad or not j["pass"] else 0)
 PY
-t umbench_gpu_vgpu.modeled_targets_met $?
+t $n.modeled_targets_met $?
 tap_end
