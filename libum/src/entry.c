@@ -141,8 +141,8 @@ int um__enter_const(const struct um_context *ctx)
  */
 int um__check_fast(const struct um_context *ctx)
 {
-	static _Thread_local const struct um_context *seen;
-	static _Thread_local uint64_t seen_gen;
+	static UM_TLS const struct um_context *seen;
+	static UM_TLS uint64_t seen_gen;
 	uint64_t gen = atomic_load_explicit(&reg_gen, memory_order_acquire);
 	int ret;
 

@@ -35,7 +35,7 @@
 
 #define class_size um__pool_class_size
 
-__thread struct tcache *um__pool_tc __attribute__((tls_model("initial-exec")));
+UM_TLS struct tcache *um__pool_tc;
 
 static pthread_key_t tc_key;
 static pthread_once_t tc_once = PTHREAD_ONCE_INIT;

@@ -156,8 +156,7 @@ struct tcache {
 	struct tc_bin bin[NCLASSES];
 };
 
-extern __thread struct tcache *um__pool_tc
-	__attribute__((tls_model("initial-exec")));
+extern UM_TLS struct tcache *um__pool_tc;
 
 struct um_pool {
 	struct um_backend *be;

@@ -152,8 +152,8 @@ static void reg_del(struct um_suballoc *sa)
  */
 static int sa_check(struct um_suballoc *sa)
 {
-	static _Thread_local const struct um_suballoc *seen;
-	static _Thread_local uint64_t seen_gen;
+	static UM_TLS const struct um_suballoc *seen;
+	static UM_TLS uint64_t seen_gen;
 	uint64_t gen = atomic_load_explicit(&reg_gen, memory_order_acquire);
 	bool found = false;
 

@@ -7,6 +7,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/*
+ * libum's thread-local variables: initial-exec, so that the hot calls of
+ * libum.so reach them without a __tls_get_addr call each time. They come
+ * out of the static TLS glibc keeps spare for libraries (a dlopen()ed
+ * libum, as umtorch's, included): a few dozen bytes.
+ */
+#define UM_TLS _Thread_local __attribute__((tls_model("initial-exec")))
+
 /* One decimal number from a file: 0, -errno to open it, -EIO unreadable. */
 int um__read_num(const char *path, long long *out);
 
