@@ -12,7 +12,8 @@
 #   as on a fresh machine, and only um's kernel cache is the real one:
 #   vm.deps.runs               deps.sh succeeds (fetching into the cache what
 #                              it lacks), and a second run fetches nothing
-#   vm.deps.no_apt_source      nothing under /etc changed (no apt source)
+#   vm.deps.no_apt_source      nothing of /etc/apt, /var/lib/apt and
+#                              /var/cache/apt changed (no apt source added)
 #   vm.deps.no_boot_kernel     /boot and /lib/modules stay empty, dpkg's
 #                              linux-image-* and linux-headers-* are as before
 #   vm.deps.kernels_in_cache   deps.sh --kernels lists a 6.1 and a 6.12
