@@ -56,13 +56,13 @@ PKGS=(
 # other recommends, fakeroot, is in PKGS.
 NO_RECOMMENDS=(dkms)
 CACHE=$(realpath -m "${UM_KERNEL_CACHE:-/var/cache/um-kernels}")
-# The rig's kernels: series, and the image and headers package names of
-# that series (signed image, else -unsigned); the newest version that has
-# both is fetched.
+# The rig's kernels: series, and the kernel versions of that series
+# (linux-image-<version>, signed, else -unsigned, and
+# linux-headers-<version>); the newest version that has both is fetched.
 SERIES=(6.1 6.12)
 declare -A SERIES_RE=(
-	[6.1]='^linux-(image|headers)-6\.1\.0-[0-9]+-amd64(-unsigned)?$'
-	[6.12]='^linux-(image|headers)-6\.12\.[0-9]+\+deb12-amd64(-unsigned)?$'
+	[6.1]='6\.1\.0-[0-9]+-amd64'
+	[6.12]='6\.12\.[0-9]+\+deb12-amd64'
 )
 
 say() { echo "deps: $*"; }
@@ -188,7 +188,8 @@ apt_private() {
 # The newest version of series $1 in the private lists that has an image
 # and headers: prints "VERSION IMAGE-PACKAGE".
 newest_of_series() {
-	apt_private apt-cache search --names-only "${SERIES_RE[$1]}" | awk '
+	apt_private apt-cache search --names-only \
+		"^linux-(image|headers)-${SERIES_RE[$1]}(-unsigned)?\$" | awk '
 		{ n = $1; v = n; sub(/^linux-(image|headers)-/, "", v)
 		  sub(/-unsigned$/, "", v) }
 		n ~ /^linux-headers-/ { h[v] = 1; next }
@@ -203,6 +204,11 @@ fetch_series() {
 	local ver img hdr pkgs dl new deb l t
 	read -r ver img < <(newest_of_series "$1") ||
 		die "no linux-image of series $1 with headers in the Debian archive"
+	if [ -e "$CACHE/$ver/.um-complete" ]; then
+		say "$1: $ver, the newest, is in the cache"
+		drop_older "$1" "$ver"
+		return 0
+	fi
 	hdr=linux-headers-$ver
 	# the -common headers and the kbuild programs, as the headers name them
 	pkgs="$img $hdr $(apt_private apt-cache show --no-all-versions "$hdr" |
@@ -236,6 +242,19 @@ fetch_series() {
 	rm -rf "$dl" "${CACHE:?}/$ver"
 	mv "$new" "$CACHE/$ver"
 	say "  $CACHE/$ver"
+	drop_older "$1" "$ver"
+}
+
+# One kernel per series in the cache: those of series $1 but $2 go.
+drop_older() {
+	local d
+	for d in "$CACHE"/*/.um-complete; do
+		d=${d%/.um-complete}
+		[ "$d" != "$CACHE/$2" ] &&
+			[[ ${d##*/} =~ ^${SERIES_RE[$1]}$ ]] || continue
+		say "  removing $d"
+		rm -rf "$d"
+	done
 }
 
 fetch_kernels() {
@@ -277,8 +296,9 @@ case "${1:-}" in
 	exit
 	;;
 --packages)
-	echo $(with_recommends "${PKGS[@]}")
-	echo --no-install-recommends $(without_recommends "${PKGS[@]}")
+	with_recommends "${PKGS[@]}" | paste -sd' '
+	{ echo --no-install-recommends; without_recommends "${PKGS[@]}"; } |
+		paste -sd' '
 	exit 0
 	;;
 --fetch)
@@ -295,8 +315,8 @@ case "${1:-}" in
 	miss=$(missing_of "${PKGS[@]}")
 	need=$(missing_series)
 	if [ "$1" = --dry-run ]; then
-		echo "apt-get install:" ${miss:-(nothing)}
-		echo "fetch into $CACHE:" ${need:-(nothing)}
+		echo "apt-get install: $(echo "${miss:-(nothing)}" | paste -sd' ')"
+		echo "fetch into $CACHE: $(echo "${need:-(nothing)}" | paste -sd' ')"
 		exit 0
 	fi
 	if [ -n "$miss$need" ]; then
