@@ -28,6 +28,8 @@ CHECK_ENV := MAKE="$(MAKE)" UM_BUILD_DIRS="$(DIRS)" UM_SUITES="$(SUITES)" \
 all:
 	+@set -e; for d in $(DIRS); do $(MAKE) -C $$d all; done
 
+# The Debian packages and the VM rig's kernels (unpacked into
+# /var/cache/um-kernels, not installed: the machine's boot is untouched).
 deps:
 	@scripts/deps.sh
 
@@ -131,7 +133,7 @@ clean:
 help:
 	@echo 'um - targets of the top-level Makefile'
 	@echo '  all         build every component ($(DIRS))'
-	@echo '  check       install missing packages (deps), build, run every test'
+	@echo '  check       deps (packages, kernels), build, run every test'
 	@echo '              suite incl. the VM ones; ends "N passed, N failed, N skipped",'
 	@echo '              logs in build/check/'
 	@echo '  check-fast  the same without the VM suites (UM_SKIP_VM=1)'
@@ -150,7 +152,9 @@ help:
 	@echo '              snippets; without DESTDIR also the umm group, dkms install'
 	@echo '  uninstall-dkms  undo install-dkms'
 	@echo '  deb         Debian packages into build/deb/ (scripts/deb.sh)'
-	@echo '  deps        install missing Debian packages (scripts/deps.sh; root)'
+	@echo '  deps        install missing Debian packages, fetch the VM rig'"'"'s kernels'
+	@echo '              into /var/cache/um-kernels, not installed (scripts/deps.sh;'
+	@echo '              root; --dry-run says what it would do)'
 	@echo '  clean       remove build outputs'
 	@echo 'One component: make -C <dir> [all|check|clean]. One test program:'
 	@echo '  <dir>/build/<test> -l | -t NAME | -f FIXTURE (see tests/harness/harness.h)'

@@ -153,8 +153,12 @@ else
 			"$top/tests/vm/kernels.sh" "$s" >/dev/null 2>&1 && { series=$s; break; }
 		done
 	fi
-	[ -n "$series" ] || die "no /dev/umm here and no Debian 6.1/6.12 kernel with headers (scripts/deps.sh)"
-	ver=$("$top/tests/vm/kernels.sh" "$series") || die "kernel $series is not installed with headers"
+	[ -n "$series" ] || die "no /dev/umm here and no Debian 6.1/6.12 kernel with headers (scripts/deps.sh fetches them)"
+	kline=$("$top/tests/vm/kernels.sh" --paths "$series") ||
+		die "no kernel $series with headers (scripts/deps.sh fetches it)"
+	read -r ver _ kdir _ <<-EOF
+	$kline
+	EOF
 	where="VM: Linux $ver under qemu, 2 NUMA nodes x 512 MiB"
 	say "scene: no usable /dev/umm here ($(uname -r)); booting the VM rig ($ver)"
 	# umm.ko once per kernel and source change, in a private copy of kmod/
@@ -168,7 +172,7 @@ else
 		say "building umm.ko for $ver"
 		rm -rf "$kb"
 		"$top/kmod/scripts/copytree.sh" "$top" "$kb"
-		make -C "/lib/modules/$ver/build" M="$kb/kmod" modules \
+		make -C "$kdir" M="$kb/kmod" modules \
 			>"$kb/build.log" 2>&1 || { cat "$kb/build.log"; die "umm.ko does not build for $ver"; }
 	fi
 	say "booting it (software emulation: 10-20 s to the first line)"

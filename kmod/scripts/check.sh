@@ -8,15 +8,14 @@
 #   $CHECKPATCH, or extracted once from Debian's linux-source tarball into
 #   kmod/build/tools/) over the sources and the ABI header.
 # A tool that is not installed gives a SKIP, a warning a failure.
-# With no KDIR, every /lib/modules/*/build is checked.
+# With no KDIR, the VM rig's kernels are checked (scripts/deps.sh --kernels).
 set -u
 kmod=$(cd "$(dirname "$0")/.." && pwd)
 top=$(cd "$kmod/.." && pwd)
 uapi=$top/include/uapi/linux/umm.h
 if [ $# -eq 0 ]; then
-	for m in /lib/modules/*/build/Makefile; do
-		[ -f "$m" ] && set -- "$@" "${m%/Makefile}"
-	done
+	# shellcheck disable=SC2046
+	set -- $("$top/scripts/deps.sh" --kernels 2>/dev/null | cut -d' ' -f3)
 fi
 
 pass=0 fail=0 skip=0 n=0

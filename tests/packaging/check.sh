@@ -39,8 +39,10 @@
 #                                CUDA runtime (hidden) and, libum-cuda0
 #                                removed, the plugin; auto takes sim
 #   packaging.dkms_build.<kver>  dkms add + build of umm-dkms for every kernel
-#                                with headers (scripts/deps.sh --kernels);
-#                                the module's version is VERSION
+#                                of the VM rig (scripts/deps.sh --kernels:
+#                                um's kernel cache, --kernelsourcedir, or
+#                                installed with headers); the module's
+#                                version is VERSION
 #   packaging.import_umtorch     python3 -c 'import umtorch' (the package's),
 #                                libumtorch.so private to it, no run path
 #   packaging.tools_version      umctl --version prints VERSION
@@ -53,7 +55,9 @@ out=$here/build
 rm -rf "$out"
 mkdir -p "$out"
 ver=$(cat "$top/VERSION")
-kernels=$("$top/scripts/deps.sh" --kernels 2>/dev/null | cut -d' ' -f1)
+# "<version>=<headers build dir>" per kernel
+kernel_dirs=$("$top/scripts/deps.sh" --kernels 2>/dev/null | cut -d' ' -f1,3 | tr ' ' =)
+kernels=$(for k in $kernel_dirs; do echo "${k%%=*}"; done)
 NS_CHECKS="dpkg_install umm_group_udev libum_so_no_cuda bind_now
 	monitoring_examples libum_a_public
 	pkg_config_shared pkg_config_static umbench_gpu backend_choice $(for k in $kernels; do
@@ -162,7 +166,7 @@ else
 	res=$out/ns-results
 	: >"$res"
 	unshare -m --propagation private "$here/in-namespace.sh" "$top" "$out" \
-		"$res" $kernels >"$out/ns.log" 2>&1
+		"$res" $kernel_dirs >"$out/ns.log" 2>&1
 	echo "# in-namespace.sh exited $? (log: $out/ns.log)"
 	cannot=$(sed -n 's/^CANNOT //p' "$res")
 	for c in $NS_CHECKS; do

@@ -1,13 +1,15 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 #
-# in-namespace.sh TOP OUT RESULTS KERNEL... - the installed-package checks
+# in-namespace.sh TOP OUT RESULTS VERSION=KDIR... - the installed-package checks
 # of check.sh; run it under `unshare -m --propagation private` (as root).
 # /usr, /etc and /var become overlays whose upper layers are on a tmpfs
 # that lives only in this mount namespace, so dpkg -i, dkms and the group
 # change the machine for this script only; /usr/local/cuda is hidden. Each
 # check writes "=== NAME" and its output to stdout and "PASS NAME" or
 # "FAIL NAME" to RESULTS; "CANNOT WHY" there means none could run.
+# Each VERSION=KDIR is a kernel to build the DKMS module for, with its
+# headers' build directory (which need not be /lib/modules/VERSION/build).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$1 out=$2 res=$3
@@ -171,10 +173,12 @@ backend_choice() {
 check backend_choice backend_choice
 
 dkms status -m umm -v "$ver" | grep -q . || dkms add -m umm -v "$ver"
-for k in "$@"; do
+for kk in "$@"; do
+	k=${kk%%=*} kdir=${kk#*=}
 	dkms_build() {
 		local ko
-		dkms build -m umm -v "$ver" -k "$k" || return 1
+		dkms build -m umm -v "$ver" -k "$k" --kernelsourcedir "$kdir" ||
+			return 1
 		ko=$(ls /var/lib/dkms/umm/"$ver"/"$k"/*/module/umm.ko* | head -n 1)
 		[ "$(modinfo -F version "$ko")" = "$ver" ] ||
 			fails "$ko: version $(modinfo -F version "$ko"), VERSION $ver"

@@ -54,7 +54,7 @@ for r in $rates; do
 	[ "$r" -gt "$prev" ] || die "--rates must be ascending"
 	prev=$r
 done
-ver=$("$top/tests/vm/kernels.sh" "$series") || die "kernel $series is not installed with headers"
+ver=$("$top/tests/vm/kernels.sh" "$series") || die "no kernel $series with headers (scripts/deps.sh fetches it)"
 need_e2e_built
 [ -x "$bin" ] || die "$bin is not a program"
 

@@ -74,7 +74,7 @@ want_count SOAK_THREADS "$threads"
 want_count SOAK_SWEEP_RUNS "$SOAK_SWEEP_RUNS"
 for k in $kernels $sweep_kernel; do
 	"$top/tests/vm/kernels.sh" "$k" >/dev/null 2>&1 ||
-		die "kernel series '$k' is not installed with headers (scripts/deps.sh)"
+		die "kernel series '$k' has no kernel with headers (scripts/deps.sh fetches it)"
 done
 
 out=$here/build/soak

@@ -4,6 +4,8 @@
 # Usage:
 #   mkinitramfs.sh -o OUT.cpio.gz --kernel VER [options]
 # Options:
+#   --moddir DIR         the modules of VER (default /lib/modules/VER; the
+#                        rig's kernels come from its kernel cache)
 #   --ko FILE            umm.ko to insmod at boot (copied to /lib/um/umm.ko)
 #   --ko-params "P=V .." module parameters for that insmod
 #   --modules "a b ..."  kernel modules of VER to load first, in dependency
@@ -24,12 +26,13 @@ set -euo pipefail
 
 die() { echo "mkinitramfs.sh: $*" >&2; exit 2; }
 
-out= kver= ko= ko_params= modules= cmds=
+out= kver= moddir= ko= ko_params= modules= cmds=
 bins=() files=() envs=()
 while [ $# -gt 0 ]; do
 	case "$1" in
 	-o) out=$2; shift 2 ;;
 	--kernel) kver=$2; shift 2 ;;
+	--moddir) moddir=$2; shift 2 ;;
 	--ko) ko=$2; shift 2 ;;
 	--ko-params) ko_params=$2; shift 2 ;;
 	--modules) modules=$2; shift 2 ;;
@@ -69,7 +72,7 @@ chmod 1777 "$root/tmp"
 cp "$busybox" "$root/bin/busybox"
 
 # --- kernel modules, dependencies first --------------------------------------
-moddir=/lib/modules/$kver
+moddir=${moddir:-/lib/modules/$kver}
 declare -A seen=()
 order=()
 modpath() {	# name -> path relative to $moddir, from modules.dep

@@ -6,7 +6,8 @@
 #   run-vm.sh --kernel VER|SERIES [options] [-- 'program args' ...]
 # Options:
 #   --kernel K         exact version (6.1.0-57-amd64) or series (6.1, 6.12):
-#                      the newest installed one with headers (tests/vm/kernels.sh)
+#                      the newest of tests/vm/kernels.sh (um's kernel cache,
+#                      or installed with headers)
 #   --ko FILE          use this umm.ko instead of building kmod/ for the kernel
 #   --no-module        boot without umm.ko
 #   --ko-params "..."  parameters for insmod umm.ko
@@ -64,9 +65,13 @@ done
 case "$mem" in ''|*[!0-9]*) die "--mem wants MiB" ;; esac
 case "$timeout" in ''|*[!0-9]*) die "--timeout wants seconds" ;; esac
 
-ver=$("$here/kernels.sh" "$kernel") || die "kernel $kernel is not installed with headers (scripts/deps.sh)"
+line=$("$here/kernels.sh" --paths "$kernel") ||
+	die "no kernel $kernel with headers (scripts/deps.sh fetches the rig's)"
+read -r ver vmlinuz kdir moddir <<EOF
+$line
+EOF
 command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 missing (scripts/deps.sh)"
-[ -r "/boot/vmlinuz-$ver" ] || die "/boot/vmlinuz-$ver is not readable (run as root)"
+[ -r "$vmlinuz" ] || die "$vmlinuz is not readable (run as root)"
 
 case "$tag" in ''|*/*|.*) die "--tag wants a plain name" ;; esac
 b=$here/build/$ver/$tag
@@ -91,7 +96,7 @@ build_ko() {
 	"$top/kmod/scripts/copytree.sh" "$top" "$src"
 	# Kbuild straight from the kernel's build tree: the same command
 	# kmod/Makefile runs, without depending on its extra targets.
-	if ! make -C "/lib/modules/$ver/build" M="$src/kmod" modules \
+	if ! make -C "$kdir" M="$src/kmod" modules \
 		>"$b/kmod-build.log" 2>&1; then
 		sed 's/^/# kmod build: /' "$b/kmod-build.log" >&2
 		die "umm.ko does not build for $ver"
@@ -120,7 +125,8 @@ for c in "${cmdlines[@]}"; do
 	printf '%s\n' "$c" >>"$cmds"
 done
 
-mk=("$here/mkinitramfs.sh" -o "$b/initrd.gz" --kernel "$ver" --cmds "$cmds")
+mk=("$here/mkinitramfs.sh" -o "$b/initrd.gz" --kernel "$ver" --moddir "$moddir"
+	--cmds "$cmds")
 [ "$nomod" = 0 ] && mk+=(--ko "$ko" --ko-params "$ko_params")
 for x in "${bins[@]}"; do mk+=(--bin "$x"); done
 for x in "${files[@]}"; do mk+=(--file "$x"); done
@@ -141,7 +147,7 @@ qemu=(qemu-system-x86_64 -m $((2 * mem)) -smp 2,sockets=2,cores=1,threads=1
 	-object "memory-backend-ram,id=m1,size=${mem}M"
 	-numa node,nodeid=0,cpus=0,memdev=m0
 	-numa node,nodeid=1,cpus=1,memdev=m1
-	-kernel "/boot/vmlinuz-$ver" -initrd "$b/initrd.gz"
+	-kernel "$vmlinuz" -initrd "$b/initrd.gz"
 	-append "console=ttyS0 quiet psi=1 panic=-1 $append"
 	-nographic -no-reboot -monitor none -nic none
 	-serial "file:$out/console.log" -serial "file:$out/tap.log"
