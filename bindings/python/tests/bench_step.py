@@ -10,7 +10,10 @@ step 1 and the bits compared. A benchmark: it prints figures and fails
 only if the bits differ.
 
 Usage: bench_step.py [--steps N] [--layers N] [--width N] [--threads N]
-                     [--json] [--timeline PATH]
+                     [--budget FRACTION] [--json] [--timeline PATH]
+--budget: the device budget as a fraction of the state (default 1/3); at
+1 or more nothing moves, and what is left of the ratio is umtorch's own
+bookkeeping.
 Where the time of umtorch's step goes (acquiring and waiting for the
 bytes, binding the state and narrowing the groups, the optimizer's own
 math, the rest: bucketing and bookkeeping) is printed per run, with the
@@ -127,17 +130,18 @@ def main():
     ap.add_argument("--layers", type=int, default=8)
     ap.add_argument("--width", type=int, default=1024)
     ap.add_argument("--threads", type=int, default=default_threads())
+    ap.add_argument("--budget", type=float, default=1 / 3)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--timeline")
     args = ap.parse_args()
     if (args.steps < 2 or args.layers < 1 or args.width < 16
-            or args.threads < 1):
+            or args.threads < 1 or not 0 < args.budget <= 16):
         ap.error("need --steps >= 2, --layers >= 1, --width >= 16, "
-                 "--threads >= 1")
+                 "--threads >= 1, 0 < --budget <= 16")
     torch.set_num_threads(args.threads)
     params = args.layers * (args.width + 1) * args.width
     state = 2 * 4 * params
-    budget = (state // 3 + (1 << 20) - 1) // (1 << 20) << 20
+    budget = (int(state * args.budget) + (1 << 20) - 1) // (1 << 20) << 20
     runs = [Run("plain AdamW", args, budget, None),
             Run("umtorch, no overlap", args, budget, False),
             Run("umtorch, overlap", args, budget, True)]
