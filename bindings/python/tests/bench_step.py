@@ -1,13 +1,19 @@
 # SPDX-License-Identifier: MIT
 """Optimizer step time side by side, on the sim backend: plain AdamW,
 umtorch without overlap, umtorch with overlap (acquire ahead, evict behind,
-first restore during backward), the three trained in lockstep in one
-process (the order rotated every step, medians), plus the device peak
-against the budget at step 1 and the bits compared. A benchmark: it prints
-figures and fails only if the bits differ.
+first restore during backward), and plain AdamW beside copies of as many
+bytes as the overlapped run migrated in its last step (made by a thread of
+its own, as the sim's copies are: what the copies alone cost this
+machine's math), the four trained in lockstep in one process (the order
+rotated every step, medians), plus the device peak against the budget at
+step 1 and the bits compared. A benchmark: it prints figures and fails
+only if the bits differ.
 
 Usage: bench_step.py [--steps N] [--layers N] [--width N] [--threads N]
-                     [--json] [--timeline PATH]
+                     [--budget FRACTION] [--json] [--timeline PATH]
+--budget: the device budget as a fraction of the state (default 1/3); at
+1 or more nothing moves, and what is left of the ratio is umtorch's own
+bookkeeping.
 Where the time of umtorch's step goes (acquiring and waiting for the
 bytes, binding the state and narrowing the groups, the optimizer's own
 math, the rest: bucketing and bookkeeping) is printed per run, with the
@@ -20,11 +26,13 @@ a .svg path).
 """
 
 import argparse
+import ctypes
 import collections
 import json
 import os
 import statistics
 import sys
+import threading
 import time
 
 import torch
@@ -47,9 +55,46 @@ def make_model(layers, width):
     return torch.nn.Sequential(*mods)
 
 
+class CopyLoad:
+    """A thread copying a given number of bytes in 8 MiB pieces, one
+    region's worth at a time, with the GIL released (ctypes.memmove), as
+    the sim's queue threads copy a migration."""
+
+    PIECE = 8 << 20
+
+    def __init__(self):
+        self.src = torch.ones(self.PIECE, dtype=torch.uint8)
+        self.dst = torch.zeros(self.PIECE, dtype=torch.uint8)
+        self.todo = 0
+        self.cv = threading.Condition()
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def _run(self):
+        while True:
+            with self.cv:
+                while self.todo <= 0:
+                    self.cv.wait()
+                n = min(self.todo, self.PIECE)
+            ctypes.memmove(self.dst.data_ptr(), self.src.data_ptr(), n)
+            with self.cv:
+                self.todo -= n
+                self.cv.notify_all()
+
+    def start(self, nbytes):
+        with self.cv:
+            self.todo = nbytes
+            self.cv.notify_all()
+
+    def wait(self):
+        with self.cv:
+            while self.todo > 0:
+                self.cv.wait()
+
+
 class Run:
-    def __init__(self, label, args, budget, overlap):
+    def __init__(self, label, args, budget, overlap, copies=None):
         self.label = label
+        self.copies = copies	# (CopyLoad, bytes to copy beside a step)
         self.model = make_model(args.layers, args.width)
         self.opt = torch.optim.AdamW(self.model.parameters(), lr=1e-4)
         self.ctx = self.off = None
@@ -68,8 +113,15 @@ class Run:
         loss = torch.nn.functional.mse_loss(self.model(x), y)
         loss.backward()
         t0 = time.perf_counter()
+        if self.copies:
+            self.copies[0].start(self.copies[1]())
         self.opt.step()
         self.times.append(time.perf_counter() - t0)
+        if self.copies:
+            self.copies[0].wait()
+
+    def migrated(self):
+        return umtorch.memory_stats(self.ctx)["migrations.bytes"]
 
 
 def main():
@@ -78,30 +130,40 @@ def main():
     ap.add_argument("--layers", type=int, default=8)
     ap.add_argument("--width", type=int, default=1024)
     ap.add_argument("--threads", type=int, default=default_threads())
+    ap.add_argument("--budget", type=float, default=1 / 3)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--timeline")
     args = ap.parse_args()
     if (args.steps < 2 or args.layers < 1 or args.width < 16
-            or args.threads < 1):
+            or args.threads < 1 or not 0 < args.budget <= 16):
         ap.error("need --steps >= 2, --layers >= 1, --width >= 16, "
-                 "--threads >= 1")
+                 "--threads >= 1, 0 < --budget <= 16")
     torch.set_num_threads(args.threads)
     params = args.layers * (args.width + 1) * args.width
     state = 2 * 4 * params
-    budget = (state // 3 + (1 << 20) - 1) // (1 << 20) << 20
+    budget = (int(state * args.budget) + (1 << 20) - 1) // (1 << 20) << 20
     runs = [Run("plain AdamW", args, budget, None),
             Run("umtorch, no overlap", args, budget, False),
             Run("umtorch, overlap", args, budget, True)]
+    last_step = {"before": 0, "bytes": 0}	# the overlapped run's
+    runs.append(Run("plain beside the copies", args, budget, None,
+                    (CopyLoad(), lambda: last_step["bytes"])))
+    offloaded = runs[1:3]
     gen = torch.Generator().manual_seed(2)
     load0 = os.getloadavg()
     for s in range(args.steps):
         x = torch.randn(32, args.width, generator=gen)
         y = torch.randn(32, args.width, generator=gen)
         for k in range(len(runs)):		# rotate who goes first
-            runs[(s + k) % len(runs)].step(x, y)
+            run = runs[(s + k) % len(runs)]
+            run.step(x, y)
+            if run is runs[2]:
+                now = run.migrated()
+                last_step.update(before=now,
+                                 bytes=now - last_step["before"])
         if s == 0:
-            peaks = [r.off.peak_device for r in runs[1:]]
-            for r in runs[1:]:		# step 1 creates the state
+            peaks = [r.off.peak_device for r in offloaded]
+            for r in offloaded:		# step 1 creates the state
                 r.off.timing.clear()
     same = all(torch.equal(p, q) for r in runs[1:] for p, q in
                zip(runs[0].model.parameters(), r.model.parameters()))
@@ -113,9 +175,12 @@ def main():
            "step1_device_peak_bytes": peaks,
            "median_step_ms": {r.label: m for r, m in zip(runs, med)},
            "ratio_to_plain": {r.label: m / med[0]
-                              for r, m in zip(runs, med)}}
+                              for r, m in zip(runs, med)},
+           "ratio_to_plain_beside_the_copies": {
+               r.label: m / med[3] for r, m in zip(offloaded, med[1:3])},
+           "copied_beside_plain_bytes_per_step": last_step["bytes"]}
     out["load_average"] = {"before": load0, "after": os.getloadavg()}
-    for r in runs[1:]:
+    for r in offloaded:
         st = umtorch.memory_stats(r.ctx)
         out.setdefault("migrated_bytes", {})[r.label] = st["migrations.bytes"]
         t = r.off.timing
@@ -132,7 +197,7 @@ def main():
                          title="umtorch: AdamW, %d steps, state %.0f MiB, "
                          "budget %.0f MiB" % (args.steps, state / 2**20,
                                              budget / 2**20))
-    for r in runs[1:]:
+    for r in offloaded:
         r.off.detach()
         r.ctx.close()
     if args.json:
@@ -143,11 +208,14 @@ def main():
               % (args.layers, args.width, args.width, state / 2**20,
                  budget / 2**20, args.steps, torch.get_num_threads()))
         for r, m in zip(runs, med):
-            print("  %-22s %8.2f ms per optimizer step  %.2fx plain"
-                  % (r.label, m, m / med[0]))
-        for r in runs[1:]:
+            print("  %-23s %8.2f ms per optimizer step  %.2fx plain%s"
+                  % (r.label, m, m / med[0], "  %.2fx beside the copies"
+                     % (m / med[3]) if r in offloaded else ""))
+        print("  copies beside plain: %.1f MiB a step (the overlapped run's "
+              "migrations)" % (last_step["bytes"] / 2**20))
+        for r in offloaded:
             parts = out["mean_step_ms_by_part"][r.label]
-            print("  %-22s where the time goes (mean ms): %s" % (
+            print("  %-23s where the time goes (mean ms): %s" % (
                 r.label, ", ".join("%s %.2f" % kv for kv in parts.items())))
         print("  load average %s before, %s after" % (
             " ".join("%.2f" % x for x in load0),

@@ -207,6 +207,36 @@ def test_overlap_restores_during_backward():
     assert same_params(m0, m1)
 
 
+def test_trailing_buckets_that_fit_stay_on_the_device():
+    """The buckets a step ends with stay on the device as far as they fit
+    the budget (not only the last one), so the next step, run the other
+    way, restores no more than the LRU order without overlap does: here
+    4 buckets of one granule under a 2-granule budget, 3 restores and 3
+    evictions a step (4 and 4 when only the last one stayed)."""
+    def run(overlap):
+        with context() as ctx:
+            m = model()
+            opt = torch.optim.Adam(m.parameters(), lr=1e-3)
+            off = umtorch.offload_optimizer(opt, ctx, overlap=overlap)
+            train(m, opt, 3)
+            before = ctx.stats()["migrations"]
+            train(m, opt, 6, seed=5)
+            after = ctx.stats()["migrations"]
+            regions = len(off.regions)
+            off.detach()
+        return m, regions, [(after[k] - before[k]) / 6 for k in
+                            ("restore_count", "evict_count")]
+    m1, regions, (restores1, evicts1) = run(True)
+    m0, _, (restores0, evicts0) = run(False)
+    print("# restores/evictions a step: %.1f/%.1f with overlap, %.1f/%.1f "
+          "without, %d regions" % (restores1, evicts1, restores0, evicts0,
+                                   regions))
+    assert restores1 <= restores0 and evicts1 <= evicts0, \
+        (restores1, restores0, evicts1, evicts0)
+    assert restores1 < regions - 1, (restores1, regions)
+    assert same_params(m0, m1)
+
+
 def test_detach_after_backward_releases_acquires_ahead():
     """Backward started the first bucket's restore (on the ahead thread);
     detaching before step() waits for it and releases it: every region is

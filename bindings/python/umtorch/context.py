@@ -96,6 +96,7 @@ class Context:
         self._handle = None
         self._history = None	# memory.History while recording
         self._peaks = {}	# peaks since reset_peak_memory_stats()
+        self._backend = None	# asked of libum once: it never changes
         self._regions = weakref.WeakValueDictionary()
         self._offloads = weakref.WeakSet()
         self._handlers = []
@@ -205,8 +206,11 @@ class Context:
     @property
     def backend(self):
         """'sim' or 'cuda': the backend in use."""
-        rc = _lib.lib.um_context_backend(self._ctx("backend"))
-        return {v: k for k, v in _lib.BACKENDS.items()}[check(rc, "backend")]
+        handle = self._ctx("backend")
+        if self._backend is None:
+            rc = check(_lib.lib.um_context_backend(handle), "backend")
+            self._backend = {v: k for k, v in _lib.BACKENDS.items()}[rc]
+        return self._backend
 
     def tensor_device(self, device=0):
         """The torch device a view of this context's regions lives on."""
@@ -338,6 +342,8 @@ class Region:
         self.device = device
         self.freed = False
         self._views = []
+        self._ptr = None
+        self._storages = {}	# dtype: a storage over the bytes (views.py)
         desc = _lib.RegionDesc(
             size=ctypes.sizeof(_lib.RegionDesc), kind=_lib.KINDS[kind],
             priority=priority, device=device, bytes=self.nbytes,
@@ -374,11 +380,14 @@ class Region:
 
     @property
     def ptr(self):
-        """The stable address (device view); touch it only when acquired."""
-        out = ctypes.c_void_p()
-        self.ctx._call("um_ptr", self.ctx._ctx("ptr"), self.handle,
-                       ctypes.byref(out))
-        return out.value
+        """The stable address (device view); touch it only when acquired.
+        Asked of libum once: it does not change for the region's life."""
+        if self._ptr is None:
+            out = ctypes.c_void_p()
+            self.ctx._call("um_ptr", self.ctx._ctx("ptr"), self.handle,
+                           ctypes.byref(out))
+            self._ptr = out.value
+        return self._ptr
 
     def acquire(self, tier=None, stream=None, timeout=None):
         """Make the bytes resident on tier (default: the device). stream:
@@ -436,6 +445,7 @@ class Region:
         for ref in self._views:
             views.empty(ref())
         del self._views[:]
+        self._storages.clear()
         self.ctx._call("um_free", self.ctx._ctx("free"), self.handle)
         self.freed = True
         self._finalizer.detach()

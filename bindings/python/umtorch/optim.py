@@ -408,6 +408,7 @@ class OptimizerOffload:
         small = [p for p in params if self._small(p)]
         big = [p for p in params if not self._small(p)]
         out, cur = [], _Bucket()
+        limit = self.bucket_bytes if self.per_parameter else math.inf
         for p in big + small:
             state = self.optimizer.state.get(p)
             slot = state._slot if isinstance(state, ParamState) else None
@@ -418,7 +419,6 @@ class OptimizerOffload:
                 est = self._estimate(p)
                 cost = _granules(est) if est >= self.pack_below else \
                     _granules(cur.packed + est) - _granules(cur.packed)
-            limit = self.bucket_bytes if self.per_parameter else math.inf
             if slot is not None and slot not in cur.slots:
                 cost = slot.cost
             if cur.params and cur.cost + cost > limit:
@@ -603,7 +603,7 @@ class OptimizerOffload:
 
     # ---- checks before any bucket -----------------------------------------
 
-    def _validate(self, buckets):
+    def _validate(self, buckets, budget):
         """What would make a bucket raise after others were updated,
         raised before any is: torch's own error where torch has one."""
         opt = self.optimizer
@@ -612,7 +612,6 @@ class OptimizerOffload:
                 if p.grad is not None and p.grad.is_sparse:
                     raise RuntimeError("%s does not support sparse "
                                        "gradients" % type(opt).__name__)
-        budget = self.ctx.budget()
         index_of = {id(p): i for i, p in enumerate(self._params())}
         for b in buckets:
             if b.cost > budget and not self.per_parameter:
@@ -643,8 +642,9 @@ class OptimizerOffload:
                 time.perf_counter() - t0
         buckets = self._buckets(grads_only=True)
         self._index_of = {id(p): i for i, p in enumerate(self._params())}
+        budget = self.ctx.budget()
         try:
-            self._validate(buckets)
+            self._validate(buckets, budget)
         except BaseException:
             self._drop_ahead()
             raise
@@ -652,16 +652,14 @@ class OptimizerOffload:
         # whether they were made before or after the offload).
         self.optimizer._step_count = getattr(self.optimizer, "_step_count",
                                              0) + 1
-        evict_behind = self.overlap and \
-            sum(b.cost for b in buckets) > self.ctx.budget()
         buckets = self._ordered(buckets)
+        kept = self._kept_from(buckets, budget) if self.overlap else 0
         try:
             self.stepping = True
             for i, bucket in enumerate(buckets):
                 following = buckets[i + 1] if i + 1 < len(buckets) else None
-                # the last bucket stays: the next step starts with it
-                self._run_bucket(bucket, following, evict_behind and
-                                 following is not None, len(buckets) > 1)
+                self._run_bucket(bucket, following, i < kept,
+                                 len(buckets) > 1, budget)
         finally:
             self.stepping = False
             self._drop_ahead()
@@ -675,6 +673,18 @@ class OptimizerOffload:
         self.ctx._history_step(self)
         return loss
 
+    def _kept_from(self, buckets, budget):
+        """The index of the first of the trailing buckets that together fit
+        the budget: those stay on the device after the step (the next one,
+        run the other way, starts with them) and the ones before them are
+        evicted behind their math. Each bucket kept is one restore and one
+        eviction fewer per step; the last one always stays."""
+        room, kept = budget, len(buckets)
+        while kept > 0 and buckets[kept - 1].cost <= room:
+            room -= buckets[kept - 1].cost
+            kept -= 1
+        return kept
+
     def _ordered(self, buckets):
         """Every other step runs the buckets last to first, so a step
         starts with the buckets the one before ended with, still on the
@@ -686,15 +696,14 @@ class OptimizerOffload:
             return buckets[::-1]
         return buckets
 
-    def _run_bucket(self, bucket, following, evict_behind, narrow):
+    def _run_bucket(self, bucket, following, evict_behind, narrow, budget):
         clock = self.timing is not None and time.perf_counter
         t0 = clock and clock()
         self._acquire(bucket.slots)
         try:
             if following is not None and not following.new \
                     and not bucket.new:
-                self._prefetch(following.slots,
-                               self.ctx.budget() - bucket.cost)
+                self._prefetch(following.slots, budget - bucket.cost)
             for slot in bucket.slots:
                 slot.region.wait()
             t1 = clock and clock()

@@ -24,6 +24,15 @@ class _CudaArray:
             "version": 2, "strides": None}
 
 
+_ITEMSIZE = {}
+
+
+def _itemsize(dtype):
+    if dtype not in _ITEMSIZE:
+        _ITEMSIZE[dtype] = torch.empty((), dtype=dtype).element_size()
+    return _ITEMSIZE[dtype]
+
+
 def _check(region, dtype, shape, offset):
     if not isinstance(dtype, torch.dtype):
         raise bad_type("dtype", dtype, "torch.dtype")
@@ -31,7 +40,7 @@ def _check(region, dtype, shape, offset):
         shape = (shape,)
     if not all(isinstance(n, int) and n >= 0 for n in shape):
         raise UmValueError(-errno.EINVAL, "shape", "bad shape %r" % (shape,))
-    itemsize = torch.empty((), dtype=dtype).element_size()
+    itemsize = _itemsize(dtype)
     nbytes = math.prod(shape) * itemsize
     if isinstance(offset, bool) or not isinstance(offset, int):
         raise bad_type("offset", offset, "int")
@@ -42,23 +51,37 @@ def _check(region, dtype, shape, offset):
 
 
 def nbytes(dtype, shape):
-    return math.prod(shape) * torch.empty((), dtype=dtype).element_size()
+    return math.prod(shape) * _itemsize(dtype)
+
+
+def _storage(region, dtype, device):
+    """A storage of dtype over the region's whole bytes (its last partial
+    element left out), made once per region and dtype: a step binds each
+    state tensor onto it instead of wrapping the memory anew. Only tensors
+    set onto it reach the memory, and those are emptied after the step."""
+    storage = region._storages.get(dtype)
+    if storage is None:
+        size = region.nbytes - region.nbytes % _itemsize(dtype)
+        if device == "cpu":
+            raw = torch.frombuffer(
+                (ctypes.c_char * size).from_address(region.ptr),
+                dtype=torch.uint8)
+        else:
+            raw = torch.as_tensor(_CudaArray(region.ptr, size),
+                                  device=device)
+        storage = region._storages[dtype] = raw.view(dtype).storage()
+    return storage
 
 
 def make(region, dtype, shape, offset):
     """A tensor of dtype/shape over region's bytes at offset."""
     shape, nbytes = _check(region, dtype, shape, offset)
-    ptr = region.ptr + offset
     device = region.ctx.tensor_device(region.device)
     if nbytes == 0:
         return torch.empty(shape, dtype=dtype, device=device)
-    if device == "cpu":
-        raw = torch.frombuffer((ctypes.c_char * nbytes).from_address(ptr),
-                               dtype=torch.uint8)
-    else:
-        raw = torch.as_tensor(_CudaArray(ptr, nbytes), device=device)
     out = torch.empty(0, dtype=dtype, device=device)
-    out.set_(raw.view(dtype).storage(), 0, shape)
+    out.set_(_storage(region, dtype, device), offset // _itemsize(dtype),
+             shape)
     return out
 
 
