@@ -220,7 +220,7 @@ static void read_limits(struct um_cgwatch *w)
 	w->limit_what[0] = '\0';
 	if (w->budget)
 		take_lower(w, w->budget, "the host budget",
-			   "LIBUM_HOST_BUDGET");
+			   "host_budget / LIBUM_HOST_BUDGET");
 	if (w->current_fd < 0)
 		goto out;
 	snprintf(dir, sizeof(dir), "%s", w->dir);

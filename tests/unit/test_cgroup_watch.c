@@ -377,7 +377,7 @@ TEST(host_budget_without_cgroup)
 	ctx = watch_ctx(NULL, false, budget);
 	ASSERT_NONNULL(ctx);
 	ASSERT_TRUE(um__pressure_sources(ctx) & UM_PSRC_CGROUP);
-	ASSERT_TRUE(has_line(UM_LOG_INFO, "watching the host budget of LIBUM_HOST_BUDGET"))
+	ASSERT_TRUE(has_line(UM_LOG_INFO, "watching the host budget of host_budget / LIBUM_HOST_BUDGET"))
 		TH_LOG("log: %s", g_log.text);
 	ASSERT_TRUE(wait_own_events(ctx, 1)) TH_LOG("log: %s", g_log.text);
 	st = pstats(ctx);
@@ -397,7 +397,7 @@ TEST(host_budget_below_cgroup_limit_wins)
 	setenv("LIBUM_HOST_BUDGET", "192M", 1);
 	ctx = watch_ctx(&t, true, 0);
 	ASSERT_NONNULL(ctx);
-	ASSERT_TRUE(has_line(UM_LOG_INFO, "watching the host budget of LIBUM_HOST_BUDGET, 192 MiB"))
+	ASSERT_TRUE(has_line(UM_LOG_INFO, "watching the host budget of host_budget / LIBUM_HOST_BUDGET, 192 MiB"))
 		TH_LOG("log: %s", g_log.text);
 	ASSERT_EQ(0, put(t.cg, "memory.current", "%llu\n", 190 * MiB));
 	ASSERT_TRUE(wait_own_events(ctx, 1));
