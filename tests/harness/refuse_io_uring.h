@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * refuse_io_uring.h - a test process as a container's seccomp profile
- * leaves it (header only: helpers.h includes it, test_spill.c too).
+ * leaves it (header only: tests/unit/helpers.h and test_spill.c include it,
+ * tests/e2e/no_io_uring.c runs a scene under it).
  */
 #ifndef UM_TEST_REFUSE_IO_URING_H
 #define UM_TEST_REFUSE_IO_URING_H
