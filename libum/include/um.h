@@ -88,10 +88,18 @@ struct um_config {
 	void *log_arg;
 	int32_t log_level;		/* max level passed to log; LIBUM_LOG_LEVEL */
 	uint32_t flags;			/* reserved, must be 0 */
+	/* LIBUM_0.2: programs built against LIBUM_0.1 end at flags (80 bytes) */
+	uint64_t host_budget;		/* process memory; LIBUM_HOST_BUDGET */
 };
 
 struct um_context;
 
+/*
+ * Zeroes the struct and sets size. LIBUM_0.2's sets sizeof(struct
+ * um_config); programs linked against LIBUM_0.1 keep its um_config_init,
+ * which writes the 80 bytes they allocated and sets size to 80 (their
+ * contexts then take host_budget from LIBUM_HOST_BUDGET only).
+ */
 void um_config_init(struct um_config *cfg);
 int um_context_create(const struct um_config *cfg, struct um_context **out);
 /* Returns the number of regions still alive (reported as leaks, then freed). */

@@ -12,6 +12,7 @@
  * is the only file that reads the environment: the rest of libum reads the
  * resolved struct um_settings of its context.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -88,9 +89,7 @@ static const struct um_option options[] = {
 	ENV_ONLY("LIBUM_PSI_PATH", OPT_FILE, psi_path, 0, "an absolute path"),
 	ENV_ONLY("LIBUM_CGROUP_DIR", OPT_PATH, cgroup_dir, 0,
 		 "an absolute directory path"),
-	/* no field: um_config_init() writes sizeof(struct um_config) into
-	 * the caller's struct, so the struct cannot grow under LIBUM_0.1 */
-	{ "LIBUM_HOST_BUDGET", OPT_SIZE, NO_FIELD, SET(host_budget), 0,
+	{ "LIBUM_HOST_BUDGET", OPT_SIZE, CFG(host_budget), SET(host_budget), 0,
 	  1ull << 20,
 	  "a size of at least 1M such as 24G; unset for the memory cgroup's limit only" },
 	ENV_ONLY("LIBUM_HOME_NODE", OPT_NODE, home_node, (int64_t)UM_HOME_AUTO,
@@ -103,12 +102,36 @@ static const struct um_option options[] = {
 /* LIBUM_LOG_LEVEL=off (or 0-2): no line is at or below it */
 #define LOG_OFF 0
 
-void um_config_init(struct um_config *cfg)
+/* What LIBUM_0.1's struct um_config held: its callers allocated this much. */
+#define CONFIG_SIZE_0_1 offsetof(struct um_config, host_budget)
+_Static_assert(CONFIG_SIZE_0_1 == 80, "LIBUM_0.1's struct um_config");
+
+static void config_init(void *cfg, uint32_t size)
 {
 	if (!cfg)
 		return;
-	memset(cfg, 0, sizeof(*cfg));
-	cfg->size = sizeof(*cfg);
+	memset(cfg, 0, size);
+	memcpy(cfg, &size, sizeof(size));	/* .size, the struct's first */
+}
+
+/*
+ * um_config_init has two versions (libum.map): a program linked against
+ * LIBUM_0.1 allocated 80 bytes and gets um_config_init@LIBUM_0.1, one
+ * linked now sizeof(struct um_config). um_context_create() reads no
+ * further than .size, so both kinds of struct work. No function is named
+ * um_config_init itself: a static link binds the default, @@LIBUM_0.2.
+ */
+__asm__(".symver um__config_init_0_2, um_config_init@@LIBUM_0.2");
+__asm__(".symver um__config_init_0_1, um_config_init@LIBUM_0.1");
+
+void um__config_init_0_2(struct um_config *cfg)
+{
+	config_init(cfg, sizeof(*cfg));
+}
+
+void um__config_init_0_1(struct um_config *cfg)
+{
+	config_init(cfg, CONFIG_SIZE_0_1);
 }
 
 int um__parse_size(const char *s, uint64_t *out)
@@ -396,9 +419,15 @@ static int take_field(struct um_context *ctx, const struct um_option *o,
 		if (!v)
 			return 0;
 		if (v < o->min) {
+			char field[32];
+
+			/* the field's name: its variable's, in lower case */
+			snprintf(field, sizeof(field), "%s", o->env + 6);
+			for (char *f = field; *f; f++)
+				*f = (char)tolower((unsigned char)*f);
 			um__log(ctx, UM_LOG_ERR,
 				"config: %s %llu is below the minimum %llu",
-				o->env + 6, (unsigned long long)v,
+				field, (unsigned long long)v,
 				(unsigned long long)o->min);
 			return -EINVAL;
 		}

@@ -390,6 +390,9 @@ int um__parse_size(const char *s, uint64_t *out);
 int um__parse_log_level(const char *s, uint64_t *out);
 /* An ERR line with no context to send it to (stderr). */
 void um__log_early(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* um_config_init@@LIBUM_0.2 and @LIBUM_0.1 (80 bytes, LIBUM_0.1's struct). */
+void um__config_init_0_2(struct um_config *cfg);
+void um__config_init_0_1(struct um_config *cfg);
 
 /* region.c */
 struct um_region *um__region_get(struct um_context *ctx, um_region_t h);

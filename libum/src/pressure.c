@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * pressure.c - the pressure loop: one thread per context on io_uring.
+ * pressure.c - the pressure loop: one thread per context, on io_uring or,
+ * where a seccomp profile refuses io_uring, in poll(2) (pressure_queue.c).
  *
- * The thread keeps these requests armed on its ring:
+ * The thread keeps these requests armed on its queue:
  *  - each open source's (pressure_source.c): a read of /dev/umm (the
  *    module's read_iter honours IOCB_NOWAIT, so io_uring waits on poll
  *    instead of parking a worker thread in read()), or a POLLPRI poll of a
@@ -19,7 +20,6 @@
  * module on ENABLED.
  */
 #include <errno.h>
-#include <liburing.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -39,66 +39,39 @@ static struct um_pressure *pr_of(struct um_context *ctx)
 
 /* ---- the loop ----------------------------------------------------------- */
 
-/*
- * Wait for a completion in poll(2) on the ring's fd rather than inside
- * io_uring_enter: same wakeups, but tools that must know which system calls
- * block (valgrind serialises threads and would otherwise stall every other
- * thread of the process here) see an ordinary poll. Returns 0 when a
- * completion is ready, -ETIME after timeout_ms.
- */
-static int wait_cqe(struct um_pressure *pr, int timeout_ms)
+static void arm_wake(struct um_pressure *pr)
 {
-	struct pollfd pfd = { .fd = pr->ring.ring_fd, .events = POLLIN };
-	int ret;
-
-	ret = io_uring_submit(&pr->ring);
-	if (ret < 0 && ret != -EBUSY && ret != -EAGAIN)
-		return ret;
-	if (io_uring_cq_ready(&pr->ring))
-		return 0;
-	ret = poll(&pfd, 1, timeout_ms);
-	if (ret < 0)
-		return errno == EINTR ? -ETIME : -errno;
-	return ret ? 0 : -ETIME;
+	(void)um__pq_read(&pr->q, pr->wake_fd, &pr->wake_buf,
+			  sizeof(pr->wake_buf), UM_PTAG_WAKE);
 }
 
 static void *loop(void *arg)
 {
 	struct um_pressure *pr = arg;
 	int tick_ms = (int)(pr->report_ns / 1000000ull);
-	struct io_uring_cqe *cqe;
 	uint64_t tag;
 	int ret, res;
 
 	for (int t = 0; t < UM_PTAG_SOURCES; t++)
 		um__psources[t]->arm(pr);
-	um__pressure_arm_read(pr, pr->wake_fd, &pr->wake_buf,
-			      sizeof(pr->wake_buf), UM_PTAG_WAKE);
+	arm_wake(pr);
 	um__pressure_report(pr, true);
 	while (!atomic_load(&pr->stop)) {
-		ret = wait_cqe(pr, tick_ms);
+		ret = um__pq_next(&pr->q, tick_ms, &tag, &res);
 		if (ret == -ETIME) {
 			um__pressure_keep_away(pr);
 			if (pr->umm_fd >= 0)
 				um__pressure_report(pr, false);
 			continue;
 		}
-		if (ret)
-			break;
-		ret = io_uring_peek_cqe(&pr->ring, &cqe);
-		if (ret == -EAGAIN || ret == -EINTR)
+		if (ret == -EAGAIN)
 			continue;
 		if (ret)
 			break;
-		tag = io_uring_cqe_get_data64(cqe);
-		res = cqe->res;
-		io_uring_cqe_seen(&pr->ring, cqe);
 		if (tag == UM_PTAG_WAKE) {
 			if (atomic_load(&pr->stop))
 				goto out;
-			um__pressure_arm_read(pr, pr->wake_fd, &pr->wake_buf,
-					      sizeof(pr->wake_buf),
-					      UM_PTAG_WAKE);
+			arm_wake(pr);
 		} else if (tag < UM_PTAG_SOURCES) {
 			um__psources[tag]->done(pr, res);
 			/* a source opened meanwhile (a fallback) is armed */
@@ -157,18 +130,14 @@ int um__pressure_start(struct um_context *ctx)
 		ret = -errno;
 		goto err;
 	}
-	ret = io_uring_queue_init(8, &pr->ring, 0);
-	if (ret == -EPERM || ret == -ENOSYS) {
+	ret = um__pq_init(&pr->q);
+	if (ret) {
 		/* a container's seccomp profile (Docker's, containerd's):
-		 * the context still works, without events */
-		um__log(ctx, UM_LOG_ERR,
-			"pressure: io_uring is refused here (%s; a seccomp profile?): no memory pressure events, no cgroup watch; allow io_uring_setup, io_uring_enter and io_uring_register, or set LIBUM_PRESSURE=0",
+		 * the same loop, waiting in poll(2) */
+		um__log(ctx, UM_LOG_INFO,
+			"pressure: io_uring is refused here (%s; a seccomp profile?): the pressure loop waits in poll(2) instead",
 			strerror(-ret));
-		ret = 0;
-		goto err;
 	}
-	if (ret)
-		goto err;
 	um__pressure_open_sources(pr);
 	ctx->pressure = pr;
 	/* never uninstalled: um__pressure_notify() checks ctx->pressure */
@@ -176,7 +145,7 @@ int um__pressure_start(struct um_context *ctx)
 	ret = pthread_create(&pr->thread, NULL, loop, pr);
 	if (ret) {
 		ctx->pressure = NULL;
-		io_uring_queue_exit(&pr->ring);
+		um__pq_exit(&pr->q);
 		ret = -ret;
 		goto err;
 	}
@@ -205,7 +174,7 @@ void um__pressure_stop(struct um_context *ctx)
 	wake(pr);
 	if (pr->started)
 		pthread_join(pr->thread, NULL);
-	io_uring_queue_exit(&pr->ring);
+	um__pq_exit(&pr->q);
 	ctx->pressure = NULL;
 	pr_free(pr);
 }
@@ -216,7 +185,7 @@ void um__pressure_forget(struct um_context *ctx)
 
 	if (!pr)
 		return;
-	io_uring_queue_exit(&pr->ring);
+	um__pq_exit(&pr->q);
 	close_sources(pr);
 	if (pr->wake_fd >= 0)
 		close(pr->wake_fd);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * pressure.h - the pressure loop: one event thread per context, on io_uring,
+ * pressure.h - the pressure loop: one event thread per context, on io_uring
+ * (in poll(2) where a seccomp profile refuses io_uring),
  * that listens to every pressure source and sheds through um_shed().
  *
  * Sources, in order of preference, all feeding one loop:

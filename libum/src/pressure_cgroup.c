@@ -20,7 +20,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <liburing.h>
 #include <limits.h>
 #include <poll.h>
 #include <stdio.h>
@@ -220,7 +219,7 @@ static void read_limits(struct um_cgwatch *w)
 	w->limit_what[0] = '\0';
 	if (w->budget)
 		take_lower(w, w->budget, "the host budget",
-			   "LIBUM_HOST_BUDGET");
+			   "host_budget / LIBUM_HOST_BUDGET");
 	if (w->current_fd < 0)
 		goto out;
 	snprintf(dir, sizeof(dir), "%s", w->dir);
@@ -549,10 +548,8 @@ void um__cgwatch_close(struct um_pressure *pr)
  */
 void um__cgwatch_stop(struct um_pressure *pr)
 {
-	struct io_uring_sqe *sqe;
-
-	if (pr->cgw.psi_armed && (sqe = io_uring_get_sqe(&pr->ring)))
-		io_uring_prep_cancel64(sqe, UM_PTAG_CGPSI, 0);
+	if (pr->cgw.psi_armed)
+		um__pq_cancel(&pr->q, UM_PTAG_CGPSI);
 	um__cgwatch_close(pr);
 }
 
@@ -573,18 +570,11 @@ static bool cg_active(const struct um_pressure *pr)
 static void arm_timer(struct um_pressure *pr)
 {
 	struct um_cgwatch *w = &pr->cgw;
-	struct io_uring_sqe *sqe;
 
 	if (!w->open || w->timer_armed)
 		return;
-	sqe = io_uring_get_sqe(&pr->ring);
-	if (!sqe)
-		return;
-	w->ts.tv_sec = (long long)(w->interval_ns / 1000000000ull);
-	w->ts.tv_nsec = (long long)(w->interval_ns % 1000000000ull);
-	io_uring_prep_timeout(sqe, &w->ts, 0, 0);
-	io_uring_sqe_set_data64(sqe, UM_PTAG_CGROUP);
-	w->timer_armed = true;
+	w->timer_armed = um__pq_timeout(&pr->q, w->interval_ns,
+					UM_PTAG_CGROUP);
 }
 
 static void on_timer(struct um_pressure *pr, int res)
@@ -605,16 +595,10 @@ static bool cg_psi_active(const struct um_pressure *pr)
 static void arm_cg_psi(struct um_pressure *pr)
 {
 	struct um_cgwatch *w = &pr->cgw;
-	struct io_uring_sqe *sqe;
 
 	if (!w->open || w->psi_fd < 0 || w->psi_armed)
 		return;
-	sqe = io_uring_get_sqe(&pr->ring);
-	if (!sqe)
-		return;
-	io_uring_prep_poll_add(sqe, w->psi_fd, POLLPRI);
-	io_uring_sqe_set_data64(sqe, UM_PTAG_CGPSI);
-	w->psi_armed = true;
+	w->psi_armed = um__pq_poll(&pr->q, w->psi_fd, POLLPRI, UM_PTAG_CGPSI);
 }
 
 /* Tasks of our cgroup stall on memory: look now, not at the next tick. */

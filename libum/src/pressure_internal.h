@@ -12,6 +12,8 @@
  *                      budget, where umm.ko does not watch them
  *   pressure_shed.c    shedding and steering: what the context holds on
  *                      each node, moving it off, where new host copies go
+ *   pressure_queue.c   the loop's requests and their completions, on
+ *                      io_uring or, where it is refused, in poll(2)
  *
  * Calls go from each file to the ones below it only (libum/layers).
  */
@@ -48,6 +50,34 @@ enum um_pressure_tag {
 	UM_PTAG_WAKE = UM_PTAG_SOURCES,
 };
 
+/* A tag's request where the loop waits in poll(2) (pressure_queue.c). */
+enum um_preq_kind {
+	UM_PREQ_NONE,
+	UM_PREQ_READ,
+	UM_PREQ_POLL,
+	UM_PREQ_TIMEOUT,
+	UM_PREQ_CANCELLED,		/* completes with -ECANCELED */
+};
+
+struct um_preq {
+	enum um_preq_kind kind;
+	bool ready;			/* poll(2) found it, or its time came */
+	short events, revents;
+	int fd;
+	void *buf;
+	unsigned int len;
+	uint64_t due_ns;		/* a timeout's, CLOCK_MONOTONIC */
+	struct __kernel_timespec ts;	/* on io_uring: a timeout's */
+};
+
+/* The loop's requests, one per tag at most: on io_uring, else poll(2). */
+struct um_pqueue {
+	bool on_ring;
+	struct io_uring ring;
+	struct um_preq req[UM_PTAG_WAKE + 1];
+	unsigned int last;		/* tag taken last, for fairness */
+};
+
 /* What the context holds and could give back, per tier. */
 struct books {
 	uint64_t host_res[UM_STATS_MAX_NODES];
@@ -77,14 +107,13 @@ struct um_cgwatch {
 	unsigned int level;		/* enum umm_level */
 	uint64_t asked_ns;		/* last PRESSURE answered */
 	uint64_t interval_ns;		/* to the next sample */
-	struct __kernel_timespec ts;	/* the armed timeout's */
 };
 
 struct um_pressure {
 	struct um_context *ctx;
 	pthread_t thread;
 	bool started;
-	struct io_uring ring;
+	struct um_pqueue q;
 	int wake_fd;
 	uint64_t wake_buf;
 	atomic_bool stop;
@@ -174,9 +203,6 @@ extern const struct um_psource *const um__psources[UM_PTAG_SOURCES];
  * PSI); publishes them and logs the line that names them.
  */
 void um__pressure_open_sources(struct um_pressure *pr);
-/* A read of len bytes of fd into buf on the ring, its completion tagged. */
-void um__pressure_arm_read(struct um_pressure *pr, int fd, void *buf,
-			   unsigned int len, uint64_t tag);
 /* REPORT when the books changed, at most once per report interval. */
 void um__pressure_report(struct um_pressure *pr, bool force);
 
@@ -234,5 +260,35 @@ void um__pressure_steer_back(struct um_pressure *pr,
 			     const struct umm_event *ev);
 /* Between events: keep off hot nodes and a hot memory cgroup, look home. */
 void um__pressure_keep_away(struct um_pressure *pr);
+
+/* ---- pressure_queue.c -------------------------------------------------- */
+
+/*
+ * On io_uring where the kernel lets us have a ring (0), else in poll(2)
+ * (-errno: why not io_uring); q->on_ring says which.
+ */
+int um__pq_init(struct um_pqueue *q);
+void um__pq_exit(struct um_pqueue *q);
+/*
+ * A request whose completion comes tagged (enum um_pressure_tag), with
+ * io_uring's result: a read of len bytes of fd into buf (bytes or -errno),
+ * a poll of fd for events (revents), a timeout after ns (-ETIME); one per
+ * tag at a time. false if it could not be queued (try again later).
+ */
+bool um__pq_read(struct um_pqueue *q, int fd, void *buf, unsigned int len,
+		 uint64_t tag);
+bool um__pq_poll(struct um_pqueue *q, int fd, short events, uint64_t tag);
+bool um__pq_timeout(struct um_pqueue *q, uint64_t ns, uint64_t tag);
+/* The tag's request completes with -ECANCELED. */
+void um__pq_cancel(struct um_pqueue *q, uint64_t tag);
+/* Requests armed since the last wait start now (io_uring_submit). */
+void um__pq_submit(struct um_pqueue *q);
+/* A completion is waiting. */
+bool um__pq_ready(struct um_pqueue *q);
+/*
+ * The next completion: 0 with *tag and *res; -ETIME after timeout_ms
+ * without one; -EAGAIN to ask again; another -errno if the queue broke.
+ */
+int um__pq_next(struct um_pqueue *q, int timeout_ms, uint64_t *tag, int *res);
 
 #endif /* UM_PRESSURE_INTERNAL_H */

@@ -11,7 +11,6 @@
  * the cgroup is charged for wherever it lies, the spill the only way out.
  */
 #include <errno.h>
-#include <liburing.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -150,7 +149,7 @@ static int64_t move_off(struct um_pressure *pr, int node, um_tier_t dest,
 		int ret;
 
 		/* an event came in: answer it first (keep_away goes on after) */
-		if (pr->keep_yields && io_uring_cq_ready(&pr->ring)) {
+		if (pr->keep_yields && um__pq_ready(&pr->q)) {
 			pr->keep_cut = true;
 			break;
 		}
@@ -448,7 +447,7 @@ static void check_home(struct um_pressure *pr)
  */
 static void keep_away(struct um_pressure *pr)
 {
-	io_uring_submit(&pr->ring);	/* the re-armed read: events show */
+	um__pq_submit(&pr->q);	/* the re-armed read: events show */
 	pr->keep_yields = true;
 	keep_off_hot(pr);
 	pr->keep_yields = false;

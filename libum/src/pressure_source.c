@@ -14,7 +14,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <liburing.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -442,40 +441,21 @@ static void handle_psi(struct um_pressure *pr)
 	pr->last_psi_ns = um__now_ns();
 }
 
-/* ---- on the loop's ring ------------------------------------------------ */
-
-void um__pressure_arm_read(struct um_pressure *pr, int fd, void *buf,
-			   unsigned int len, uint64_t tag)
-{
-	struct io_uring_sqe *sqe = io_uring_get_sqe(&pr->ring);
-
-	if (!sqe)
-		return;
-	io_uring_prep_read(sqe, fd, buf, len, 0);
-	io_uring_sqe_set_data64(sqe, tag);
-}
+/* ---- on the loop's queue ----------------------------------------------- */
 
 static void arm_psi(struct um_pressure *pr)
 {
-	struct io_uring_sqe *sqe;
-
 	if (pr->psi_fd < 0 || pr->psi_armed)
 		return;
-	sqe = io_uring_get_sqe(&pr->ring);
-	if (!sqe)
-		return;
-	io_uring_prep_poll_add(sqe, pr->psi_fd, POLLPRI);
-	io_uring_sqe_set_data64(sqe, UM_PTAG_PSI);
-	pr->psi_armed = true;
+	pr->psi_armed = um__pq_poll(&pr->q, pr->psi_fd, POLLPRI, UM_PTAG_PSI);
 }
 
 static void arm_umm(struct um_pressure *pr)
 {
 	if (pr->umm_fd < 0 || pr->umm_read_armed)
 		return;
-	um__pressure_arm_read(pr, pr->umm_fd, pr->evbuf, sizeof(pr->evbuf),
-			      UM_PTAG_UMM);
-	pr->umm_read_armed = true;
+	pr->umm_read_armed = um__pq_read(&pr->q, pr->umm_fd, pr->evbuf,
+					 sizeof(pr->evbuf), UM_PTAG_UMM);
 }
 
 static void on_umm(struct um_pressure *pr, int res)

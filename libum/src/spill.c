@@ -2,6 +2,12 @@
 /*
  * spill.c - the spill tier: one file per region, io_uring, XXH3 checksums.
  *
+ * Where io_uring is refused (Docker's and containerd's default seccomp
+ * profiles refuse io_uring_setup), the same pieces go through pread and
+ * pwrite, one at a time, on the calling thread: the io_uring path waits
+ * for them there too, so only their overlap is lost. The data, the
+ * header, the checksums and every check are the same.
+ *
  * File layout: a 4 KiB header block, then the region's bytes from offset
  * 4096, padded with zeros to a 4 KiB multiple so O_DIRECT can write the
  * tail. The header is written last, so a file whose header does not verify
@@ -80,7 +86,14 @@ struct um_spill {
 	unsigned int qd;
 	size_t io_bytes;
 	int direct;		/* 1 O_DIRECT, 0 buffered */
+	bool on_ring;		/* io_uring, else pread/pwrite */
 	struct io_uring ring;
+	/* without io_uring: the pieces done, as the ring's completions */
+	struct sync_done {
+		unsigned int slot;
+		int res;
+	} done[MAX_QD];
+	unsigned int done_head, ndone;
 	char *bufs;		/* qd * io_bytes + one header block, aligned */
 	XXH3_state_t *xxh;
 	um_spill_log_fn log;
@@ -244,11 +257,11 @@ int um__spill_open(const struct um_spill_config *cfg, struct um_spill **out)
 		goto err;
 	}
 	ret = io_uring_queue_init(sp->qd + 1, &sp->ring, 0);
-	if (ret) {
-		slog(sp, L_ERR, "spill: io_uring unavailable: %s",
+	sp->on_ring = !ret;
+	if (ret)
+		slog(sp, L_INFO,
+		     "spill: io_uring is refused here (%s; a seccomp profile?): pread and pwrite instead, one piece at a time",
 		     strerror(-ret));
-		goto err;
-	}
 	scan_stale(sp);
 	*out = sp;
 	return 0;
@@ -273,7 +286,8 @@ void um__spill_close(struct um_spill *sp)
 			free(f);
 		}
 	}
-	io_uring_queue_exit(&sp->ring);
+	if (sp->on_ring)
+		io_uring_queue_exit(&sp->ring);
 	sp_free(sp);
 }
 
@@ -287,11 +301,35 @@ struct piece {
 	uint64_t off;		/* file offset */
 };
 
+/* pread or pwrite, as io_uring's result: bytes, or -errno. */
+static int sync_rw(int fd, int write, void *buf, size_t len, uint64_t off)
+{
+	ssize_t n;
+
+	do {
+		n = write ? pwrite(fd, buf, len, (off_t)off) :
+			    pread(fd, buf, len, (off_t)off);
+	} while (n < 0 && errno == EINTR);
+	return n < 0 ? -errno : (int)n;
+}
+
 static int submit_piece(struct um_spill *sp, int fd, struct piece *p,
 			int write, unsigned int slot)
 {
-	struct io_uring_sqe *sqe = io_uring_get_sqe(&sp->ring);
+	struct io_uring_sqe *sqe;
 
+	if (!sp->on_ring) {
+		/* done at once; its completion waits for reap_one() */
+		struct sync_done *d =
+			&sp->done[(sp->done_head + sp->ndone) % MAX_QD];
+
+		d->slot = slot;
+		d->res = sync_rw(fd, write, p->mem + p->done, p->len - p->done,
+				 p->off + p->done);
+		sp->ndone++;
+		return 0;
+	}
+	sqe = io_uring_get_sqe(&sp->ring);
 	if (!sqe)
 		return -EBUSY;
 	if (write)
@@ -306,20 +344,21 @@ static int submit_piece(struct um_spill *sp, int fd, struct piece *p,
 	return 0;
 }
 
-/*
- * Wait for one piece to finish; resubmit the remainder of a short transfer.
- * Returns the slot that finished, or -errno (a read hitting end of file is
- * -EIO: the file is shorter than its header says). *inflight counts pieces
- * whose completion is still owed and is kept exact on every path.
- */
-static int reap_one(struct um_spill *sp, int fd, struct piece *pieces,
-		    int write, unsigned int *inflight)
+/* The next piece done: its slot and result (bytes or -errno). */
+static int next_done(struct um_spill *sp, unsigned int *slot, int *res)
 {
 	struct io_uring_cqe *cqe;
-	unsigned int slot;
-	struct piece *p;
-	int ret, res;
+	int ret;
 
+	if (!sp->on_ring) {
+		if (!sp->ndone)
+			return -EIO;	/* none owed: a bug, not a hang */
+		*slot = sp->done[sp->done_head].slot;
+		*res = sp->done[sp->done_head].res;
+		sp->done_head = (sp->done_head + 1) % MAX_QD;
+		sp->ndone--;
+		return 0;
+	}
 	for (;;) {
 		ret = io_uring_submit_and_wait(&sp->ring, 1);
 		if (ret < 0 && ret != -EINTR)
@@ -329,9 +368,30 @@ static int reap_one(struct um_spill *sp, int fd, struct piece *pieces,
 			continue;
 		if (ret)
 			return ret;
-		slot = (unsigned int)io_uring_cqe_get_data64(cqe);
-		res = cqe->res;
+		*slot = (unsigned int)io_uring_cqe_get_data64(cqe);
+		*res = cqe->res;
 		io_uring_cqe_seen(&sp->ring, cqe);
+		return 0;
+	}
+}
+
+/*
+ * Wait for one piece to finish; resubmit the remainder of a short transfer.
+ * Returns the slot that finished, or -errno (a read hitting end of file is
+ * -EIO: the file is shorter than its header says). *inflight counts pieces
+ * whose completion is still owed and is kept exact on every path.
+ */
+static int reap_one(struct um_spill *sp, int fd, struct piece *pieces,
+		    int write, unsigned int *inflight)
+{
+	unsigned int slot;
+	struct piece *p;
+	int ret, res;
+
+	for (;;) {
+		ret = next_done(sp, &slot, &res);
+		if (ret)
+			return ret;
 		p = &pieces[slot];
 		if (res <= 0) {
 			(*inflight)--;
@@ -355,6 +415,10 @@ static void drain(struct um_spill *sp, unsigned int inflight)
 {
 	struct io_uring_cqe *cqe;
 
+	if (!sp->on_ring) {
+		sp->done_head = sp->ndone = 0;
+		return;
+	}
 	io_uring_submit(&sp->ring);
 	while (inflight--) {
 		if (io_uring_wait_cqe(&sp->ring, &cqe))
@@ -493,8 +557,8 @@ out:
 }
 
 /* One synchronous operation through the ring (header, fsync). */
-static int ring_one(struct um_spill *sp, int fd, int op, void *buf,
-		    size_t len, uint64_t off)
+static int ring_op(struct um_spill *sp, int fd, int op, void *buf,
+		   size_t len, uint64_t off)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&sp->ring);
 	struct io_uring_cqe *cqe;
@@ -516,6 +580,24 @@ static int ring_one(struct um_spill *sp, int fd, int op, void *buf,
 		return ret;
 	ret = cqe->res;
 	io_uring_cqe_seen(&sp->ring, cqe);
+	return ret;
+}
+
+/* The same without io_uring. */
+static int sync_op(int fd, int op, void *buf, size_t len, uint64_t off)
+{
+	if (op == 'f')
+		return fdatasync(fd) ? -errno : 0;
+	return sync_rw(fd, op == 'w', buf, len, off);
+}
+
+/* One whole operation (header, fsync): 'w' write, 'r' read, 'f' fsync. */
+static int ring_one(struct um_spill *sp, int fd, int op, void *buf,
+		    size_t len, uint64_t off)
+{
+	int ret = sp->on_ring ? ring_op(sp, fd, op, buf, len, off) :
+				sync_op(fd, op, buf, len, off);
+
 	if (ret >= 0 && op != 'f' && (size_t)ret != len)
 		return op == 'w' ? -ENOSPC : -EIO;
 	return ret < 0 ? ret : 0;

@@ -4,7 +4,8 @@
  *
  * One store per context, in the directory the user names (um_config's
  * spill_dir / LIBUM_SPILL_DIR). One file per spilled region, named
- * "um-<pid>-<ctx>-<region>.spill", written and read with io_uring, with
+ * "um-<pid>-<ctx>-<region>.spill", written and read with io_uring (with
+ * pread and pwrite where a seccomp profile refuses io_uring), with
  * O_DIRECT where the filesystem allows it (buffered otherwise, said once
  * in the log), and an XXH3-64 checksum of the bytes verified on every read.
  *
@@ -92,7 +93,8 @@ int um__spill_default_dir(char *buf, size_t len, const char **why);
 
 /*
  * Open (and create, 0700) the store. -EINVAL bad config, -ENOTDIR, -EPERM
- * unsafe directory, -ENOENT parent missing, -ENOMEM, or io_uring's error.
+ * unsafe directory, -ENOENT parent missing, -ENOMEM. Without io_uring
+ * (refused, or any error setting up a ring) it uses pread and pwrite.
  */
 int um__spill_open(const struct um_spill_config *cfg, struct um_spill **out);
 /* Remove every file this store wrote, then free it. NULL is a no-op. */

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "refuse_io_uring.h"
 #include "um.h"
 
 #define KiB (1024ull)

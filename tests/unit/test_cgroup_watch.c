@@ -8,7 +8,8 @@
  * memory.current is a fill; the pressure loop samples it on its own thread,
  * so the tests wait (bounded only as a guard against a hang) for what it
  * does: released host copies spilled, the application told, the figures,
- * the relief, and one ERR line naming the limit when it cannot be met. The
+ * the relief, and one ERR line naming the limit when it cannot be met; and
+ * the same where a seccomp profile refuses io_uring. The
  * real cgroup files are exercised in the VM (tests/e2e, e2e_cgroup_own).
  */
 #include <errno.h>
@@ -301,6 +302,55 @@ TEST(parent_limit_spills_host_copies_then_relief)
 	unset_env();
 }
 
+/*
+ * Where a seccomp profile refuses io_uring (Docker's, containerd's), the
+ * loop waits in poll(2) and the spill tier writes with pwrite: the watch
+ * samples on its timer all the same, the application is told, released
+ * host copies are spilled and come back intact, the relief comes.
+ */
+TEST(watch_and_spill_work_where_io_uring_is_refused)
+{
+	struct seen seen = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	struct um_context *ctx;
+	struct tree t = { 0 };
+	um_region_t r[NREG];
+
+	ASSERT_EQ(0, make_tree(&t, "268435456", "max", "max"));
+	ASSERT_EQ(0, refuse_io_uring());
+	ctx = watch_ctx(&t, true, 0);
+	ASSERT_NONNULL(ctx) TH_LOG("log: %s", g_log.text);
+	ASSERT_NONNULL(ctx->spill);
+	ASSERT_TRUE(um__pressure_sources(ctx) & UM_PSRC_CGROUP)
+		TH_LOG("log: %s", g_log.text);
+	ASSERT_FALSE(ctx->pressure->q.on_ring);
+	ASSERT_TRUE(has_line(UM_LOG_INFO, "waits in poll(2)"));
+	ASSERT_TRUE(has_line(UM_LOG_INFO, "pread and pwrite"));
+	ASSERT_EQ(0, host_copies(ctx, r));
+	ASSERT_EQ(0, um_set_event_callback(ctx, on_event, &seen));
+	ASSERT_EQ(0, put(t.cg, "memory.current", "%llu\n",
+			 LIMIT - 50 * MiB));
+	ASSERT_TRUE(wait_own_events(ctx, 1));
+	ASSERT_EQ(0, um_wait_all(ctx));
+	ASSERT_EQ(NREG, on_disk(ctx, r));
+	ASSERT_EQ((uint32_t)UMM_LEVEL_LOW, pstats(ctx).cgroup_level);
+	ASSERT_GE(pstats(ctx).cgroup_freed, 14 * MiB - 2);
+	pthread_mutex_lock(&seen.lock);
+	ASSERT_GE(seen.pressure, 1);
+	ASSERT_EQ(UM_TIER_HOST_ANY, seen.last.from);
+	ASSERT_EQ(UM_TIER_DISK, seen.last.to);
+	ASSERT_EQ(1u, seen.last.level);
+	pthread_mutex_unlock(&seen.lock);
+	ASSERT_EQ(0, put(t.cg, "memory.current", "%llu\n", 64 * MiB));
+	ASSERT_TRUE(wait_cold(ctx, &seen));
+	ASSERT_EQ((uint32_t)UMM_LEVEL_NORMAL, pstats(ctx).cgroup_level);
+	ASSERT_EQ(0, g_log.err) TH_LOG("log: %s", g_log.text);
+	/* every byte back from the spill, checksummed and compared */
+	ASSERT_EQ(0, check_and_free(ctx, r));
+	ASSERT_EQ(0, um_context_destroy(ctx));
+	rm_tree(&t);
+	unset_env();
+}
+
 TEST(memory_high_below_max_is_the_limit)
 {
 	struct um_context *ctx;
@@ -377,7 +427,7 @@ TEST(host_budget_without_cgroup)
 	ctx = watch_ctx(NULL, false, budget);
 	ASSERT_NONNULL(ctx);
 	ASSERT_TRUE(um__pressure_sources(ctx) & UM_PSRC_CGROUP);
-	ASSERT_TRUE(has_line(UM_LOG_INFO, "watching the host budget of LIBUM_HOST_BUDGET"))
+	ASSERT_TRUE(has_line(UM_LOG_INFO, "watching the host budget of host_budget / LIBUM_HOST_BUDGET"))
 		TH_LOG("log: %s", g_log.text);
 	ASSERT_TRUE(wait_own_events(ctx, 1)) TH_LOG("log: %s", g_log.text);
 	st = pstats(ctx);
@@ -397,7 +447,7 @@ TEST(host_budget_below_cgroup_limit_wins)
 	setenv("LIBUM_HOST_BUDGET", "192M", 1);
 	ctx = watch_ctx(&t, true, 0);
 	ASSERT_NONNULL(ctx);
-	ASSERT_TRUE(has_line(UM_LOG_INFO, "watching the host budget of LIBUM_HOST_BUDGET, 192 MiB"))
+	ASSERT_TRUE(has_line(UM_LOG_INFO, "watching the host budget of host_budget / LIBUM_HOST_BUDGET, 192 MiB"))
 		TH_LOG("log: %s", g_log.text);
 	ASSERT_EQ(0, put(t.cg, "memory.current", "%llu\n", 190 * MiB));
 	ASSERT_TRUE(wait_own_events(ctx, 1));

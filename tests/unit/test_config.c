@@ -57,20 +57,73 @@ TEST(config_init_and_defaults)
 }
 
 /*
- * um_config_init() writes sizeof(struct um_config) into the caller's
- * struct: a program built against LIBUM_0.1's 80-byte struct would be
- * overrun by a longer one. The struct grows only with a new symbol
- * version of um_config_init (and the bindings' copy of it).
+ * A program linked against LIBUM_0.1 allocated its 80-byte struct
+ * um_config: its um_config_init (um__config_init_0_1 is that version,
+ * libum/check-abi.c calls it through libum.so) writes no further. The
+ * current one fills the whole struct.
  */
-TEST(config_struct_keeps_its_0_1_size)
+TEST(config_init_0_1_writes_80_bytes)
 {
 	unsigned char buf[sizeof(struct um_config) + 16];
+	struct um_context *ctx;
 
-	EXPECT_EQ(80, sizeof(struct um_config));
+	memset(buf, 0xa5, sizeof(buf));
+	um__config_init_0_1((struct um_config *)buf);
+	EXPECT_EQ(0xa5, buf[80]) TH_LOG("um_config_init@LIBUM_0.1 wrote past 80 bytes");
+	EXPECT_EQ(80, ((struct um_config *)buf)->size);
+	/* its context: the bytes past .size are never read */
+	((struct um_config *)buf)->backend = UM_BACKEND_SIM;
+	ASSERT_EQ(0, create((struct um_config *)buf, &ctx));
+	EXPECT_EQ(0, ctx->set.host_budget);
+	EXPECT_EQ(0, um_context_destroy(ctx));
 	memset(buf, 0xa5, sizeof(buf));
 	um_config_init((struct um_config *)buf);
-	EXPECT_EQ(0xa5, buf[80]) TH_LOG("um_config_init wrote past 80 bytes");
-	EXPECT_EQ(80, ((struct um_config *)buf)->size);
+	EXPECT_EQ(sizeof(struct um_config), ((struct um_config *)buf)->size);
+	EXPECT_EQ(0, ((struct um_config *)buf)[0].host_budget);
+	EXPECT_EQ(0xa5, buf[sizeof(struct um_config)]);
+}
+
+/*
+ * host_budget, by the rule of every field: set, it wins over
+ * LIBUM_HOST_BUDGET (which is still checked); at least 1M; unset (0), the
+ * variable decides.
+ */
+TEST(host_budget_field)
+{
+	struct um_config cfg;
+	struct um_context *ctx = NULL;
+
+	cfg_sim(&cfg, 0, 16 * MiB);
+	cfg.host_budget = 24 * GiB;
+	ASSERT_EQ(0, create(&cfg, &ctx));
+	EXPECT_EQ(24 * GiB, ctx->set.host_budget);
+	EXPECT_EQ(0, um_context_destroy(ctx));
+	setenv("LIBUM_HOST_BUDGET", "2G", 1);
+	ASSERT_EQ(0, create(&cfg, &ctx));
+	EXPECT_EQ(24 * GiB, ctx->set.host_budget);	/* the field wins */
+	EXPECT_EQ(0, um_context_destroy(ctx));
+	cfg.host_budget = 0;
+	ASSERT_EQ(0, create(&cfg, &ctx));
+	EXPECT_EQ(2 * GiB, ctx->set.host_budget);	/* unset: the variable */
+	EXPECT_EQ(0, um_context_destroy(ctx));
+	/* a bad variable fails even under a field */
+	setenv("LIBUM_HOST_BUDGET", "lots", 1);
+	cfg.host_budget = 24 * GiB;
+	logcap_reset();
+	EXPECT_EQ(-EINVAL, create(&cfg, &ctx));
+	EXPECT_TRUE(logcap_has(UM_LOG_ERR, "LIBUM_HOST_BUDGET=\"lots\"", NULL));
+	unsetenv("LIBUM_HOST_BUDGET");
+	/* below 1M: refused, said by the field's name */
+	cfg.host_budget = MiB - 1;
+	logcap_reset();
+	EXPECT_EQ(-EINVAL, create(&cfg, &ctx));
+	EXPECT_TRUE(logcap_has(UM_LOG_ERR, "host_budget", "below the minimum",
+			       NULL)) TH_LOG("log: %s", g_log.text);
+	EXPECT_NULL(ctx);
+	cfg.host_budget = MiB;
+	ASSERT_EQ(0, create(&cfg, &ctx));
+	EXPECT_EQ(MiB, ctx->set.host_budget);
+	EXPECT_EQ(0, um_context_destroy(ctx));
 }
 
 TEST(env_sizes_with_suffixes)

@@ -5,7 +5,8 @@
  * permission rules, a directory that vanishes, ENOSPC on a small tmpfs,
  * the buffered fallback on a filesystem without O_DIRECT (ramfs), checksum
  * and header corruption, truncation, stale files of dead processes, bad
- * arguments, and concurrent use. Every failure must leave the caller's bytes
+ * arguments, and concurrent use, on io_uring and where a seccomp profile
+ * refuses it (pread and pwrite). Every failure must leave the caller's bytes
  * untouched and no file behind.
  *
  * The temp directories live under $UM_TEST_DIR, else /var/tmp (a disk
@@ -29,6 +30,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "refuse_io_uring.h"
 #include "spill.h"
 
 #define MiB (1024ull * 1024)
@@ -144,10 +146,28 @@ FIXTURE(spill) {
 	struct logbook lb;
 };
 
+/*
+ * Each test of the fixture twice: on io_uring, and where a seccomp profile
+ * refuses it (Docker's, containerd's), on pread and pwrite.
+ */
+FIXTURE_VARIANT(spill) {
+	bool refuse_io_uring;
+};
+
+FIXTURE_VARIANT_ADD(spill, io_uring) {
+	.refuse_io_uring = false,
+};
+
+FIXTURE_VARIANT_ADD(spill, io_uring_refused) {
+	.refuse_io_uring = true,
+};
+
 FIXTURE_SETUP(spill)
 {
 	struct um_spill_config c = { 0 };
 
+	if (variant->refuse_io_uring)
+		ASSERT_EQ(0, refuse_io_uring());
 	make_parent(self->parent, sizeof(self->parent));
 	ASSERT_NE(0, self->parent[0]);
 	snprintf(self->dir, sizeof(self->dir), "%s/spill", self->parent);
@@ -155,6 +175,10 @@ FIXTURE_SETUP(spill)
 	c.log = logfn;
 	c.log_arg = &self->lb;
 	ASSERT_EQ(0, um__spill_open(&c, &self->sp));
+	ASSERT_EQ(0, self->lb.err) TH_LOG("%s", self->lb.last);
+	if (variant->refuse_io_uring)
+		ASSERT_NE(NULL, strstr(self->lb.last, "pread and pwrite"))
+			TH_LOG("%s", self->lb.last);
 }
 
 FIXTURE_TEARDOWN(spill)
@@ -476,8 +500,22 @@ FIXTURE(mnt) {
 	char parent[4096];
 };
 
+FIXTURE_VARIANT(mnt) {
+	bool refuse_io_uring;
+};
+
+FIXTURE_VARIANT_ADD(mnt, io_uring) {
+	.refuse_io_uring = false,
+};
+
+FIXTURE_VARIANT_ADD(mnt, io_uring_refused) {
+	.refuse_io_uring = true,
+};
+
 FIXTURE_SETUP(mnt)
 {
+	if (variant->refuse_io_uring)
+		ASSERT_EQ(0, refuse_io_uring());
 	make_parent(self->parent, sizeof(self->parent));
 	ASSERT_NE(0, self->parent[0]);
 }
@@ -559,7 +597,8 @@ TEST_F(mnt, odirect_fallback_on_ramfs)
 	}
 	um__spill_stats(sp, &st);
 	EXPECT_EQ(0, st.direct);
-	EXPECT_EQ(1, lb.info);
+	/* and the line of io_uring refused, where it is */
+	EXPECT_EQ(1 + variant->refuse_io_uring, lb.info);
 	EXPECT_NE(NULL, strstr(lb.last, "O_DIRECT"));
 	EXPECT_EQ(3, count_files(parent, "um-"));
 	um__spill_close(sp);
@@ -850,8 +889,9 @@ TEST_F(spill, throughput_figure)
 	um__spill_stats(self->sp, &st);
 	ASSERT_LT(0, st.write_ns);
 	ASSERT_LT(0, st.read_ns);
-	printf("# spill %s on %s: write %.2f GB/s, read %.2f GB/s (64 MiB)\n",
-	       st.direct ? "O_DIRECT" : "buffered", base_dir(),
+	printf("# spill %s, %s, on %s: write %.2f GB/s, read %.2f GB/s (64 MiB)\n",
+	       st.direct ? "O_DIRECT" : "buffered",
+	       variant->refuse_io_uring ? "pread/pwrite" : "io_uring", base_dir(),
 	       (double)st.write_bytes / (double)st.write_ns,
 	       (double)st.read_bytes / (double)st.read_ns);
 	free(buf);

@@ -2,6 +2,7 @@
 """Context, Region and offload API: config, bad input, teardown rules."""
 
 import errno
+import logging
 import math
 import os
 import threading
@@ -10,7 +11,7 @@ import time
 import torch
 
 import umtorch
-from common import context, model, raises, train
+from common import BUDGET, context, model, raises, train
 
 
 def test_config_sizes_and_environment():
@@ -38,7 +39,39 @@ def test_bad_config_raises_with_errno():
            kind=TypeError)
     e = raises(-errno.EINVAL, umtorch.Context, backend="sim",
                chunk_bytes=1)	# below libum's minimum: its ERR line
-    assert "CHUNK_BYTES" in str(e), str(e)
+    assert "chunk_bytes" in str(e), str(e)
+
+
+def test_host_budget_field():
+    """host_budget= is struct um_config's LIBUM_0.2 field: libum watches
+    it (the pressure loop says so) and refuses what it refuses in C."""
+    lines = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            lines.append(record.getMessage())
+
+    keep = Keep()
+    logger = logging.getLogger("umtorch")
+    logger.addHandler(keep)
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    os.environ["LIBUM_HOST_BUDGET"] = "2G"	# the field wins
+    try:
+        with context(host_budget="64G", log_level="info") as ctx:
+            assert ctx.budget() == BUDGET
+        assert any("host budget" in l and "65536 MiB" in l
+                   for l in lines), lines
+    finally:
+        del os.environ["LIBUM_HOST_BUDGET"]
+        logger.removeHandler(keep)
+        logger.setLevel(level)
+    for bad in (0, "0", -1, "lots", 1 << 64):
+        raises(-errno.EINVAL, umtorch.Context, backend="sim",
+               host_budget=bad, kind=ValueError)
+    e = raises(-errno.EINVAL, umtorch.Context, backend="sim",
+               host_budget="512K")	# below libum's 1M: its ERR line
+    assert "host_budget" in str(e) and "minimum" in str(e), str(e)
 
 
 def test_region_bad_input():

@@ -51,7 +51,10 @@ class Config(ctypes.Structure):
                 ("pool_chunk", u64), ("chunk_bytes", u64),
                 ("spill_dir", ctypes.c_char_p), ("log", LOG_FN),
                 ("log_arg", ctypes.c_void_p), ("log_level", i32),
-                ("flags", u32)]
+                ("flags", u32),
+                # LIBUM_0.2 (um_config_init@@LIBUM_0.2, which dlsym finds);
+                # a LIBUM_0.1 libum sets size to the 80 bytes before it
+                ("host_budget", u64)]
 
 
 class RegionDesc(ctypes.Structure):

@@ -35,7 +35,14 @@ error: -errno for 'error'/'nomem'; level: pressure 1..3; ns: duration."""
 _PY_LEVELS = {3: logging.ERROR, 4: logging.WARNING, 6: logging.INFO,
               7: logging.DEBUG}
 _SIZE_FIELDS = ("device_budget", "sim_capacity", "pool_size", "pool_chunk",
-                "chunk_bytes")
+                "chunk_bytes", "host_budget")
+# 0 would mean "unset" to libum, which then takes the variable: refused
+_ZERO_IS_UNSET = {
+    "device_budget": "0 is no budget; None takes LIBUM_DEVICE_BUDGET or "
+                     "the whole device",
+    "host_budget": "0 is no budget; None takes LIBUM_HOST_BUDGET or the "
+                   "memory cgroup's limit only",
+}
 
 
 _LIVE = weakref.WeakSet()	# contexts not closed yet
@@ -92,7 +99,7 @@ class Context:
 
     def __init__(self, backend=None, device_budget=None, sim_capacity=None,
                  pool_size=None, pool_chunk=None, chunk_bytes=None,
-                 spill_dir=None, log_level=None):
+                 spill_dir=None, log_level=None, host_budget=None):
         self._handle = None
         self._history = None	# memory.History while recording
         self._peaks = {}	# peaks since reset_peak_memory_stats()
@@ -104,7 +111,7 @@ class Context:
         cfg = self._config(backend, spill_dir, log_level, {
             f: v for f, v in zip(_SIZE_FIELDS, (
                 device_budget, sim_capacity, pool_size, pool_chunk,
-                chunk_bytes))})
+                chunk_bytes, host_budget))})
         out = ctypes.c_void_p()
         self._call("um_context_create", ctypes.byref(cfg), ctypes.byref(out))
         self._handle = out.value
@@ -123,12 +130,17 @@ class Context:
         for field, value in sizes.items():
             if value is not None:
                 value = parse_size(value, field)
-                if field == "device_budget" and value == 0:
-                    # libum reads 0 as "the whole device" (and refuses
-                    # LIBUM_DEVICE_BUDGET=0): None says that plainly
-                    raise UmValueError(
-                        -errno.EINVAL, field, "0 is no budget; None "
-                        "takes LIBUM_DEVICE_BUDGET or the whole device")
+                if field in _ZERO_IS_UNSET and value == 0:
+                    # libum reads 0 as unset (and refuses the variable at
+                    # 0): None says that plainly
+                    raise UmValueError(-errno.EINVAL, field,
+                                       _ZERO_IS_UNSET[field])
+                if cfg.size < getattr(_lib.Config, field).offset + 8:
+                    # a libum of LIBUM_0.1 (80 bytes) would not see it
+                    raise UmError(-errno.EOPNOTSUPP, field,
+                                  "this libum has no %s field (it is older "
+                                  "than LIBUM_0.2); set LIBUM_%s"
+                                  % (field, field.upper()))
                 setattr(cfg, field, value)
         if spill_dir is not None:
             self._spill_dir = str(spill_dir).encode()
