@@ -39,7 +39,9 @@
 
 /*
  * What a completion on the loop's ring is for (its user data): a source's
- * request, indexed like um__psources[], or the loop's own eventfd.
+ * request, indexed like um__psources[], the loop's own eventfd, or a
+ * cancellation's own completion (the loop ignores it; the cancelled
+ * request completes under its own tag).
  */
 enum um_pressure_tag {
 	UM_PTAG_UMM,
@@ -48,6 +50,7 @@ enum um_pressure_tag {
 	UM_PTAG_CGPSI,			/* its PSI trigger */
 	UM_PTAG_SOURCES,		/* how many sources have a request */
 	UM_PTAG_WAKE = UM_PTAG_SOURCES,
+	UM_PTAG_CANCEL,
 };
 
 /* A tag's request where the loop waits in poll(2) (pressure_queue.c). */

@@ -71,8 +71,11 @@ static void ring_cancel(struct um_pqueue *q, uint64_t tag)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&q->ring);
 
-	if (sqe)
-		io_uring_prep_cancel64(sqe, tag, 0);
+	if (!sqe)
+		return;
+	io_uring_prep_cancel64(sqe, tag, 0);
+	/* not 0: that is UM_PTAG_UMM, whose read would seem to end */
+	io_uring_sqe_set_data64(sqe, UM_PTAG_CANCEL);
 }
 
 /*

@@ -168,6 +168,18 @@ static void psi_close(struct um_pressure *pr)
 }
 
 /*
+ * On the loop's thread, with its ring alive: a poll of the closed trigger
+ * would never complete (the ring holds the file) and the next trigger's
+ * would never be armed, so it is cancelled (on_psi re-arms on the newer).
+ */
+static void psi_stop(struct um_pressure *pr)
+{
+	if (pr->psi_armed)
+		um__pq_cancel(&pr->q, UM_PTAG_PSI);
+	psi_close(pr);
+}
+
+/*
  * Our own cgroup watch, unless umm.ko watches our cgroup for us (it then
  * sends the same events, ACKed, and keeps the books of every client); the
  * host budget is ours alone, so with one the watch runs anyway.
@@ -394,7 +406,7 @@ static void handle_event(struct um_pressure *pr, const struct umm_event *ev)
 	case UMM_EVENT_ENABLED:
 		if (!pr->umm_enabled) {
 			pr->umm_enabled = true;
-			psi_close(pr);
+			psi_stop(pr);
 			if (!own_watch_wanted(pr))
 				um__cgwatch_stop(pr);
 			publish_sources(pr);
@@ -495,6 +507,10 @@ rearm:
 static void on_psi(struct um_pressure *pr, int res)
 {
 	pr->psi_armed = false;
+	if (res == -ECANCELED) {
+		arm_psi(pr);	/* a newer opening's trigger, if any */
+		return;
+	}
 	if (pr->psi_fd < 0)
 		return;	/* closed meanwhile: the module came back */
 	if (res < 0 || (res & (POLLERR | POLLNVAL))) {

@@ -84,7 +84,7 @@ TEST(disabled_mid_run_falls_back_and_returns)
 	struct um_pressure_stats ps;
 	struct um_stats st = { .size = sizeof(st) };
 	struct trainer t;
-	uint64_t ns_off = 0, ns_on = 0;
+	uint64_t ns_off = 0, ns_off2 = 0, ns_on = 0;
 	unsigned int src;
 
 	if (!e2e_have_umm())
@@ -115,15 +115,34 @@ TEST(disabled_mid_run_falls_back_and_returns)
 		TH_LOG("libum did not come back to the module");
 	ASSERT_EQ(0, trainer_step(&t));
 
+	/*
+	 * Again: the PSI trigger's poll, cancelled when the module came back,
+	 * completes as cancelled, not as a failed trigger, and the new
+	 * trigger is the one armed.
+	 */
+	ASSERT_EQ(0, e2e_write_str(ENABLED, "0"));
+	ASSERT_EQ(0, step_until(&t, UM_PSRC_UMM | UM_PSRC_BUDGET, UM_PSRC_BUDGET,
+				&ns_off2)) TH_LOG("enabled=0 missed the second time");
+	for (int i = 0; i < 3; i++)
+		ASSERT_EQ(0, trainer_step(&t));
+	EXPECT_EQ(src, um__pressure_sources(t.ctx))
+		TH_LOG("fallback sources differ the second time");
+	EXPECT_EQ(NULL, strstr(t.log, "PSI trigger failed"))
+		TH_LOG("log: %s", t.log);
+	ASSERT_EQ(0, e2e_write_str(ENABLED, "1"));
+	ASSERT_EQ(0, step_until(&t, UM_PSRC_UMM, UM_PSRC_UMM, &ns_on))
+		TH_LOG("libum did not come back to the module again");
+	ASSERT_EQ(0, trainer_step(&t));
+
 	/* budgets held all along, nothing lost */
 	ASSERT_EQ(0, um_stats_get(t.ctx, &st));
 	EXPECT_LE(st.device[0].peak, cfg.sim_capacity);
 	EXPECT_EQ(0, st.nomem);
 	EXPECT_EQ(0, trainer_verify(&t));
-	printf("# disable: enabled=0 noticed in %.1f ms (fallback sources 0x%x: %s), enabled=1 in %.1f ms; %llu steps, checksums intact\n",
+	printf("# disable: enabled=0 noticed in %.1f ms (fallback sources 0x%x: %s; %.1f ms the second time), enabled=1 in %.1f ms; %llu steps, checksums intact\n",
 	       e2e_ms(ns_off), src,
 	       (src & UM_PSRC_PSI) ? "PSI + budgets" : "budgets",
-	       e2e_ms(ns_on), (unsigned long long)t.steps);
+	       e2e_ms(ns_off2), e2e_ms(ns_on), (unsigned long long)t.steps);
 	trainer_dump_log(&t);
 	trainer_fini(&t);
 }
