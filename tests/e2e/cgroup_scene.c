@@ -635,8 +635,8 @@ int cg_scene_run_pair(const struct cg_scene *sc, struct cg_result *res,
 	struct job a = { .nregions = sc->nregions, .spill_dir = sc->spill_dir };
 	/*
 	 * The sibling at nice 10: its steps go on all through the fill, but
-	 * in the VM's two emulated CPUs they would otherwise slow the filled
-	 * job's spill to well past the limit the scene is about.
+	 * yield the VM's two emulated CPUs to the filled job's spill; the
+	 * scene is about who is asked, not about sharing CPUs.
 	 */
 	struct job b = { .nregions = sc->sibling_nregions, .nice = 10 };
 	struct sampler smp = { 0 };
