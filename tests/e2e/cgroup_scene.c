@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -190,13 +191,24 @@ static void fill_result(struct trainer *t, struct cg_result *r)
 	}
 }
 
-static void trainer_child(const struct cg_scene *sc, int wfd, int rfd)
+/* One trainer: its cgroup, its size, its spill directory, its pipes. */
+struct job {
+	const char *cg;			/* under CG */
+	int nregions;
+	const char *spill_dir;
+	int nice;
+	pid_t pid;
+	int from_child, to_child;	/* our ends */
+};
+
+static void trainer_child(const struct cg_scene *sc, const struct job *j,
+			  int wfd, int rfd)
 {
 	struct trainer_cfg cfg = {
-		.nregions = sc->nregions,
+		.nregions = j->nregions,
 		.region_bytes = sc->region_bytes,
 		.sim_capacity = sc->region_bytes,
-		.spill_dir = sc->spill_dir,
+		.spill_dir = j->spill_dir,
 	};
 	struct msg m = { .kind = MSG_READY };
 	uint64_t h[2] = { 0, 0 };
@@ -207,7 +219,9 @@ static void trainer_child(const struct cg_scene *sc, int wfd, int rfd)
 	e2e_no_mlock();
 	/* as the node scenes' trainer: its home node is node 0 */
 	e2e_bind_node(0);
-	if (cg_enter(sc->name))
+	if (j->nice)
+		setpriority(PRIO_PROCESS, 0, j->nice);
+	if (cg_enter(j->cg))
 		_exit(20);
 	setenv("LIBUM_PRESSURE", sc->reaction ? "1" : "0", 1);
 	if (sc->own_watch)	/* as where umm.ko is not loaded */
@@ -239,15 +253,89 @@ static void trainer_child(const struct cg_scene *sc, int wfd, int rfd)
 	_exit(0);
 }
 
+/* Fork the trainer of @j and wait until it holds its regions. */
+static int job_start(const struct cg_scene *sc, struct job *j,
+		     struct cg_result *res)
+{
+	int to_parent[2], to_child[2], ret;
+	struct msg m;
+
+	if (pipe(to_parent))
+		return -errno;
+	if (pipe(to_child)) {
+		ret = -errno;
+		goto close_parent;
+	}
+	fflush(stdout);
+	j->pid = fork();
+	if (j->pid < 0) {
+		ret = -errno;
+		goto close_child;
+	}
+	if (j->pid == 0) {
+		close(to_parent[0]);
+		close(to_child[1]);
+		trainer_child(sc, j, to_parent[1], to_child[0]);
+	}
+	close(to_parent[1]);
+	close(to_child[0]);
+	j->from_child = to_parent[0];
+	j->to_child = to_child[1];
+	ret = e2e_full_read(j->from_child, &m, sizeof(m));
+	if (ret || m.kind != MSG_READY || m.error) {
+		printf("# %s: trainer did not start (%d)\n", j->cg,
+		       ret ? ret : m.error);
+		kill(j->pid, SIGKILL);
+		e2e_wait(j->pid);
+		close(j->from_child);
+		close(j->to_child);
+		return ret ? ret : m.error;
+	}
+	res->host_start = m.r.host_start;
+	return 0;
+
+close_child:
+	close(to_child[0]);
+	close(to_child[1]);
+close_parent:
+	close(to_parent[0]);
+	close(to_parent[1]);
+	return ret;
+}
+
+/* Stop the trainer of @j; its figures into @res, the parent's kept. */
+static void job_stop(struct job *j, struct cg_result *res)
+{
+	struct cg_result keep = *res;
+	struct msg m;
+	int ret, st;
+
+	if (write(j->to_child, "s", 1) != 1)
+		printf("# %s: cannot signal the trainer\n", j->cg);
+	ret = e2e_full_read(j->from_child, &m, sizeof(m));
+	st = e2e_wait(j->pid);
+	if (!ret && m.kind == MSG_DONE) {
+		*res = m.r;
+		res->host_start = keep.host_start;
+		res->filler_status = keep.filler_status;
+		res->fill_start_ns = keep.fill_start_ns;
+		res->fill_end_ns = keep.fill_end_ns;
+		res->id = keep.id;
+	}
+	res->trainer_killed = WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL;
+	close(j->from_child);
+	close(j->to_child);
+}
+
 /* ---- the filler ------------------------------------------------------ */
 
 /* fill bytes of anonymous memory at rate MiB/s, hold them 2 s, exit. */
-static void filler_child(const struct cg_scene *sc)
+static void filler_child(const struct cg_scene *sc, const char *cg)
 {
 	uint64_t t0, done = 0;
 
 	e2e_oom_adj(-1000);
-	if (cg_enter(sc->name))
+	if (cg_enter(cg))
 		_exit(20);
 	t0 = e2e_now_ns();
 	while (done < sc->fill) {
@@ -270,13 +358,122 @@ static void filler_child(const struct cg_scene *sc)
 	_exit(0);
 }
 
+/* ---- the cgroups ----------------------------------------------------- */
+
+/* Where the scene's cgroups are, relative to CG. */
+struct cg_paths {
+	char job[96];		/* the trainer's (and the filler's) */
+	char limit[96];		/* where memory.max and memory.high are */
+	char sibling[96];	/* the second trainer's; "" none */
+	char filled[96];	/* where the filler runs */
+};
+
+static int cg_paths(const struct cg_scene *sc, struct cg_paths *p)
+{
+	int n;
+
+	memset(p, 0, sizeof(*p));
+	if ((sc->limit_on_parent || sc->sibling) && !sc->parent)
+		return -EINVAL;
+	n = sc->parent ? snprintf(p->job, sizeof(p->job), "%s/%s",
+				  sc->parent, sc->name) :
+			 snprintf(p->job, sizeof(p->job), "%s", sc->name);
+	if (n >= (int)sizeof(p->job))
+		return -E2BIG;
+	strcpy(p->limit, sc->limit_on_parent ? sc->parent : p->job);
+	if (sc->sibling &&
+	    snprintf(p->sibling, sizeof(p->sibling), "%s/%s", sc->parent,
+		     sc->sibling) >= (int)sizeof(p->sibling))
+		return -E2BIG;
+	strcpy(p->filled, sc->fill_sibling ? p->sibling : p->job);
+	return 0;
+}
+
+static int cg_set(const char *cg, const char *file, uint64_t v)
+{
+	char p[256], val[32];
+
+	if (cg_file(cg, file, p, sizeof(p)))
+		return -E2BIG;
+	snprintf(val, sizeof(val), "%llu", (unsigned long long)v);
+	return e2e_write_str(p, val);
+}
+
+static int cg_make(const char *cg, uint64_t *id)
+{
+	char dir[256];
+	struct stat sb;
+
+	snprintf(dir, sizeof(dir), CG "/%s", cg);
+	if (mkdir(dir, 0755) && errno != EEXIST)
+		return -errno;
+	if (id && !stat(dir, &sb))
+		*id = sb.st_ino;
+	return 0;
+}
+
+static void cg_remove(const char *cg)
+{
+	char dir[256];
+
+	snprintf(dir, sizeof(dir), CG "/%s", cg);
+	for (int i = 0; i < 100 && rmdir(dir) && errno == EBUSY; i++)
+		e2e_sleep_ms(20);
+}
+
+static void cg_remove_all(const struct cg_scene *sc, const struct cg_paths *p)
+{
+	cg_remove(p->job);
+	if (p->sibling[0])
+		cg_remove(p->sibling);
+	if (sc->parent)
+		cg_remove(sc->parent);
+}
+
+/*
+ * The parent (its children get the memory controller), the job's cgroup,
+ * the sibling's; the limits. No swap in the VM; elsewhere none either.
+ */
+static int cg_setup(const struct cg_scene *sc, const struct cg_paths *p,
+		    uint64_t *id)
+{
+	char ctl[256];
+	int ret;
+
+	if (sc->parent) {
+		ret = cg_make(sc->parent, NULL);
+		if (ret)
+			return ret;
+		cg_file(sc->parent, "cgroup.subtree_control", ctl, sizeof(ctl));
+		ret = e2e_write_str(ctl, "+memory");
+		if (ret)
+			return ret;
+	}
+	ret = cg_make(p->job, id);
+	if (ret)
+		return ret;
+	ret = cg_set(p->limit, "memory.max", sc->limit);
+	if (!ret && sc->high)
+		ret = cg_set(p->limit, "memory.high", sc->high);
+	if (ret)
+		return ret;
+	cg_set(p->limit, "memory.swap.max", 0);
+	if (!p->sibling[0])
+		return 0;
+	ret = cg_make(p->sibling, NULL);
+	if (!ret)
+		ret = cg_set(p->sibling, "memory.max", sc->sibling_limit);
+	cg_set(p->sibling, "memory.swap.max", 0);
+	return ret;
+}
+
 /* ---- the run --------------------------------------------------------- */
 
 struct sampler {
 	pthread_t thread;
 	const char *cg;
 	volatile bool stop;
-	uint64_t limit_ns, oom_ns, peak;
+	uint64_t limit_ns, oom_ns, high_ns, peak;
 };
 
 static void *sample(void *arg)
@@ -294,21 +491,173 @@ static void *sample(void *arg)
 			s->limit_ns = e2e_now_ns();
 		if (!s->oom_ns && cg_key(s->cg, "memory.events", "oom"))
 			s->oom_ns = e2e_now_ns();
+		if (!s->high_ns && cg_key(s->cg, "memory.events", "high"))
+			s->high_ns = e2e_now_ns();
 		e2e_sleep_ms(2);
 	}
 	return NULL;
 }
 
-int cg_scene_run(const struct cg_scene *sc, struct cg_result *res)
+/* The cgroup's counts at the end (memory.events is hierarchical). */
+static void cg_final(const char *cg, struct cg_result *res)
 {
-	int to_parent[2], to_child[2], ret, st;
-	struct sampler smp = { .cg = sc->name };
-	pid_t trainer, filler;
-	char dir[128], val[32], low_bp[32];
-	struct stat sb;
-	struct msg m;
+	res->max_events = cg_key(cg, "memory.events", "max");
+	res->high_events = cg_key(cg, "memory.events", "high");
+	res->oom = cg_key(cg, "memory.events", "oom");
+	res->oom_kill = cg_key(cg, "memory.events", "oom_kill");
+}
+
+/* ms from the fill's start to @ns; -1 for never */
+static double since_fill(const struct cg_result *res, uint64_t ns)
+{
+	return ns ? (double)((int64_t)ns - (int64_t)res->fill_start_ns) / 1e6 :
+		    -1;
+}
+
+static double lead_ms(uint64_t first_event_ns, uint64_t hit_ns)
+{
+	return (double)((int64_t)hit_ns - (int64_t)first_event_ns) / 1e6;
+}
+
+static void report(const char *name, const struct cg_scene *sc,
+		   const struct cg_result *res)
+{
+	printf("# %s: trainer %s after %llu steps, %d region(s) differ, filler exit %d\n",
+	       name, res->trainer_killed ? "KILLED" : "finished",
+	       (unsigned long long)res->steps, res->bad_regions,
+	       res->filler_status);
+	printf("# %s: fill %.1f MiB/s; cgroup peak %llu MiB; memory.events max %llu high %llu oom %llu oom_kill %llu; limit first hit %.0f ms, high %.0f ms, oom %.0f ms after the fill began (-1 never)\n",
+	       name,
+	       (double)sc->fill / MiB /
+		       ((double)(res->fill_end_ns - res->fill_start_ns) / 1e9),
+	       (unsigned long long)(res->peak / MiB),
+	       (unsigned long long)res->max_events,
+	       (unsigned long long)res->high_events,
+	       (unsigned long long)res->oom,
+	       (unsigned long long)res->oom_kill,
+	       since_fill(res, res->limit_ns), since_fill(res, res->high_ns),
+	       since_fill(res, res->oom_ns));
+	printf("# %s: cgroup events granted %d; %llu cgroup events (first %.0f ms after the fill began, eta %u ms, worst level %u), room at the last %llu MiB; %llu ACKs, %llu MiB freed, event-to-ACK avg %.1f ms max %.1f ms; asks not met %llu\n",
+	       name, res->cgroup_feature,
+	       (unsigned long long)res->cgroup_events,
+	       since_fill(res, res->first_event_ns),
+	       res->first_eta_ms, res->max_level,
+	       (unsigned long long)(res->cgroup_room / MiB),
+	       (unsigned long long)res->acks,
+	       (unsigned long long)(res->acked_bytes / MiB),
+	       res->acks ? e2e_ms(res->sum_ack_ns / res->acks) : 0,
+	       e2e_ms(res->max_ack_ns),
+	       (unsigned long long)res->cgroup_unmet);
+	if (res->ack_p50_ms)
+		printf("# %s: event-to-ACK by umm.ko's histogram: p50 <= %d ms, p99 <= %d ms (-1: over the last bound)\n",
+		       name, ack_bound(res->ack_p50_ms),
+		       ack_bound(res->ack_p99_ms));
+	printf("# %s: spill %llu writes (%llu MiB), %llu reads; %llu MiB in the spill at the end\n",
+	       name, (unsigned long long)res->spill_writes,
+	       (unsigned long long)(res->spill_write_bytes / MiB),
+	       (unsigned long long)res->spill_reads,
+	       (unsigned long long)(res->spill_end / MiB));
+	if (res->first_event_ns && res->limit_ns)
+		printf("# %s: lead time first event -> limit hit: %.0f ms\n",
+		       name, lead_ms(res->first_event_ns, res->limit_ns));
+	if (res->first_event_ns && res->high_ns)
+		printf("# %s: lead time first event -> memory.high first crossed: %.0f ms\n",
+		       name, lead_ms(res->first_event_ns, res->high_ns));
+	printf("# E2E-RESULT scenario=%s killed=%d oom_kill=%llu events=%llu acks=%llu freed_mib=%llu spilled_mib=%llu ack_avg_ms=%.1f ack_max_ms=%.1f first_event_ms=%.0f limit_ms=%.0f peak_mib=%llu module_ack_p50_ms=%d module_ack_p99_ms=%d high=%llu high_ms=%.0f\n",
+	       name, res->trainer_killed,
+	       (unsigned long long)res->oom_kill,
+	       (unsigned long long)res->cgroup_events,
+	       (unsigned long long)res->acks,
+	       (unsigned long long)(res->acked_bytes / MiB),
+	       (unsigned long long)(res->spill_write_bytes / MiB),
+	       res->acks ? e2e_ms(res->sum_ack_ns / res->acks) : 0,
+	       e2e_ms(res->max_ack_ns),
+	       since_fill(res, res->first_event_ns),
+	       since_fill(res, res->limit_ns),
+	       (unsigned long long)(res->peak / MiB),
+	       ack_bound(res->ack_p50_ms), ack_bound(res->ack_p99_ms),
+	       (unsigned long long)res->high_events,
+	       since_fill(res, res->high_ns));
+}
+
+static void print_start(const char *name, const struct cg_scene *sc,
+			const struct cg_paths *p, const struct cg_result *res,
+			const struct cg_result *sib)
+{
+	char f[256];
+	uint64_t cur = 0;
+
+	cg_file(p->limit, "memory.current", f, sizeof(f));
+	e2e_read_u64(f, &cur);
+	printf("# %s: cgroup %s (%llu): memory.max %llu MiB, memory.high %llu MiB (0 none) on %s; the trainer holds %llu MiB of host copies, %s %llu MiB; the filler takes %llu MiB at %u MiB/s in %s\n",
+	       name, p->job, (unsigned long long)res->id,
+	       (unsigned long long)(sc->limit / MiB),
+	       (unsigned long long)(sc->high / MiB), p->limit,
+	       (unsigned long long)(res->host_start / MiB), p->limit,
+	       (unsigned long long)(cur / MiB),
+	       (unsigned long long)(sc->fill / MiB), sc->rate_mib, p->filled);
+	if (sib)
+		printf("# %s: sibling %s: memory.max %llu MiB; its trainer holds %llu MiB of host copies\n",
+		       name, p->sibling,
+		       (unsigned long long)(sc->sibling_limit / MiB),
+		       (unsigned long long)(sib->host_start / MiB));
+}
+
+/* A job's name in the report: "<parent>-<cgroup>" under a parent. */
+static const char *report_name(const struct cg_scene *sc, const char *cg,
+			       char *buf, size_t len)
+{
+	if (!sc->parent)
+		return cg;
+	snprintf(buf, len, "%s-%s", sc->parent, cg);
+	return buf;
+}
+
+/* Fill at the scene's rate in @cg; the trainers run all along. */
+static void fill(const struct cg_scene *sc, const char *cg,
+		 struct cg_result *res)
+{
+	pid_t filler;
+
+	fflush(stdout);
+	res->fill_start_ns = e2e_now_ns();
+	filler = fork();
+	if (filler == 0)
+		filler_child(sc, cg);
+	res->filler_status = filler < 0 ? -1 :
+				e2e_status_code(e2e_wait(filler));
+	res->fill_end_ns = e2e_now_ns() - 2000000000ull;	/* its hold */
+}
+
+int cg_scene_run_pair(const struct cg_scene *sc, struct cg_result *res,
+		      struct cg_result *sib)
+{
+	struct job a = { .nregions = sc->nregions, .spill_dir = sc->spill_dir };
+	/*
+	 * The sibling at nice 10: its steps go on all through the fill, but
+	 * yield the VM's two emulated CPUs to the filled job's spill; the
+	 * scene is about who is asked, not about sharing CPUs.
+	 */
+	struct job b = { .nregions = sc->sibling_nregions, .nice = 10 };
+	struct sampler smp = { 0 };
+	char low_bp[32], b_spill[128], name[128];
+	struct cg_paths p;
+	int ret;
 
 	memset(res, 0, sizeof(*res));
+	if (sib)
+		memset(sib, 0, sizeof(*sib));
+	ret = cg_paths(sc, &p);
+	if (ret)
+		return ret;
+	if (!sib != !sc->sibling)
+		return -EINVAL;
+	a.cg = p.job;
+	b.cg = p.sibling;
+	snprintf(b_spill, sizeof(b_spill), "%s-%s", sc->spill_dir,
+		 sc->sibling ? sc->sibling : "");
+	b.spill_dir = b_spill;
+	smp.cg = p.limit;
 	signal(SIGPIPE, SIG_IGN);
 	e2e_oom_adj(-1000);
 	/*
@@ -321,157 +670,58 @@ int cg_scene_run(const struct cg_scene *sc, struct cg_result *res)
 	else
 		e2e_write_str(CG_LOW_BP, "4000");
 	ret = cg_ready();
+	if (!ret)
+		ret = cg_setup(sc, &p, &res->id);
+	if (!ret)
+		ret = job_start(sc, &a, res);
 	if (ret)
-		return ret;
-	snprintf(dir, sizeof(dir), CG "/%s", sc->name);
-	if (mkdir(dir, 0755) && errno != EEXIST)
-		return -errno;
-	if (!stat(dir, &sb))
-		res->id = sb.st_ino;
-	snprintf(val, sizeof(val), "%llu", (unsigned long long)sc->limit);
-	cg_file(sc->name, "memory.max", dir, sizeof(dir));
-	ret = e2e_write_str(dir, val);
-	if (ret)
-		return ret;
-	cg_file(sc->name, "memory.swap.max", dir, sizeof(dir));
-	e2e_write_str(dir, "0");	/* no swap in the VM; elsewhere none */
-	if (pipe(to_parent) || pipe(to_child))
-		return -errno;
-	fflush(stdout);
-	trainer = fork();
-	if (trainer < 0)
-		return -errno;
-	if (trainer == 0) {
-		close(to_parent[0]);
-		close(to_child[1]);
-		trainer_child(sc, to_parent[1], to_child[0]);
+		goto out;
+	if (sib) {
+		ret = job_start(sc, &b, sib);
+		if (ret) {
+			job_stop(&a, res);
+			goto out;
+		}
 	}
-	close(to_parent[1]);
-	close(to_child[0]);
-	ret = e2e_full_read(to_parent[0], &m, sizeof(m));
-	if (ret || m.kind != MSG_READY || m.error) {
-		printf("# %s: trainer did not start (%d)\n", sc->name,
-		       ret ? ret : m.error);
-		kill(trainer, SIGKILL);
-		e2e_wait(trainer);
-		return ret ? ret : m.error;
-	}
-	res->host_start = m.r.host_start;
-	cg_file(sc->name, "memory.current", dir, sizeof(dir));
-	{
-		uint64_t cur = 0;
-
-		e2e_read_u64(dir, &cur);
-		printf("# %s: cgroup %llu: memory.max %llu MiB; the trainer holds %llu MiB of host copies, the cgroup %llu MiB; the filler takes %llu MiB at %u MiB/s\n",
-		       sc->name, (unsigned long long)res->id,
-		       (unsigned long long)(sc->limit / MiB),
-		       (unsigned long long)(res->host_start / MiB),
-		       (unsigned long long)(cur / MiB),
-		       (unsigned long long)(sc->fill / MiB), sc->rate_mib);
-	}
+	print_start(report_name(sc, sc->name, name, sizeof(name)), sc, &p, res,
+		    sib);
 	pthread_create(&smp.thread, NULL, sample, &smp);
-	fflush(stdout);
-	res->fill_start_ns = e2e_now_ns();
-	filler = fork();
-	if (filler == 0)
-		filler_child(sc);
-	if (filler < 0) {
-		ret = -errno;
-		res->filler_status = -1;
-	} else {
-		res->filler_status = e2e_status_code(e2e_wait(filler));
-	}
-	res->fill_end_ns = e2e_now_ns() - 2000000000ull;	/* its hold */
+	fill(sc, p.filled, res);
 	e2e_sleep_ms(500);
-	if (write(to_child[1], "s", 1) != 1)
-		printf("# %s: cannot signal the trainer\n", sc->name);
-	ret = e2e_full_read(to_parent[0], &m, sizeof(m));
-	st = e2e_wait(trainer);
-	res->trainer_killed = WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL;
-	if (!ret && m.kind == MSG_DONE) {
-		struct cg_result keep = *res;
-
-		*res = m.r;
-		res->host_start = keep.host_start;
-		res->trainer_killed = keep.trainer_killed;
-		res->filler_status = keep.filler_status;
-		res->fill_start_ns = keep.fill_start_ns;
-		res->fill_end_ns = keep.fill_end_ns;
-		res->id = keep.id;
+	job_stop(&a, res);
+	if (sib) {
+		sib->fill_start_ns = res->fill_start_ns;
+		sib->fill_end_ns = res->fill_end_ns;
+		sib->filler_status = res->filler_status;
+		job_stop(&b, sib);
 	}
 	smp.stop = true;
 	pthread_join(smp.thread, NULL);
 	res->limit_ns = smp.limit_ns;
 	res->oom_ns = smp.oom_ns;
+	res->high_ns = smp.high_ns;
 	res->peak = smp.peak;
-	res->max_events = cg_key(sc->name, "memory.events", "max");
-	res->oom = cg_key(sc->name, "memory.events", "oom");
-	res->oom_kill = cg_key(sc->name, "memory.events", "oom_kill");
-	close(to_parent[0]);
-	close(to_child[1]);
-	snprintf(dir, sizeof(dir), CG "/%s", sc->name);
-	for (int i = 0; i < 100 && rmdir(dir) && errno == EBUSY; i++)
-		e2e_sleep_ms(20);
+	cg_final(p.limit, res);
+	report(report_name(sc, sc->name, name, sizeof(name)), sc, res);
+	if (sib) {
+		char f[256];
+
+		cg_final(p.sibling, sib);
+		cg_file(p.sibling, "memory.peak", f, sizeof(f));
+		e2e_read_u64(f, &sib->peak);
+		report(report_name(sc, sc->sibling, name, sizeof(name)), sc,
+		       sib);
+	}
+out:
+	cg_remove_all(sc, &p);
 	if (low_bp[0])
 		e2e_write_str(CG_LOW_BP, low_bp);
+	return ret;
+}
 
-	printf("# %s: trainer %s after %llu steps, %d region(s) differ, filler exit %d\n",
-	       sc->name, res->trainer_killed ? "KILLED" : "finished",
-	       (unsigned long long)res->steps, res->bad_regions,
-	       res->filler_status);
-	printf("# %s: fill %.1f MiB/s; cgroup peak %llu MiB; memory.events max %llu oom %llu oom_kill %llu; limit first hit %.0f ms, oom %.0f ms after the fill began (-1 never)\n",
-	       sc->name,
-	       (double)sc->fill / MiB /
-		       ((double)(res->fill_end_ns - res->fill_start_ns) / 1e9),
-	       (unsigned long long)(res->peak / MiB),
-	       (unsigned long long)res->max_events,
-	       (unsigned long long)res->oom,
-	       (unsigned long long)res->oom_kill,
-	       res->limit_ns ? e2e_ms(res->limit_ns - res->fill_start_ns) : -1,
-	       res->oom_ns ? e2e_ms(res->oom_ns - res->fill_start_ns) : -1);
-	printf("# %s: cgroup events granted %d; %llu cgroup events (first %.0f ms after the fill began, eta %u ms, worst level %u), room at the last %llu MiB; %llu ACKs, %llu MiB freed, event-to-ACK avg %.1f ms max %.1f ms; asks not met %llu\n",
-	       sc->name, res->cgroup_feature,
-	       (unsigned long long)res->cgroup_events,
-	       res->first_event_ns ?
-		       (double)((int64_t)res->first_event_ns -
-				(int64_t)res->fill_start_ns) / 1e6 : -1,
-	       res->first_eta_ms, res->max_level,
-	       (unsigned long long)(res->cgroup_room / MiB),
-	       (unsigned long long)res->acks,
-	       (unsigned long long)(res->acked_bytes / MiB),
-	       res->acks ? e2e_ms(res->sum_ack_ns / res->acks) : 0,
-	       e2e_ms(res->max_ack_ns),
-	       (unsigned long long)res->cgroup_unmet);
-	if (res->ack_p50_ms)
-		printf("# %s: event-to-ACK by umm.ko's histogram: p50 <= %d ms, p99 <= %d ms (-1: over the last bound)\n",
-		       sc->name, ack_bound(res->ack_p50_ms),
-		       ack_bound(res->ack_p99_ms));
-	printf("# %s: spill %llu writes (%llu MiB), %llu reads; %llu MiB in the spill at the end\n",
-	       sc->name, (unsigned long long)res->spill_writes,
-	       (unsigned long long)(res->spill_write_bytes / MiB),
-	       (unsigned long long)res->spill_reads,
-	       (unsigned long long)(res->spill_end / MiB));
-	if (res->first_event_ns && res->limit_ns)
-		printf("# %s: lead time first event -> limit hit: %.0f ms\n",
-		       sc->name,
-		       (double)((int64_t)res->limit_ns -
-				(int64_t)res->first_event_ns) / 1e6);
-	printf("# E2E-RESULT scenario=%s killed=%d oom_kill=%llu events=%llu acks=%llu freed_mib=%llu spilled_mib=%llu ack_avg_ms=%.1f ack_max_ms=%.1f first_event_ms=%.0f limit_ms=%.0f peak_mib=%llu module_ack_p50_ms=%d module_ack_p99_ms=%d\n",
-	       sc->name, res->trainer_killed,
-	       (unsigned long long)res->oom_kill,
-	       (unsigned long long)res->cgroup_events,
-	       (unsigned long long)res->acks,
-	       (unsigned long long)(res->acked_bytes / MiB),
-	       (unsigned long long)(res->spill_write_bytes / MiB),
-	       res->acks ? e2e_ms(res->sum_ack_ns / res->acks) : 0,
-	       e2e_ms(res->max_ack_ns),
-	       res->first_event_ns ?
-		       (double)((int64_t)res->first_event_ns -
-				(int64_t)res->fill_start_ns) / 1e6 : -1,
-	       res->limit_ns ? e2e_ms(res->limit_ns - res->fill_start_ns) : -1,
-	       (unsigned long long)(res->peak / MiB),
-	       ack_bound(res->ack_p50_ms), ack_bound(res->ack_p99_ms));
-	return 0;
+int cg_scene_run(const struct cg_scene *sc, struct cg_result *res)
+{
+	return cg_scene_run_pair(sc, res, NULL);
 }
 
 struct cg_scene cg_scene_224(const char *name, const char *spill_dir)

@@ -5,7 +5,10 @@
  * the trainer (libum, sim backend) holds its regions as host copies, the
  * filler takes anonymous memory at a fixed rate. With the reaction, umm.ko's
  * cgroup events make libum spill the host copies and the filler fits; with
- * it off, the cgroup's OOM killer takes the trainer.
+ * it off, the cgroup's OOM killer takes the trainer. A scene says where the
+ * limit is (on the job's cgroup, or on a parent with the job in a child
+ * that has none of its own), whether memory.high is set below it, and
+ * whether a second trainer runs in a sibling cgroup with its own limit.
  */
 #ifndef UM_E2E_CGROUP_SCENE_H
 #define UM_E2E_CGROUP_SCENE_H
@@ -14,11 +17,21 @@
 #include <stdint.h>
 
 struct cg_scene {
-	const char *name;		/* also the cgroup's directory */
+	const char *name;		/* also the job's cgroup directory */
+	const char *parent;		/* NULL: the job's cgroup is the
+					 * root's child; else under this */
+	bool limit_on_parent;		/* memory.max (and .high) there */
+	const char *sibling;		/* a second trainer, no filler, in
+					 * parent/sibling; NULL none */
+	uint64_t sibling_limit;		/* its own memory.max */
+	int sibling_nregions;
+	bool fill_sibling;		/* the filler there instead: proves
+					 * the siblings scene can fail */
 	bool reaction;			/* false: LIBUM_PRESSURE=0 */
 	bool own_watch;			/* libum's own watch: no umm.ko */
 	const char *spill_dir;
 	uint64_t limit;			/* memory.max */
+	uint64_t high;			/* memory.high beside it; 0 none */
 	uint64_t fill;			/* what the filler takes */
 	unsigned int rate_mib;		/* its rate, MiB/s */
 	int nregions;
@@ -45,11 +58,13 @@ struct cg_result {
 	uint32_t first_eta_ms, max_level;
 	uint64_t spill_writes, spill_write_bytes, spill_reads;
 	uint64_t spill_end;
-	/* the cgroup, as sampled */
+	/* the cgroup where the limit is, as sampled (a sibling's: its own,
+	 * at the end only) */
 	uint64_t fill_start_ns, fill_end_ns;
 	uint64_t limit_ns;		/* memory.events max first rose */
 	uint64_t oom_ns;		/* memory.events oom first rose */
-	uint64_t max_events, oom, oom_kill;
+	uint64_t high_ns;		/* memory.events high first rose */
+	uint64_t max_events, high_events, oom, oom_kill;
 	uint64_t peak;			/* highest memory.current sampled */
 	uint64_t id;			/* the cgroup's inode number */
 };
@@ -63,5 +78,8 @@ struct cg_scene cg_scene_224(const char *name, const char *spill_dir);
 
 /* 0 when the scene ran (whatever its outcome), -errno otherwise. */
 int cg_scene_run(const struct cg_scene *sc, struct cg_result *res);
+/* The same with a sibling (sc->sibling): its trainer's figures in @sib. */
+int cg_scene_run_pair(const struct cg_scene *sc, struct cg_result *res,
+		      struct cg_result *sib);
 
 #endif /* UM_E2E_CGROUP_SCENE_H */
