@@ -1224,7 +1224,7 @@ static int sim_init(struct um_backend *be, const struct um_backend_config *cfg)
 		return -ENOMEM;
 	s->be = be;
 	s->capacity = cap;
-	s->split_min = getenv("XSPLIT") ? strtoull(getenv("XSPLIT"), NULL, 0) : SIM_SPLIT_MIN;
+	s->split_min = SIM_SPLIT_MIN;
 	s->next_cap = cap / SIM_GRAN / 2 + 1;
 	s->ext = calloc(s->next_cap, sizeof(*s->ext));
 	/* read-write, yet never touched here: its pages exist only once a
