@@ -26,6 +26,7 @@
 #include "um.h"
 #include "backend.h"
 #include "pool.h"
+#include "rangemap.h"
 #include "tier.h"
 #include "util.h"
 
@@ -302,8 +303,7 @@ struct um_context {
 	/* regions */
 	struct um_slot *slots;
 	uint32_t nslots, slot_cap, free_head;
-	struct um_region **by_addr;	/* sorted by ptr, for um_lookup */
-	uint32_t naddr, addr_cap;
+	struct um_rangemap by_addr;	/* [ptr, ptr + bytes), um_lookup */
 	struct um_region regions;	/* list head (sentinel) */
 	uint32_t nregions;
 	uint16_t serial;
