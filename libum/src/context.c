@@ -288,6 +288,7 @@ static void ctx_free(struct um_context *ctx)
 	um__settings_free(&ctx->set);
 	free(ctx->slots);
 	um__rangemap_fini(&ctx->by_addr);
+	um__hostneed_fini(ctx);
 	free(ctx->evq);
 	um__room_fini(ctx);
 	pthread_mutex_destroy(&ctx->lock);

@@ -251,6 +251,9 @@ static int region_new(struct um_context *ctx, const struct um_region_desc *d,
 		free(r);
 		return ret;
 	}
+	ret = um__hostneed_reserve(ctx, ctx->nregions + 1);
+	if (ret)
+		goto fail_va;
 	ret = slot_take(ctx, r);
 	if (ret)
 		goto fail_va;
@@ -317,6 +320,7 @@ static void um__region_destroy(struct um_context *ctx, struct um_region *r)
 			"free: \"%s\" was released without a fence; its device memory goes now",
 			r->name);
 	um__victims_drop(ctx, r);
+	um__hostneed_drop(ctx, r);
 	um__books_residency(ctx, r, r->residency, UM_TIER_NONE);
 	if (r->mapped) {
 		be->ops->phys_unmap(be, (int)r->device, r->ptr, r->dev_len,
