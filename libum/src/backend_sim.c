@@ -141,7 +141,7 @@ struct sim {
 	size_t next_cnt, next_cap;
 	uint64_t mapped;
 	struct sim_resv resvs;		/* list head (sentinel), for fini */
-	struct um_rangemap resv_at;	/* resvs by any address inside */
+	struct um_rangemap resv_index;	/* resvs by any address inside */
 	struct um_queue *queues;
 	struct um_queue *dead;		/* destroyed queues, freed at fini */
 	bool hold;
@@ -905,7 +905,8 @@ static int sim_va_reserve(struct um_backend *be, int dev, size_t len,
 	r->len = rlen;
 	r->maps = NULL;
 	pthread_mutex_lock(&s->mu);
-	if (um__rangemap_insert(&s->resv_at, (uintptr_t)r->va, rlen, r)) {
+	if (um__rangemap_insert(&s->resv_index, (uintptr_t)r->va, rlen,
+				(uintptr_t)r)) {
 		pthread_mutex_unlock(&s->mu);
 		munmap(r->va, rlen);
 		free(r);
@@ -977,6 +978,13 @@ static int map_extent(struct sim *s, char *p, uint64_t off, uint64_t rlen)
 	return ret;
 }
 
+/* The reservation holding p, or NULL. Under mu. */
+static struct sim_resv *resv_at(struct sim *s, const void *p)
+{
+	return (struct sim_resv *)(uintptr_t)um__rangemap_find(&s->resv_index,
+							       (uintptr_t)p);
+}
+
 static void sim_va_release(struct um_backend *be, void *va, size_t len)
 {
 	struct sim *s = sim_of(be);
@@ -985,13 +993,13 @@ static void sim_va_release(struct um_backend *be, void *va, size_t len)
 	if (!va)
 		return;
 	pthread_mutex_lock(&s->mu);
-	r = um__rangemap_find(&s->resv_at, (uintptr_t)va);
+	r = resv_at(s, va);
 	if (!r || r->va != va) {
 		pthread_mutex_unlock(&s->mu);
 		sim_log(s, UM_LOG_WARN, "va_release of unknown VA %p", va);
 		return;
 	}
-	um__rangemap_remove(&s->resv_at, (uintptr_t)r->va, r->len);
+	um__rangemap_remove(&s->resv_index, (uintptr_t)r->va, r->len);
 	r->prev->next = r->next;
 	r->next->prev = r->prev;
 	while (r->maps) {
@@ -1029,7 +1037,7 @@ static int sim_phys_map(struct um_backend *be, int dev, void *va, size_t len,
 	if (!m)
 		return -ENOMEM;
 	pthread_mutex_lock(&s->mu);
-	r = um__rangemap_find(&s->resv_at, (uintptr_t)p);
+	r = resv_at(s, p);
 	ret = -EINVAL;			/* not inside one reservation */
 	if (!r || rlen > r->len - (size_t)(p - r->va))
 		goto fail;
@@ -1067,7 +1075,7 @@ static void sim_phys_unmap(struct um_backend *be, int dev, void *va,
 	struct sim_map **mp = NULL;
 
 	pthread_mutex_lock(&s->mu);
-	r = um__rangemap_find(&s->resv_at, (uintptr_t)va);
+	r = resv_at(s, va);
 	if (r)
 		for (mp = &r->maps; *mp && *mp != handle; mp = &(*mp)->next)
 			;
@@ -1181,7 +1189,7 @@ static void sim_fini(struct um_backend *be)
 		munmap(r->va, r->len);
 		free(r);
 	}
-	um__rangemap_fini(&s->resv_at);
+	um__rangemap_fini(&s->resv_index);
 	munmap(s->arena, s->capacity);
 	free(s->ext);
 	pthread_mutex_destroy(&s->mu);

@@ -29,7 +29,7 @@
 
 struct um_rangemap_slot {
 	uintptr_t start, last;		/* last byte, so no end overflows */
-	void *val;
+	uint64_t val;			/* kept here: a find reads one slot */
 	uint8_t level;
 	bool tail;			/* stored under the chunk of last */
 	bool used;
@@ -106,7 +106,7 @@ void um__rangemap_fini(struct um_rangemap *m)
 }
 
 int um__rangemap_insert(struct um_rangemap *m, uintptr_t start, size_t len,
-			void *val)
+			uint64_t val)
 {
 	struct um_rangemap_slot s = { .start = start, .val = val, .used = true };
 	int ret;
@@ -152,34 +152,35 @@ static void slot_take(struct um_rangemap *m, size_t i)
 }
 
 /* Drop the entry of [start, last] at level under the chunk of addr. */
-static void *entry_drop(struct um_rangemap *m, uintptr_t start,
+static uint64_t entry_drop(struct um_rangemap *m, uintptr_t start,
 			uintptr_t last, unsigned int level, bool tail)
 {
 	size_t i = home_of(m, level, tail ? last : start);
 
 	for (; m->slot[i].used; i = (i + 1) & m->mask) {
 		const struct um_rangemap_slot *s = &m->slot[i];
-		void *val = s->val;
+		uint64_t val = s->val;
 
 		if (s->start == start && s->last == last && s->tail == tail) {
 			slot_take(m, i);
 			return val;
 		}
 	}
-	return NULL;
+	return 0;
 }
 
-void *um__rangemap_remove(struct um_rangemap *m, uintptr_t start, size_t len)
+uint64_t um__rangemap_remove(struct um_rangemap *m, uintptr_t start,
+			     size_t len)
 {
 	uintptr_t last = start + (len - 1);
 	unsigned int level = level_of(len);
-	void *val;
+	uint64_t val;
 
 	if (!m->slot || !len || len > MAX_LEN || last < start)
-		return NULL;
+		return 0;
 	val = entry_drop(m, start, last, level, false);
 	if (!val)
-		return NULL;
+		return 0;
 	if ((start >> level) != (last >> level))
 		entry_drop(m, start, last, level, true);
 	if (!--m->per_level[level])
@@ -188,7 +189,7 @@ void *um__rangemap_remove(struct um_rangemap *m, uintptr_t start, size_t len)
 	return val;
 }
 
-void *um__rangemap_find(const struct um_rangemap *m, uintptr_t p)
+uint64_t um__rangemap_find(const struct um_rangemap *m, uintptr_t p)
 {
 	for (uint64_t lv = m->levels; lv; lv &= lv - 1) {
 		unsigned int level = (unsigned int)__builtin_ctzll(lv);
@@ -199,5 +200,5 @@ void *um__rangemap_find(const struct um_rangemap *m, uintptr_t p)
 			if (m->slot[i].start <= p && p <= m->slot[i].last)
 				return m->slot[i].val;
 	}
-	return NULL;
+	return 0;
 }

@@ -27,14 +27,16 @@ void um__rangemap_fini(struct um_rangemap *m);
 /*
  * [start, start + len) must not overlap a range already in m (not
  * checked: the callers' ranges are VA reservations, disjoint by
- * construction). 0, -EINVAL (val NULL, len 0, above 2^63 or past the end
- * of the address space), -ENOMEM.
+ * construction); val is not 0. 0, -EINVAL (val 0, len 0, above 2^63 or
+ * past the end
+ * the address space), -ENOMEM.
  */
 int um__rangemap_insert(struct um_rangemap *m, uintptr_t start, size_t len,
-			void *val);
-/* The value of the range inserted as [start, start + len), or NULL. */
-void *um__rangemap_remove(struct um_rangemap *m, uintptr_t start, size_t len);
-/* The value of the range that holds p, or NULL. */
-void *um__rangemap_find(const struct um_rangemap *m, uintptr_t p);
+			uint64_t val);
+/* The value of the range inserted as [start, start + len), or 0. */
+uint64_t um__rangemap_remove(struct um_rangemap *m, uintptr_t start,
+			     size_t len);
+/* The value of the range that holds p, or 0. */
+uint64_t um__rangemap_find(const struct um_rangemap *m, uintptr_t p);
 
 #endif

@@ -258,7 +258,7 @@ static int region_new(struct um_context *ctx, const struct um_region_desc *d,
 	if (ret)
 		goto fail_va;
 	ret = um__rangemap_insert(&ctx->by_addr, (uintptr_t)r->ptr, r->bytes,
-				  r);
+				  r->handle);
 	if (ret)
 		goto fail_slot;
 	*out = r;
@@ -433,7 +433,7 @@ int um_ptr(struct um_context *ctx, um_region_t h, void **ptr)
 
 int um_lookup(struct um_context *ctx, const void *ptr, um_region_t *out)
 {
-	struct um_region *r;
+	um_region_t h;
 	int ret = um__enter(ctx);
 
 	if (ret)
@@ -442,10 +442,11 @@ int um_lookup(struct um_context *ctx, const void *ptr, um_region_t *out)
 		ret = -EINVAL;
 		goto out;
 	}
-	r = um__rangemap_find(&ctx->by_addr, (uintptr_t)ptr);
-	ret = r ? 0 : -ENOENT;
-	if (r)
-		*out = r->handle;
+	/* the handle is kept in the index: no region to read */
+	h = um__rangemap_find(&ctx->by_addr, (uintptr_t)ptr);
+	ret = h ? 0 : -ENOENT;
+	if (h)
+		*out = h;
 out:
 	um__exit(ctx);
 	return ret;

@@ -56,13 +56,13 @@ static void model_build(struct model *md)
 	}
 }
 
-static void *val_of(int i)
+static uint64_t val_of(int i)
 {
-	return (void *)(uintptr_t)(i + 1);
+	return (uint64_t)i + 1;
 }
 
 /* What the map must say for p: the model's range holding p, if in. */
-static void *model_find(const struct model *md, uintptr_t p)
+static uint64_t model_find(const struct model *md, uintptr_t p)
 {
 	int lo = 0, hi = NRANGES;
 
@@ -75,10 +75,10 @@ static void *model_find(const struct model *md, uintptr_t p)
 			hi = mid;
 	}
 	if (!lo)
-		return NULL;
+		return 0;
 	lo--;
 	if (!md->in[lo] || p - md->start[lo] >= md->len[lo])
-		return NULL;
+		return 0;
 	return val_of(lo);
 }
 
@@ -124,7 +124,7 @@ TEST(random_inserts_and_removes_match_the_model)
 	}
 	/* every range once more, then all of them out */
 	for (int i = 0; i < NRANGES; i++)
-		ASSERT_EQ(md.in[i] ? val_of(i) : NULL,
+		ASSERT_EQ(md.in[i] ? val_of(i) : 0,
 			  um__rangemap_find(&m, md.start[i] + md.len[i] / 2));
 	for (int i = 0; i < NRANGES; i++)
 		if (md.in[i])
@@ -133,7 +133,7 @@ TEST(random_inserts_and_removes_match_the_model)
 	EXPECT_EQ(0, m.ranges);
 	EXPECT_EQ(0, m.used);
 	EXPECT_EQ(0, m.levels);
-	EXPECT_NULL(um__rangemap_find(&m, md.start[0]));
+	EXPECT_EQ(0, um__rangemap_find(&m, md.start[0]));
 	um__rangemap_fini(&m);
 }
 
@@ -142,60 +142,60 @@ TEST(edges_of_the_address_space)
 	const uintptr_t top = UINTPTR_MAX;
 	const size_t half = (size_t)1 << 63;
 	struct um_rangemap m;
-	int a, b, c;
+	const uint64_t a = 1, b = 2, c = 3;
 
 	um__rangemap_init(&m);
-	EXPECT_NULL(um__rangemap_find(&m, 0));
-	ASSERT_EQ(0, um__rangemap_insert(&m, 0x1000, 1, &a));
-	ASSERT_EQ(0, um__rangemap_insert(&m, top - 4095, 4096, &b));
+	EXPECT_EQ(0, um__rangemap_find(&m, 0));
+	ASSERT_EQ(0, um__rangemap_insert(&m, 0x1000, 1, a));
+	ASSERT_EQ(0, um__rangemap_insert(&m, top - 4095, 4096, b));
 	ASSERT_EQ(0, um__rangemap_insert(&m, (uintptr_t)1 << 62, half / 2 + 1,
-					 &c));
-	EXPECT_EQ(&a, um__rangemap_find(&m, 0x1000));
-	EXPECT_NULL(um__rangemap_find(&m, 0x1001));
-	EXPECT_NULL(um__rangemap_find(&m, 0xfff));
-	EXPECT_EQ(&b, um__rangemap_find(&m, top));
-	EXPECT_EQ(&b, um__rangemap_find(&m, top - 4095));
-	EXPECT_NULL(um__rangemap_find(&m, top - 4096));
+					 c));
+	EXPECT_EQ(a, um__rangemap_find(&m, 0x1000));
+	EXPECT_EQ(0, um__rangemap_find(&m, 0x1001));
+	EXPECT_EQ(0, um__rangemap_find(&m, 0xfff));
+	EXPECT_EQ(b, um__rangemap_find(&m, top));
+	EXPECT_EQ(b, um__rangemap_find(&m, top - 4095));
+	EXPECT_EQ(0, um__rangemap_find(&m, top - 4096));
 	/* c: level 63, over the two halves of the address space */
-	EXPECT_EQ(&c, um__rangemap_find(&m, (uintptr_t)3 << 61));
-	EXPECT_EQ(&c, um__rangemap_find(&m, (uintptr_t)1 << 63));
-	EXPECT_NULL(um__rangemap_find(&m, ((uintptr_t)1 << 63) + 1));
-	EXPECT_NULL(um__rangemap_find(&m, ((uintptr_t)1 << 62) - 1));
+	EXPECT_EQ(c, um__rangemap_find(&m, (uintptr_t)3 << 61));
+	EXPECT_EQ(c, um__rangemap_find(&m, (uintptr_t)1 << 63));
+	EXPECT_EQ(0, um__rangemap_find(&m, ((uintptr_t)1 << 63) + 1));
+	EXPECT_EQ(0, um__rangemap_find(&m, ((uintptr_t)1 << 62) - 1));
 	/* removal wants the range as inserted */
-	EXPECT_NULL(um__rangemap_remove(&m, 0x1000, 2));
-	EXPECT_NULL(um__rangemap_remove(&m, top - 4095, 4095));
-	EXPECT_EQ(&b, um__rangemap_remove(&m, top - 4095, 4096));
-	EXPECT_NULL(um__rangemap_find(&m, top));
-	EXPECT_EQ(&a, um__rangemap_remove(&m, 0x1000, 1));
-	EXPECT_EQ(&c, um__rangemap_remove(&m, (uintptr_t)1 << 62,
+	EXPECT_EQ(0, um__rangemap_remove(&m, 0x1000, 2));
+	EXPECT_EQ(0, um__rangemap_remove(&m, top - 4095, 4095));
+	EXPECT_EQ(b, um__rangemap_remove(&m, top - 4095, 4096));
+	EXPECT_EQ(0, um__rangemap_find(&m, top));
+	EXPECT_EQ(a, um__rangemap_remove(&m, 0x1000, 1));
+	EXPECT_EQ(c, um__rangemap_remove(&m, (uintptr_t)1 << 62,
 					  half / 2 + 1));
 	EXPECT_EQ(0, m.ranges);
 	/* the largest range there can be, then the whole lower half */
-	ASSERT_EQ(0, um__rangemap_insert(&m, 0, half, &a));
-	EXPECT_EQ(&a, um__rangemap_find(&m, half - 1));
-	EXPECT_NULL(um__rangemap_find(&m, half));
-	EXPECT_EQ(&a, um__rangemap_remove(&m, 0, half));
+	ASSERT_EQ(0, um__rangemap_insert(&m, 0, half, a));
+	EXPECT_EQ(a, um__rangemap_find(&m, half - 1));
+	EXPECT_EQ(0, um__rangemap_find(&m, half));
+	EXPECT_EQ(a, um__rangemap_remove(&m, 0, half));
 	um__rangemap_fini(&m);
 }
 
 TEST(bad_input)
 {
 	struct um_rangemap m;
-	int a;
+	const uint64_t a = 7;
 
 	um__rangemap_init(&m);
-	EXPECT_EQ(-EINVAL, um__rangemap_insert(&m, 0x1000, 0, &a));
-	EXPECT_EQ(-EINVAL, um__rangemap_insert(&m, 0x1000, 16, NULL));
-	EXPECT_EQ(-EINVAL, um__rangemap_insert(&m, UINTPTR_MAX, 2, &a));
+	EXPECT_EQ(-EINVAL, um__rangemap_insert(&m, 0x1000, 0, a));
+	EXPECT_EQ(-EINVAL, um__rangemap_insert(&m, 0x1000, 16, 0));
+	EXPECT_EQ(-EINVAL, um__rangemap_insert(&m, UINTPTR_MAX, 2, a));
 	EXPECT_EQ(-EINVAL, um__rangemap_insert(&m, 0, ((size_t)1 << 63) + 1,
-					       &a));
+					       a));
 	EXPECT_EQ(0, m.ranges);
-	EXPECT_NULL(um__rangemap_remove(&m, 0x1000, 16));	/* never in */
-	ASSERT_EQ(0, um__rangemap_insert(&m, 0x1000, 16, &a));
-	EXPECT_NULL(um__rangemap_remove(&m, 0x1000, 0));
-	EXPECT_NULL(um__rangemap_remove(&m, 0x2000, 16));
-	EXPECT_EQ(&a, um__rangemap_remove(&m, 0x1000, 16));
-	EXPECT_NULL(um__rangemap_remove(&m, 0x1000, 16));	/* twice */
+	EXPECT_EQ(0, um__rangemap_remove(&m, 0x1000, 16));	/* never in */
+	ASSERT_EQ(0, um__rangemap_insert(&m, 0x1000, 16, a));
+	EXPECT_EQ(0, um__rangemap_remove(&m, 0x1000, 0));
+	EXPECT_EQ(0, um__rangemap_remove(&m, 0x2000, 16));
+	EXPECT_EQ(a, um__rangemap_remove(&m, 0x1000, 16));
+	EXPECT_EQ(0, um__rangemap_remove(&m, 0x1000, 16));	/* twice */
 	um__rangemap_fini(&m);
 	um__rangemap_fini(&m);		/* harmless on an empty map */
 }
@@ -213,7 +213,7 @@ TEST(emptied_and_filled_again)
 		for (uintptr_t i = 0; i < N; i++) {
 			ASSERT_EQ(val_of((int)i),
 				  um__rangemap_find(&m, (i + 1) * GRAN + 4096));
-			ASSERT_NULL(um__rangemap_find(&m, (i + 1) * GRAN +
+			ASSERT_EQ(0, um__rangemap_find(&m, (i + 1) * GRAN +
 							  (64 << 10)));
 		}
 		/* out in another order than in */
