@@ -55,6 +55,9 @@
 #ifndef MREMAP_DONTUNMAP
 #define MREMAP_DONTUNMAP 4
 #endif
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
 #endif
@@ -141,6 +144,7 @@ struct sim {
 	size_t next_cnt, next_cap;
 	uint64_t mapped;
 	struct sim_resv resvs;		/* list head (sentinel), for fini */
+	char *resv_low;			/* start of the latest run of resvs */
 	struct um_rangemap resv_index;	/* resvs by any address inside */
 	struct um_queue *queues;
 	struct um_queue *dead;		/* destroyed queues, freed at fini */
@@ -879,6 +883,34 @@ static size_t sim_granularity(struct um_backend *be, int dev)
 	return SIM_GRAN;
 }
 
+/*
+ * rlen bytes of VA (a multiple of SIM_GRAN), right below the previous
+ * reservation where that is free, so that the kernel merges them into one
+ * mapping, as a GPU driver carves its reservations out of one VA range: a
+ * hundred thousand regions then take neither a hundred thousand of the
+ * process's mappings (vm.max_map_count is 65530 by default) nor a search
+ * of that many at each mmap and munmap. Under mu.
+ */
+static char *resv_map(struct sim *s, size_t rlen)
+{
+	const int fl = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+	char *low = s->resv_low, *p;
+
+	if ((uintptr_t)low > rlen) {
+		/* a kernel without MAP_FIXED_NOREPLACE takes it as a hint */
+		p = mmap(low - rlen, rlen, PROT_NONE, fl | MAP_FIXED_NOREPLACE,
+			 -1, 0);
+		if (p == low - rlen)
+			return s->resv_low = p;
+		if (p != MAP_FAILED)
+			munmap(p, rlen);
+	}
+	p = map_aligned(rlen, SIM_GRAN, PROT_NONE, fl);
+	if (p)
+		s->resv_low = p;
+	return p;
+}
+
 static int sim_va_reserve(struct um_backend *be, int dev, size_t len,
 			  void **va)
 {
@@ -896,15 +928,15 @@ static int sim_va_reserve(struct um_backend *be, int dev, size_t len,
 	r = malloc(sizeof(*r));
 	if (!r)
 		return -ENOMEM;
-	r->va = map_aligned(rlen, SIM_GRAN, PROT_NONE,
-			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE);
+	pthread_mutex_lock(&s->mu);
+	r->va = resv_map(s, rlen);
 	if (!r->va) {
+		pthread_mutex_unlock(&s->mu);
 		free(r);
 		return -ENOMEM;
 	}
 	r->len = rlen;
 	r->maps = NULL;
-	pthread_mutex_lock(&s->mu);
 	if (um__rangemap_insert(&s->resv_index, (uintptr_t)r->va, rlen,
 				(uintptr_t)r)) {
 		pthread_mutex_unlock(&s->mu);

@@ -582,6 +582,20 @@ static void model_unmapped(struct resv_model *md, int i, int g)
 	md->mapped -= GRAN;
 }
 
+/* The process's mappings (vm.max_map_count bounds them). */
+static int process_mappings(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	int n = 0, c;
+
+	if (!f)
+		return -1;
+	while ((c = getc(f)) != EOF)
+		n += c == '\n';
+	fclose(f);
+	return n;
+}
+
 static int model_reserve(struct um_backend *be, struct resv_model *md, int i)
 {
 	md->grans[i] = 1 + (int)model_rand(md, MODEL_GRANS);
@@ -590,7 +604,8 @@ static int model_reserve(struct um_backend *be, struct resv_model *md, int i)
 }
 
 /*
- * 3,000 reservations of 1 to 4 granules; 20,000 steps that map a granule
+ * 3,000 reservations of 1 to 4 granules, taking a few of the process's
+ * mappings, not one each; 20,000 steps that map a granule
  * at an address taken inside a reservation, just past one or in a hole,
  * unmap one, or release a reservation (mappings and all) for a new one.
  * Every result and the mapped bytes must be what a walk over the model
@@ -600,10 +615,12 @@ TEST_F(sim, reservations_found_from_any_address)
 {
 	static struct resv_model md = { .seed = 0x13198a2e03707344ull };
 	struct um_backend *be = &self->be;
-	int warn = 0;
+	int warn = 0, maps = process_mappings();
 
 	for (int i = 0; i < MODEL_RESV; i++)
 		ASSERT_EQ(0, model_reserve(be, &md, i));
+	/* side by side, so the kernel keeps them as a few mappings */
+	EXPECT_GT(maps + MODEL_RESV / 10, process_mappings());
 	for (int step = 0; step < 20000; step++) {
 		int i = (int)model_rand(&md, MODEL_RESV);
 		int g = (int)model_rand(&md, MODEL_GRANS + 1);
