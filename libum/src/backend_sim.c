@@ -953,26 +953,36 @@ static int sim_va_reserve(struct um_backend *be, int dev, size_t len,
 	return 0;
 }
 
+/*
+ * Make [va, va + len) a plain PROT_NONE reservation again, dropping any
+ * pages left there. A new mapping rather than mprotect: a range pages were
+ * moved into keeps the arena's page offsets and flags, so it would stay a
+ * mapping of its own next to every other range ever mapped (one per
+ * region: vm.max_map_count) instead of merging back into its neighbours.
+ */
+static int va_close(char *va, size_t len)
+{
+	if (mmap(va, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
+		 MAP_NORESERVE | MAP_FIXED, -1, 0) == MAP_FAILED)
+		return -errno;
+	return 0;
+}
+
 /* Under mu: close va and move its pages back to the arena. */
 static void map_undo(struct sim *s, struct sim_map *m)
 {
-	int ret = 0;
+	int ret = 0, err;
 
-	if (s->fresh) {
-		/* drop the pages: a PROT_NONE reservation again */
-		if (mmap(m->va, m->len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
-			 MAP_NORESERVE | MAP_FIXED, -1, 0) == MAP_FAILED)
-			ret = -errno;
-	} else {
-		/*
-		 * Move first, then close the emptied VA: mprotect of a range
-		 * with no pages left costs next to nothing, while closing it
-		 * with its pages first walks every page-table entry.
-		 */
+	/*
+	 * Move first, then close the emptied VA: closing a range with no
+	 * pages left costs next to nothing, while closing it with its pages
+	 * first walks every page-table entry.
+	 */
+	if (!s->fresh)
 		ret = move_pages_to(m->va, s->arena + m->off, m->len);
-		if (mprotect(m->va, m->len, PROT_NONE) && !ret)
-			ret = -errno;
-	}
+	err = va_close(m->va, m->len);
+	if (!ret)
+		ret = err;
 	if (ret)
 		sim_log(s, UM_LOG_ERR,
 			"cannot take %llu bytes back from %p (%d): leaked",
@@ -1005,7 +1015,7 @@ static int map_extent(struct sim *s, char *p, uint64_t off, uint64_t rlen)
 	if (ret) {
 		/* pieces already moved go back with the rest */
 		move_pages_to(p, s->arena + off, rlen);
-		mprotect(p, rlen, PROT_NONE);
+		va_close(p, rlen);
 	}
 	return ret;
 }
