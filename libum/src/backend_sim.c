@@ -1286,7 +1286,6 @@ static int sim_init(struct um_backend *be, const struct um_backend_config *cfg)
 		return -ENOMEM;
 	s->be = be;
 	s->capacity = cap;
-	s->resvs.prev = s->resvs.next = &s->resvs;
 	s->split_min = SIM_SPLIT_MIN;
 	s->next_cap = cap / SIM_GRAN / 2 + 1;
 	s->ext = calloc(s->next_cap, sizeof(*s->ext));
@@ -1305,6 +1304,7 @@ static int sim_init(struct um_backend *be, const struct um_backend_config *cfg)
 	s->fresh = !dontunmap_works(s->arena);
 	s->ext[0] = (struct extent){ .off = 0, .len = cap };
 	s->next_cnt = 1;
+	s->resvs.prev = s->resvs.next = &s->resvs;
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_mutex_init(&s->fmu, NULL);
 	pthread_cond_init(&s->fcv, NULL);
