@@ -132,7 +132,7 @@ struct um_vkey {
 struct um_vset;
 
 struct um_vnode {
-	struct um_vnode *left, *right;
+	struct um_vnode *left, *right, *parent;
 	uint32_t heap;			/* treap priority: hash of idx */
 	struct um_vkey key;
 	struct um_vset *set;		/* NULL: not a victim there */
