@@ -11,6 +11,9 @@
  * the VA is stable, touching an evicted region faults (SIGSEGV) like a GPU
  * pointer would, no more than `capacity` bytes can ever be mapped (phys_map
  * returns -ENOMEM), and the same physical pages serve region after region.
+ * Reservations are found from any address inside them by a hash
+ * (rangemap.c) and hold their own mappings, so map, unmap and release cost
+ * the same with ten regions or a hundred thousand, as on a GPU.
  *
  * Why not a memfd mapped MAP_SHARED|MAP_FIXED: shmem gets no huge pages
  * unless the admin enables shmem THP, and on the 4 KiB page path every
@@ -45,11 +48,15 @@
 
 #include "backend.h"
 #include "backend_sim.h"
+#include "rangemap.h"
 #include "um_numa.h"
 #include "util.h"
 
 #ifndef MREMAP_DONTUNMAP
 #define MREMAP_DONTUNMAP 4
+#endif
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
 #endif
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
@@ -67,14 +74,17 @@ struct extent {
 	uint64_t off, len;
 };
 
+struct sim_map;
+
 struct sim_resv {			/* a va_reserve'd range */
-	struct sim_resv *next;
+	struct sim_resv *prev, *next;	/* sim->resvs */
+	struct sim_map *maps;		/* mapped inside it */
 	char *va;
 	size_t len;
 };
 
 struct sim_map {			/* a phys_map'd range: the handle */
-	struct sim_map *next;
+	struct sim_map *next;		/* resv->maps */
 	char *va;
 	uint64_t off, len;
 };
@@ -129,12 +139,13 @@ struct sim {
 	struct um_backend *be;
 	uint64_t capacity;
 	char *arena;
-	pthread_mutex_t mu;		/* extents, maps, resvs, queues */
+	pthread_mutex_t mu;		/* extents, resvs, queues */
 	struct extent *ext;		/* free extents, sorted by offset */
 	size_t next_cnt, next_cap;
 	uint64_t mapped;
-	struct sim_map *maps;
-	struct sim_resv *resvs;
+	struct sim_resv resvs;		/* list head (sentinel), for fini */
+	char *resv_low;			/* start of the latest run of resvs */
+	struct um_rangemap resv_index;	/* resvs by any address inside */
 	struct um_queue *queues;
 	struct um_queue *dead;		/* destroyed queues, freed at fini */
 	bool hold;
@@ -872,6 +883,34 @@ static size_t sim_granularity(struct um_backend *be, int dev)
 	return SIM_GRAN;
 }
 
+/*
+ * rlen bytes of VA (a multiple of SIM_GRAN), right below the previous
+ * reservation where that is free, so that the kernel merges them into one
+ * mapping, as a GPU driver carves its reservations out of one VA range: a
+ * hundred thousand regions then take neither a hundred thousand of the
+ * process's mappings (vm.max_map_count is 65530 by default) nor a search
+ * of that many at each mmap and munmap. Under mu.
+ */
+static char *resv_map(struct sim *s, size_t rlen)
+{
+	const int fl = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+	char *low = s->resv_low, *p;
+
+	if ((uintptr_t)low > rlen) {
+		/* a kernel without MAP_FIXED_NOREPLACE takes it as a hint */
+		p = mmap(low - rlen, rlen, PROT_NONE, fl | MAP_FIXED_NOREPLACE,
+			 -1, 0);
+		if (p == low - rlen)
+			return s->resv_low = p;
+		if (p != MAP_FAILED)
+			munmap(p, rlen);
+	}
+	p = map_aligned(rlen, SIM_GRAN, PROT_NONE, fl);
+	if (p)
+		s->resv_low = p;
+	return p;
+}
+
 static int sim_va_reserve(struct um_backend *be, int dev, size_t len,
 			  void **va)
 {
@@ -889,41 +928,61 @@ static int sim_va_reserve(struct um_backend *be, int dev, size_t len,
 	r = malloc(sizeof(*r));
 	if (!r)
 		return -ENOMEM;
-	r->va = map_aligned(rlen, SIM_GRAN, PROT_NONE,
-			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE);
+	pthread_mutex_lock(&s->mu);
+	r->va = resv_map(s, rlen);
 	if (!r->va) {
+		pthread_mutex_unlock(&s->mu);
 		free(r);
 		return -ENOMEM;
 	}
 	r->len = rlen;
-	pthread_mutex_lock(&s->mu);
-	r->next = s->resvs;
-	s->resvs = r;
+	r->maps = NULL;
+	if (um__rangemap_insert(&s->resv_index, (uintptr_t)r->va, rlen,
+				(uintptr_t)r)) {
+		pthread_mutex_unlock(&s->mu);
+		munmap(r->va, rlen);
+		free(r);
+		return -ENOMEM;
+	}
+	r->prev = &s->resvs;
+	r->next = s->resvs.next;
+	r->next->prev = r;
+	s->resvs.next = r;
 	pthread_mutex_unlock(&s->mu);
 	*va = r->va;
+	return 0;
+}
+
+/*
+ * Make [va, va + len) a plain PROT_NONE reservation again, dropping any
+ * pages left there. A new mapping rather than mprotect: a range pages were
+ * moved into keeps the arena's page offsets and flags, so it would stay a
+ * mapping of its own next to every other range ever mapped (one per
+ * region: vm.max_map_count) instead of merging back into its neighbours.
+ */
+static int va_close(char *va, size_t len)
+{
+	if (mmap(va, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
+		 MAP_NORESERVE | MAP_FIXED, -1, 0) == MAP_FAILED)
+		return -errno;
 	return 0;
 }
 
 /* Under mu: close va and move its pages back to the arena. */
 static void map_undo(struct sim *s, struct sim_map *m)
 {
-	int ret = 0;
+	int ret = 0, err;
 
-	if (s->fresh) {
-		/* drop the pages: a PROT_NONE reservation again */
-		if (mmap(m->va, m->len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
-			 MAP_NORESERVE | MAP_FIXED, -1, 0) == MAP_FAILED)
-			ret = -errno;
-	} else {
-		/*
-		 * Move first, then close the emptied VA: mprotect of a range
-		 * with no pages left costs next to nothing, while closing it
-		 * with its pages first walks every page-table entry.
-		 */
+	/*
+	 * Move first, then close the emptied VA: closing a range with no
+	 * pages left costs next to nothing, while closing it with its pages
+	 * first walks every page-table entry.
+	 */
+	if (!s->fresh)
 		ret = move_pages_to(m->va, s->arena + m->off, m->len);
-		if (mprotect(m->va, m->len, PROT_NONE) && !ret)
-			ret = -errno;
-	}
+	err = va_close(m->va, m->len);
+	if (!ret)
+		ret = err;
 	if (ret)
 		sim_log(s, UM_LOG_ERR,
 			"cannot take %llu bytes back from %p (%d): leaked",
@@ -956,42 +1015,43 @@ static int map_extent(struct sim *s, char *p, uint64_t off, uint64_t rlen)
 	if (ret) {
 		/* pieces already moved go back with the rest */
 		move_pages_to(p, s->arena + off, rlen);
-		mprotect(p, rlen, PROT_NONE);
+		va_close(p, rlen);
 	}
 	return ret;
+}
+
+/* The reservation holding p, or NULL. Under mu. */
+static struct sim_resv *resv_at(struct sim *s, const void *p)
+{
+	return (struct sim_resv *)(uintptr_t)um__rangemap_find(&s->resv_index,
+							       (uintptr_t)p);
 }
 
 static void sim_va_release(struct um_backend *be, void *va, size_t len)
 {
 	struct sim *s = sim_of(be);
-	struct sim_resv **rp, *r;
-	struct sim_map **mp;
+	struct sim_resv *r;
 
 	if (!va)
 		return;
 	pthread_mutex_lock(&s->mu);
-	for (rp = &s->resvs; *rp && (*rp)->va != va; rp = &(*rp)->next)
-		;
-	r = *rp;
-	if (!r) {
+	r = resv_at(s, va);
+	if (!r || r->va != va) {
 		pthread_mutex_unlock(&s->mu);
 		sim_log(s, UM_LOG_WARN, "va_release of unknown VA %p", va);
 		return;
 	}
-	*rp = r->next;
-	for (mp = &s->maps; *mp;) {
-		struct sim_map *m = *mp;
+	um__rangemap_remove(&s->resv_index, (uintptr_t)r->va, r->len);
+	r->prev->next = r->next;
+	r->next->prev = r->prev;
+	while (r->maps) {
+		struct sim_map *m = r->maps;
 
-		if (m->va >= r->va && m->va < r->va + r->len) {
-			sim_log(s, UM_LOG_WARN,
-				"va_release with %llu bytes still mapped",
-				(unsigned long long)m->len);
-			map_undo(s, m);
-			*mp = m->next;
-			free(m);
-		} else {
-			mp = &m->next;
-		}
+		sim_log(s, UM_LOG_WARN, "va_release with %llu bytes still mapped",
+			(unsigned long long)m->len);
+		map_undo(s, m);
+		r->maps = m->next;
+		free(m);
 	}
 	munmap(r->va, r->len);
 	pthread_mutex_unlock(&s->mu);
@@ -1019,14 +1079,12 @@ static int sim_phys_map(struct um_backend *be, int dev, void *va, size_t len,
 	if (!m)
 		return -ENOMEM;
 	pthread_mutex_lock(&s->mu);
-	for (r = s->resvs; r; r = r->next)
-		if (p >= r->va && p + rlen <= r->va + r->len)
-			break;
+	r = resv_at(s, p);
 	ret = -EINVAL;			/* not inside one reservation */
-	if (!r)
+	if (!r || rlen > r->len - (size_t)(p - r->va))
 		goto fail;
 	ret = -EBUSY;
-	for (struct sim_map *o = s->maps; o; o = o->next)
+	for (struct sim_map *o = r->maps; o; o = o->next)
 		if (p < o->va + o->len && o->va < p + rlen)
 			goto fail;
 	ret = ext_alloc(s, rlen, &off);
@@ -1040,8 +1098,8 @@ static int sim_phys_map(struct um_backend *be, int dev, void *va, size_t len,
 	m->va = p;
 	m->off = off;
 	m->len = rlen;
-	m->next = s->maps;
-	s->maps = m;
+	m->next = r->maps;
+	r->maps = m;
 	pthread_mutex_unlock(&s->mu);
 	*handle = m;
 	return 0;
@@ -1055,12 +1113,15 @@ static void sim_phys_unmap(struct um_backend *be, int dev, void *va,
 			   size_t len, void *handle)
 {
 	struct sim *s = sim_of(be);
-	struct sim_map **mp;
+	struct sim_resv *r;
+	struct sim_map **mp = NULL;
 
 	pthread_mutex_lock(&s->mu);
-	for (mp = &s->maps; *mp && *mp != handle; mp = &(*mp)->next)
-		;
-	if (!*mp || (*mp)->va != va) {
+	r = resv_at(s, va);
+	if (r)
+		for (mp = &r->maps; *mp && *mp != handle; mp = &(*mp)->next)
+			;
+	if (!mp || !*mp || (*mp)->va != va) {
 		pthread_mutex_unlock(&s->mu);
 		sim_log(s, UM_LOG_WARN, "phys_unmap of unknown mapping %p", va);
 		return;
@@ -1157,19 +1218,20 @@ static void sim_fini(struct um_backend *be)
 	pthread_mutex_unlock(&s->hmu);
 	for (int i = 0; i < s->nhelpers; i++)
 		pthread_join(s->helpers[i], NULL);
-	while (s->maps) {
-		struct sim_map *m = s->maps;
+	while (s->resvs.next != &s->resvs) {
+		struct sim_resv *r = s->resvs.next;
 
-		s->maps = m->next;
-		free(m);
-	}
-	while (s->resvs) {
-		struct sim_resv *r = s->resvs;
+		s->resvs.next = r->next;
+		while (r->maps) {
+			struct sim_map *m = r->maps;
 
-		s->resvs = r->next;
+			r->maps = m->next;
+			free(m);
+		}
 		munmap(r->va, r->len);
 		free(r);
 	}
+	um__rangemap_fini(&s->resv_index);
 	munmap(s->arena, s->capacity);
 	free(s->ext);
 	pthread_mutex_destroy(&s->mu);
@@ -1242,6 +1304,7 @@ static int sim_init(struct um_backend *be, const struct um_backend_config *cfg)
 	s->fresh = !dontunmap_works(s->arena);
 	s->ext[0] = (struct extent){ .off = 0, .len = cap };
 	s->next_cnt = 1;
+	s->resvs.prev = s->resvs.next = &s->resvs;
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_mutex_init(&s->fmu, NULL);
 	pthread_cond_init(&s->fcv, NULL);

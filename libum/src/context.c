@@ -287,7 +287,8 @@ static void ctx_free(struct um_context *ctx)
 		ctx->be.ops->fini(&ctx->be);
 	um__settings_free(&ctx->set);
 	free(ctx->slots);
-	free(ctx->by_addr);
+	um__rangemap_fini(&ctx->by_addr);
+	um__hostneed_fini(ctx);
 	free(ctx->evq);
 	um__room_fini(ctx);
 	pthread_mutex_destroy(&ctx->lock);

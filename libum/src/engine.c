@@ -328,6 +328,7 @@ static void set_residency(struct um_context *ctx, struct um_region *r,
 	um__books_residency(ctx, r, r->residency, to);
 	r->residency = to;
 	um__victims_sync(ctx, r);
+	um__hostneed_sync(ctx, r);
 }
 
 bool um__draining(const struct um_region *r)
@@ -359,6 +360,7 @@ void um__settle(struct um_context *ctx, struct um_region *r)
 	    !r->host_kept) {
 		um__pool_free(ctx->pool, r->host);
 		r->host = NULL;
+		um__hostneed_sync(ctx, r);
 	}
 	if (um__tier_is_dev(r->residency) || held_on_device(r))
 		return;
@@ -405,6 +407,7 @@ int um__host_block(struct um_context *ctx, struct um_region *r, int node,
 		return ret == -EAGAIN ? -ENOMEM : ret;
 	}
 	r->host_node = node;
+	um__hostneed_sync(ctx, r);
 	return 0;
 }
 

@@ -26,6 +26,7 @@
 #include "um.h"
 #include "backend.h"
 #include "pool.h"
+#include "rangemap.h"
 #include "tier.h"
 #include "util.h"
 
@@ -131,7 +132,7 @@ struct um_vkey {
 struct um_vset;
 
 struct um_vnode {
-	struct um_vnode *left, *right;
+	struct um_vnode *left, *right, *parent;
 	uint32_t heap;			/* treap priority: hash of idx */
 	struct um_vkey key;
 	struct um_vset *set;		/* NULL: not a victim there */
@@ -202,6 +203,10 @@ struct um_region {
 	struct um_vnode victim[2];
 	uint64_t drain_charged;		/* dev_len on dev[drain_dev].draining */
 	uint32_t drain_dev;
+	/* hostneed.c: the copy an eviction would need, counted; 1 + its
+	 * place in ctx->need_heap, 0 when not there */
+	uint64_t need;
+	uint32_t need_at;
 };
 
 struct um_dev {
@@ -302,8 +307,7 @@ struct um_context {
 	/* regions */
 	struct um_slot *slots;
 	uint32_t nslots, slot_cap, free_head;
-	struct um_region **by_addr;	/* sorted by ptr, for um_lookup */
-	uint32_t naddr, addr_cap;
+	struct um_rangemap by_addr;	/* [ptr, ptr + bytes), um_lookup */
 	struct um_region regions;	/* list head (sentinel) */
 	uint32_t nregions;
 	uint16_t serial;
@@ -312,6 +316,10 @@ struct um_context {
 	struct um_vset victims_dev[UM_MAX_DEVICES];
 	struct um_vset victims_host[UM_STATS_MAX_NODES];
 	struct um_vset victims_host_any;
+	/* hostneed.c: host copies evictions from the devices would need */
+	struct um_region **need_heap;	/* max-heap on need */
+	uint32_t need_n, need_cap;
+	uint64_t need_total;
 
 	/* migrations, issue order */
 	struct um_mig *migs, *migs_tail;
@@ -452,6 +460,15 @@ int64_t um__pool_short_end(struct um_context *ctx, int64_t ret);
 /* victims.c: the victim sets in eviction order (see there) */
 void um__victims_sync(struct um_context *ctx, struct um_region *r);
 void um__victims_drop(struct um_context *ctx, struct um_region *r);
+
+/* hostneed.c */
+/* Room for this many regions in the heap: 0 or -ENOMEM. */
+int um__hostneed_reserve(struct um_context *ctx, uint32_t regions);
+void um__hostneed_sync(struct um_context *ctx, struct um_region *r);
+void um__hostneed_drop(struct um_context *ctx, struct um_region *r);
+void um__hostneed_figures(const struct um_context *ctx, uint64_t *total,
+			  uint64_t *largest);
+void um__hostneed_fini(struct um_context *ctx);
 /* tier's first victim after key (the first of all with key NULL) */
 struct um_region *um__victim_next(struct um_context *ctx, um_tier_t tier,
 				  const struct um_vkey *key);

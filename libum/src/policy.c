@@ -418,6 +418,7 @@ static int acquire_host(struct um_context *ctx, struct um_region *r,
 				    um__host_tier(ctx, r->host_node));
 		r->residency = um__host_tier(ctx, r->host_node);
 		um__victims_sync(ctx, r);
+		um__hostneed_sync(ctx, r);
 		r->zero_on_restore = false;
 		return 0;
 	}

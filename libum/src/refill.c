@@ -40,21 +40,10 @@
 #define REFILL_HOLDOFF_NS	(5ull * 1000000000u)
 /* Look again at least this often without a kick (regions come and go). */
 #define REFILL_POLL_NS		(1000000000ull)
-/* and at most this often, however often kicked (a round scans regions) */
+/* and at most this often, however often kicked */
 #define REFILL_GAP_NS		(20000000ull)
 /* Grow-and-retry rounds of one public call before it gives up. */
 #define SHORT_RETRIES		8
-
-/* The bytes of r an eviction would put in a pool block, 0 if none. */
-static uint64_t block_need(const struct um_region *r)
-{
-	if (!um__tier_is_dev(r->residency) || r->host)
-		return 0;
-	if (r->backing != UM_BACKING_TIERED &&
-	    !(r->flags & UM_REGION_DISCARD_EVICT))
-		return 0;
-	return r->bytes;
-}
 
 /*
  * The watermark, under ctx->lock. One eviction round of an acquire evicts
@@ -66,16 +55,9 @@ static uint64_t block_need(const struct um_region *r)
 static void refill_want(struct um_context *ctx, uint64_t *free_b,
 			uint64_t *span)
 {
-	uint64_t total = 0, largest = 0;
+	uint64_t total, largest;
 
-	for (const struct um_region *r = ctx->regions.next;
-	     r != &ctx->regions; r = r->next) {
-		uint64_t b = block_need(r);
-
-		total += b;
-		if (b > largest)
-			largest = b;
-	}
+	um__hostneed_figures(ctx, &total, &largest);
 	*span = largest;
 	*free_b = total < 2 * largest ? total : 2 * largest;
 }

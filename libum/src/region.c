@@ -99,58 +99,6 @@ static void slot_put(struct um_context *ctx, struct um_region *r)
 	ctx->free_head = r->idx + 1;
 }
 
-/* First index in by_addr whose ptr is > p. */
-static uint32_t addr_upper(const struct um_context *ctx, const void *p)
-{
-	uint32_t lo = 0, hi = ctx->naddr;
-
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if ((uintptr_t)ctx->by_addr[mid]->ptr <= (uintptr_t)p)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-static int addr_insert(struct um_context *ctx, struct um_region *r)
-{
-	uint32_t at;
-
-	if (ctx->naddr == ctx->addr_cap) {
-		uint32_t cap = ctx->addr_cap ? ctx->addr_cap * 2 : 64;
-		struct um_region **n = realloc(ctx->by_addr, cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		ctx->by_addr = n;
-		ctx->addr_cap = cap;
-	}
-	at = addr_upper(ctx, r->ptr);
-	memmove(&ctx->by_addr[at + 1], &ctx->by_addr[at],
-		(ctx->naddr - at) * sizeof(*ctx->by_addr));
-	ctx->by_addr[at] = r;
-	ctx->naddr++;
-	return 0;
-}
-
-static void addr_remove(struct um_context *ctx, struct um_region *r)
-{
-	uint32_t at = addr_upper(ctx, r->ptr);
-
-	/* equal pointers cannot happen: ranges of live regions are disjoint */
-	while (at > 0 && ctx->by_addr[at - 1] != r)
-		at--;
-	if (!at)
-		return;
-	at--;
-	memmove(&ctx->by_addr[at], &ctx->by_addr[at + 1],
-		(ctx->naddr - at - 1) * sizeof(*ctx->by_addr));
-	ctx->naddr--;
-}
-
 static int check_desc(struct um_context *ctx, const struct um_region_desc *in,
 		      struct um_region_desc *d)
 {
@@ -303,10 +251,14 @@ static int region_new(struct um_context *ctx, const struct um_region_desc *d,
 		free(r);
 		return ret;
 	}
+	ret = um__hostneed_reserve(ctx, ctx->nregions + 1);
+	if (ret)
+		goto fail_va;
 	ret = slot_take(ctx, r);
 	if (ret)
 		goto fail_va;
-	ret = addr_insert(ctx, r);
+	ret = um__rangemap_insert(&ctx->by_addr, (uintptr_t)r->ptr, r->bytes,
+				  r->handle);
 	if (ret)
 		goto fail_slot;
 	*out = r;
@@ -368,6 +320,7 @@ static void um__region_destroy(struct um_context *ctx, struct um_region *r)
 			"free: \"%s\" was released without a fence; its device memory goes now",
 			r->name);
 	um__victims_drop(ctx, r);
+	um__hostneed_drop(ctx, r);
 	um__books_residency(ctx, r, r->residency, UM_TIER_NONE);
 	if (r->mapped) {
 		be->ops->phys_unmap(be, (int)r->device, r->ptr, r->dev_len,
@@ -384,7 +337,7 @@ static void um__region_destroy(struct um_context *ctx, struct um_region *r)
 	if (ctx->spill && um__spill_has(ctx->spill, r->handle) == 1)
 		um__spill_drop(ctx->spill, r->handle);
 	um__released_drop(ctx, r);
-	addr_remove(ctx, r);
+	um__rangemap_remove(&ctx->by_addr, (uintptr_t)r->ptr, r->bytes);
 	region_unmap_va(ctx, r);
 	slot_put(ctx, r);
 	r->prev->next = r->next;
@@ -480,8 +433,7 @@ int um_ptr(struct um_context *ctx, um_region_t h, void **ptr)
 
 int um_lookup(struct um_context *ctx, const void *ptr, um_region_t *out)
 {
-	struct um_region *r;
-	uint32_t at;
+	um_region_t h;
 	int ret = um__enter(ctx);
 
 	if (ret)
@@ -490,15 +442,11 @@ int um_lookup(struct um_context *ctx, const void *ptr, um_region_t *out)
 		ret = -EINVAL;
 		goto out;
 	}
-	ret = -ENOENT;
-	at = addr_upper(ctx, ptr);
-	if (at) {
-		r = ctx->by_addr[at - 1];
-		if ((uintptr_t)ptr - (uintptr_t)r->ptr < r->bytes) {
-			*out = r->handle;
-			ret = 0;
-		}
-	}
+	/* the handle is kept in the index: no region to read */
+	h = um__rangemap_find(&ctx->by_addr, (uintptr_t)ptr);
+	ret = h ? 0 : -ENOENT;
+	if (h)
+		*out = h;
 out:
 	um__exit(ctx);
 	return ret;

@@ -9,8 +9,9 @@
  * Each device and each host node has an ordered set; host regions are also
  * in one set for "any node". The sets are treaps (a binary search tree
  * whose nodes also form a heap on a hash of the region's index): expected
- * O(log n) insert, remove and successor with no rebalancing state, and the
- * shape depends only on the regions, never on the order of the calls.
+ * O(log n) insert and successor, and O(1) remove (a node knows its parent),
+ * with no rebalancing state; the shape depends only on the regions, never
+ * on the order of the calls.
  *
  * Whoever changes what membership depends on (residency, acquired,
  * freeing, counted) calls um__victims_sync() afterwards. The same call
@@ -55,7 +56,13 @@ static uint32_t heap_of(uint32_t idx, int which)
 	return h ^ (h >> 12);
 }
 
-/* (t < key) into *lo, the rest into *hi. */
+static void set_parent(struct um_vnode *child, struct um_vnode *parent)
+{
+	if (child)
+		child->parent = parent;
+}
+
+/* (t < key) into *lo, the rest into *hi; the two roots' parents unset. */
 static void split(struct um_vnode *t, const struct um_vkey *key,
 		  struct um_vnode **lo, struct um_vnode **hi)
 {
@@ -63,14 +70,16 @@ static void split(struct um_vnode *t, const struct um_vkey *key,
 		*lo = *hi = NULL;
 	} else if (key_cmp(&t->key, key) < 0) {
 		split(t->right, key, &t->right, hi);
+		set_parent(t->right, t);
 		*lo = t;
 	} else {
 		split(t->left, key, lo, &t->left);
+		set_parent(t->left, t);
 		*hi = t;
 	}
 }
 
-/* Every key of a below every key of b. */
+/* Every key of a below every key of b; the root's parent unset. */
 static struct um_vnode *merge(struct um_vnode *a, struct um_vnode *b)
 {
 	if (!a)
@@ -79,9 +88,11 @@ static struct um_vnode *merge(struct um_vnode *a, struct um_vnode *b)
 		return a;
 	if (a->heap > b->heap) {
 		a->right = merge(a->right, b);
+		set_parent(a->right, a);
 		return a;
 	}
 	b->left = merge(a, b->left);
+	set_parent(b->left, b);
 	return b;
 }
 
@@ -92,21 +103,28 @@ static void set_insert(struct um_vset *s, struct um_vnode *n)
 	n->left = n->right = NULL;
 	split(s->root, &n->key, &lo, &hi);
 	s->root = merge(merge(lo, n), hi);
+	s->root->parent = NULL;
 	s->bytes += n->charged;
 	s->n++;
 }
 
+/*
+ * From n's parent, not a search from the root: the search would read the
+ * key of every node on the way (a cache miss each in a large set), while
+ * merging n's two subtrees in its place touches two nodes on average.
+ */
 static void set_remove(struct um_vset *s, struct um_vnode *n)
 {
-	struct um_vnode **at = &s->root;
+	struct um_vnode *up = n->parent, *sub = merge(n->left, n->right);
 
-	while (*at != n) {
-		/* n is in the set: the search cannot fall off the tree */
-		at = key_cmp(&n->key, &(*at)->key) < 0 ? &(*at)->left :
-							  &(*at)->right;
-	}
-	*at = merge(n->left, n->right);
-	n->left = n->right = NULL;
+	set_parent(sub, up);
+	if (!up)
+		s->root = sub;
+	else if (up->left == n)
+		up->left = sub;
+	else
+		up->right = sub;
+	n->left = n->right = n->parent = NULL;
 	s->bytes -= n->charged;
 	s->n--;
 }

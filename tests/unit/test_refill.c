@@ -333,4 +333,114 @@ TEST_TIMEOUT_SET(refill_holds_off_after_a_trim, 60);
 TEST_TIMEOUT_SET(fork_child_copy_is_inert_and_parent_refills, 60);
 TEST_TIMEOUT_SET(refill_grows_the_pool_before_the_first_eviction, 60);
 
+/* ---- the watermark's figures against a walk over every region ---------- */
+
+/* What an eviction of r would take from the pool, as refill.c defines it. */
+static uint64_t model_need(const struct um_region *r)
+{
+	if (!um__tier_is_dev(r->residency) || r->host)
+		return 0;
+	if (r->backing != UM_BACKING_TIERED &&
+	    !(r->flags & UM_REGION_DISCARD_EVICT))
+		return 0;
+	return r->bytes;
+}
+
+static bool figures_match_walk(struct um_context *ctx)
+{
+	uint64_t total = 0, largest = 0, t, l;
+
+	pthread_mutex_lock(&ctx->lock);
+	for (const struct um_region *r = ctx->regions.next;
+	     r != &ctx->regions; r = r->next) {
+		total += model_need(r);
+		if (model_need(r) > largest)
+			largest = model_need(r);
+	}
+	um__hostneed_figures(ctx, &t, &l);
+	pthread_mutex_unlock(&ctx->lock);
+	if (t != total || l != largest)
+		TH_LOG("kept: %llu bytes, largest %llu; walk: %llu, %llu",
+		       (unsigned long long)t, (unsigned long long)l,
+		       (unsigned long long)total, (unsigned long long)largest);
+	return t == total && l == largest;
+}
+
+/*
+ * 2,000 steps over 48 regions of 4 KiB to 6 MiB (some with
+ * DISCARD_EVICT, some READ_MOSTLY, so that a host copy stays on the
+ * device): allocate, acquire on the device or the host, release, evict,
+ * free. After each one the total and the largest copy kept for the
+ * refill thread must be what a walk over every region gives.
+ */
+TEST(watermark_figures_follow_every_change)
+{
+	enum { N = 48 };
+	static const uint64_t sizes[] = { 4096, 64 << 10, MiB, 3 * MiB,
+					  6 * MiB };
+	struct um_context *ctx = ctx_refill(false);
+	um_region_t r[N] = { 0 };
+	bool held[N] = { false };
+	uint64_t seed = 0xa4093822299f31d0ull;
+
+	ASSERT_NONNULL(ctx);
+	for (int step = 0; step < 2000; step++) {
+		int i, op;
+
+		seed ^= seed << 13;
+		seed ^= seed >> 7;
+		seed ^= seed << 17;
+		i = (int)((seed >> 8) % N);
+		op = (int)((seed >> 40) % 8);
+		if (!r[i]) {
+			struct um_region_desc d = {
+				.size = sizeof(d), .kind = UM_KIND_GENERIC,
+				.bytes = sizes[(seed >> 20) % 5],
+				.flags = (seed >> 30) % 3 == 0 ?
+					 UM_REGION_DISCARD_EVICT : 0,
+			};
+
+			ASSERT_EQ(0, um_alloc(ctx, &d, &r[i]));
+			if ((seed >> 50) % 3 == 0)
+				ASSERT_EQ(0, um_advise(ctx, r[i],
+						       UM_ADVISE_READ_MOSTLY,
+						       UM_TIER_HOST_ANY));
+		} else if (held[i]) {
+			ASSERT_EQ(0, um_release(ctx, r[i]));
+			held[i] = false;
+		} else if (op <= 3) {
+			um_tier_t t = op == 3 ? UM_TIER_HOST_ANY : UM_TIER_GPU(0);
+			int ret = um_acquire(ctx, r[i], t, NULL);
+
+			/* the budget may hold no more: that is fine too */
+			ASSERT_TRUE(!ret || ret == -ENOMEM || ret == -EDEADLK)
+				TH_LOG("step %d: acquire: %d", step, ret);
+			held[i] = !ret;
+		} else if (op < 6) {
+			int ret = um_evict(ctx, r[i], UM_TIER_HOST_ANY);
+
+			ASSERT_TRUE(ret >= 0 || ret == -EINVAL ||
+				    ret == -EBUSY || ret == -ENOMEM)
+				TH_LOG("step %d: evict: %d", step, ret);
+		} else if (op == 6) {
+			ASSERT_EQ(0, um_wait_all(ctx));
+		} else {
+			ASSERT_EQ(0, um_free(ctx, r[i]));
+			r[i] = 0;
+		}
+		ASSERT_TRUE(figures_match_walk(ctx)) TH_LOG("step %d", step);
+	}
+	ASSERT_EQ(0, um_wait_all(ctx));
+	EXPECT_TRUE(figures_match_walk(ctx));
+	for (int i = 0; i < N; i++) {
+		if (held[i])
+			ASSERT_EQ(0, um_release(ctx, r[i]));
+		if (r[i])
+			ASSERT_EQ(0, um_free(ctx, r[i]));
+	}
+	EXPECT_TRUE(figures_match_walk(ctx));
+	EXPECT_EQ(0, ctx->need_n);
+	um_context_destroy(ctx);
+}
+
 TEST_HARNESS_MAIN

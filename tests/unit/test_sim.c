@@ -6,7 +6,9 @@
  * and copy in, faults on an evicted or never-mapped VA (SIGSEGV), queue
  * FIFO order, fences (order, elapsed time, reuse, never recorded), waits
  * across two queues, the caller-stream hooks, injected copy failures
- * (-EIO, destination untouched), bad input, and pinned host allocations.
+ * (-EIO, destination untouched), bad input, pinned host allocations, and
+ * 3,000 reservations found from any address inside them (phys_map, unmap
+ * and release against a model that walks them all).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -522,6 +524,159 @@ TEST_F(sim, host_alloc_is_aligned_and_bound)
 	ASSERT_EQ(0, ops->host_alloc(be, 4 * MiB, 0, &q));
 	memset(q, 3, 4 * MiB);
 	ops->host_free(be, q, 4 * MiB);
+}
+
+/* The sim's reservations as the test made them, searched one by one. */
+#define MODEL_RESV 3000
+#define MODEL_GRANS 4
+
+struct resv_model {
+	char *va[MODEL_RESV];
+	int grans[MODEL_RESV];
+	void *h[MODEL_RESV][MODEL_GRANS];	/* handle per mapped granule */
+	int live[32][2];			/* mapped: reservation, granule */
+	int nlive;
+	uint64_t mapped;
+	uint64_t seed;
+};
+
+static unsigned int model_rand(struct resv_model *md, unsigned int n)
+{
+	md->seed ^= md->seed << 13;
+	md->seed ^= md->seed >> 7;
+	md->seed ^= md->seed << 17;
+	return (unsigned int)((md->seed >> 32) % n);
+}
+
+/* The reservation holding p, by a walk over all of them; -1 if none. */
+static int model_owner(const struct resv_model *md, const char *p)
+{
+	for (int i = 0; i < MODEL_RESV; i++)
+		if (p >= md->va[i] && p < md->va[i] + md->grans[i] * GRAN)
+			return i;
+	return -1;
+}
+
+/* What phys_map of one granule at p must return, by the model. */
+static int model_map_result(const struct resv_model *md, const char *p)
+{
+	int i = model_owner(md, p);
+
+	if (i < 0)
+		return -EINVAL;
+	if (md->h[i][(p - md->va[i]) / GRAN])
+		return -EBUSY;
+	return md->mapped + GRAN > 32 * MiB ? -ENOMEM : 0;
+}
+
+static void model_unmapped(struct resv_model *md, int i, int g)
+{
+	for (int k = 0; k < md->nlive; k++)
+		if (md->live[k][0] == i && md->live[k][1] == g) {
+			md->live[k][0] = md->live[md->nlive - 1][0];
+			md->live[k][1] = md->live[md->nlive - 1][1];
+			md->nlive--;
+			break;
+		}
+	md->h[i][g] = NULL;
+	md->mapped -= GRAN;
+}
+
+/* The process's mappings (vm.max_map_count bounds them). */
+static int process_mappings(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	int n = 0, c;
+
+	if (!f)
+		return -1;
+	while ((c = getc(f)) != EOF)
+		n += c == '\n';
+	fclose(f);
+	return n;
+}
+
+static int model_reserve(struct um_backend *be, struct resv_model *md, int i)
+{
+	md->grans[i] = 1 + (int)model_rand(md, MODEL_GRANS);
+	return ops->va_reserve(be, 0, md->grans[i] * GRAN - 4096,
+			       (void **)&md->va[i]);
+}
+
+/*
+ * 3,000 reservations of 1 to 4 granules, taking a few of the process's
+ * mappings, not one each (also after being mapped); 20,000 steps that map a granule
+ * at an address taken inside a reservation, just past one or in a hole,
+ * unmap one, or release a reservation (mappings and all) for a new one.
+ * Every result and the mapped bytes must be what a walk over the model
+ * says.
+ */
+TEST_F(sim, reservations_found_from_any_address)
+{
+	static struct resv_model md = { .seed = 0x13198a2e03707344ull };
+	struct um_backend *be = &self->be;
+	int warn = 0, released = 0, maps = process_mappings();
+
+	for (int i = 0; i < MODEL_RESV; i++)
+		ASSERT_EQ(0, model_reserve(be, &md, i));
+	/* side by side, so the kernel keeps them as a few mappings */
+	EXPECT_GT(maps + MODEL_RESV / 10, process_mappings());
+	for (int step = 0; step < 20000; step++) {
+		int i = (int)model_rand(&md, MODEL_RESV);
+		int g = (int)model_rand(&md, MODEL_GRANS + 1);
+		unsigned int what = model_rand(&md, 16);
+		char *p = md.va[i] + (size_t)g * GRAN;
+		void *h = NULL;
+
+		if (what == 0) {
+			for (int k = 0; k < md.grans[i]; k++)
+				if (md.h[i][k]) {
+					model_unmapped(&md, i, k);
+					warn++;
+				}
+			ops->va_release(be, md.va[i], md.grans[i] * GRAN);
+			released++;
+			ASSERT_EQ(0, model_reserve(be, &md, i));
+		} else if (what < 8 && md.nlive) {
+			int k = (int)model_rand(&md, (unsigned int)md.nlive);
+			int mi = md.live[k][0], mg = md.live[k][1];
+
+			ops->phys_unmap(be, 0, md.va[mi] + (size_t)mg * GRAN,
+					GRAN, md.h[mi][mg]);
+			model_unmapped(&md, mi, mg);
+		} else {
+			int want = model_map_result(&md, p);
+
+			ASSERT_EQ(want, ops->phys_map(be, 0, p, GRAN, &h))
+				TH_LOG("step %d: %p, granule %d of reservation %d (%d)",
+				       step, (void *)p, g, i, md.grans[i]);
+			if (!want) {
+				int o = model_owner(&md, p);
+
+				g = (int)((p - md.va[o]) / GRAN);
+				md.h[o][g] = h;
+				md.live[md.nlive][0] = o;
+				md.live[md.nlive][1] = g;
+				md.nlive++;
+				md.mapped += GRAN;
+			}
+		}
+		ASSERT_EQ(md.mapped, um__sim_mapped_bytes(be));
+		ASSERT_EQ(warn, self->log.warn);
+	}
+	/*
+	 * ranges mapped and unmapped again merge back with their neighbours:
+	 * what stays apart is cut by the holes released ones left
+	 */
+	EXPECT_GT(maps + released + MODEL_RESV / 10, process_mappings());
+	/* a mapping straddling a reservation's end, an interior release */
+	ASSERT_EQ(-EINVAL, ops->phys_map(be, 0, md.va[0] + (md.grans[0] - 1) *
+					 GRAN, 2 * GRAN, &md.h[0][0]));
+	ops->va_release(be, md.va[0] + GRAN, GRAN);
+	EXPECT_EQ(warn + 1, self->log.warn);
+	for (int i = 0; i < MODEL_RESV; i++)
+		ops->va_release(be, md.va[i], md.grans[i] * GRAN);
+	EXPECT_EQ(0, um__sim_mapped_bytes(be));
 }
 
 TEST_F(sim, destroy_runs_pending_work)
