@@ -211,7 +211,7 @@ static void trainer_child(const struct cg_scene *sc, const struct job *j,
 		.spill_dir = j->spill_dir,
 	};
 	struct msg m = { .kind = MSG_READY };
-	uint64_t h[2] = { 0, 0 };
+	uint64_t h[2] = { 0, 0 }, spilled = 0;
 	struct trainer t;
 	char c;
 
@@ -227,8 +227,13 @@ static void trainer_child(const struct cg_scene *sc, const struct job *j,
 	if (sc->own_watch)	/* as where umm.ko is not loaded */
 		setenv("LIBUM_UMM_DEV", "/nonexistent/umm", 1);
 	m.error = trainer_init(&t, &cfg);
-	trainer_where(&t, h, 2, NULL, NULL);
-	m.r.host_start = h[0] + h[1];
+	/*
+	 * The trainer alone may come within a level of the limit (130-150
+	 * MiB of 224 with the pool's chunks), so an event can spill copies
+	 * before the fill: counted, they are what the trainer had to give.
+	 */
+	trainer_where(&t, h, 2, &spilled, NULL);
+	m.r.host_start = h[0] + h[1] + spilled;
 	send_msg(wfd, &m);
 	if (m.error) {
 		trainer_dump_log(&t);
@@ -589,7 +594,7 @@ static void print_start(const char *name, const struct cg_scene *sc,
 
 	cg_file(p->limit, "memory.current", f, sizeof(f));
 	e2e_read_u64(f, &cur);
-	printf("# %s: cgroup %s (%llu): memory.max %llu MiB, memory.high %llu MiB (0 none) on %s; the trainer holds %llu MiB of host copies, %s %llu MiB; the filler takes %llu MiB at %u MiB/s in %s\n",
+	printf("# %s: cgroup %s (%llu): memory.max %llu MiB, memory.high %llu MiB (0 none) on %s; the trainer holds %llu MiB of host copies (spilled ones counted), %s %llu MiB; the filler takes %llu MiB at %u MiB/s in %s\n",
 	       name, p->job, (unsigned long long)res->id,
 	       (unsigned long long)(sc->limit / MiB),
 	       (unsigned long long)(sc->high / MiB), p->limit,
