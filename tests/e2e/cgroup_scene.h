@@ -82,4 +82,22 @@ int cg_scene_run(const struct cg_scene *sc, struct cg_result *res);
 int cg_scene_run_pair(const struct cg_scene *sc, struct cg_result *res,
 		      struct cg_result *sib);
 
+/*
+ * What a scene with the reaction on requires of the job that filled, in a
+ * TEST body (the harness's EXPECTs): it had copies to give, was warned,
+ * spilled, and survived stepping with every region intact.
+ */
+#define CG_EXPECT_WARNED_AND_SURVIVED(r) do {				\
+	EXPECT_LE(96 * MiB, (r).host_start);				\
+	EXPECT_EQ(0, (r).filler_status);				\
+	EXPECT_FALSE((r).trainer_killed);				\
+	EXPECT_EQ(0, (r).oom_kill);					\
+	EXPECT_EQ(0, (r).trainer_error);				\
+	EXPECT_LT(0, (r).steps);					\
+	EXPECT_EQ(0, (r).bad_regions);					\
+	EXPECT_LT(0, (r).cgroup_events);				\
+	EXPECT_LT(0, (r).spill_writes) TH_LOG("nothing was spilled");	\
+	EXPECT_NE(0, (r).first_event_ns);				\
+} while (0)
+
 #endif /* UM_E2E_CGROUP_SCENE_H */

@@ -38,19 +38,10 @@ TEST(cgroup_limit_met_by_spilling)
 	ASSERT_EQ(0, cg_scene_run(&sc, &res));
 	ASSERT_TRUE(res.cgroup_feature)
 		TH_LOG("umm.ko did not grant UMM_FEATURE_CGROUP (no cgroup v2 memory controller?)");
-	EXPECT_LE(96 * MiB, res.host_start);
-	EXPECT_EQ(0, res.filler_status);
-	EXPECT_FALSE(res.trainer_killed);
-	EXPECT_EQ(0, res.oom_kill);
-	EXPECT_EQ(0, res.trainer_error);
-	EXPECT_LT(0, res.steps);
-	EXPECT_EQ(0, res.bad_regions);
-	EXPECT_LT(0, res.cgroup_events);
+	CG_EXPECT_WARNED_AND_SURVIVED(res);
 	EXPECT_LT(0, res.acks);
 	EXPECT_LT(0, res.acked_bytes);
-	EXPECT_LT(0, res.spill_writes) TH_LOG("nothing was spilled");
 	/* the first event came before the cgroup first hit its limit */
-	EXPECT_NE(0, res.first_event_ns);
 	if (res.limit_ns)
 		EXPECT_LT(res.first_event_ns, res.limit_ns);
 }

@@ -44,17 +44,8 @@ TEST(cgroup_memory_high_met_by_spilling)
 	       (unsigned long long)res.high_events,
 	       res.high_ns ? e2e_ms(res.high_ns - res.fill_start_ns) : -1,
 	       (unsigned long long)res.cgroup_events);
-	EXPECT_LE(96 * MiB, res.host_start);
-	EXPECT_EQ(0, res.filler_status);
-	EXPECT_FALSE(res.trainer_killed);
-	EXPECT_EQ(0, res.oom_kill);
-	EXPECT_EQ(0, res.trainer_error);
-	EXPECT_LT(0, res.steps);
-	EXPECT_EQ(0, res.bad_regions);
-	EXPECT_LT(0, res.cgroup_events);
+	CG_EXPECT_WARNED_AND_SURVIVED(res);
 	EXPECT_LT(0, res.acks);
-	EXPECT_LT(0, res.spill_writes) TH_LOG("nothing was spilled");
-	EXPECT_NE(0, res.first_event_ns);
 	if (res.high_ns)
 		EXPECT_LT(res.first_event_ns, res.high_ns);
 }

@@ -34,18 +34,9 @@ TEST(cgroup_limit_met_by_libum_own_watch)
 	ASSERT_TRUE(res.own_watch)
 		TH_LOG("libum did not watch its cgroup (no cgroup v2 memory controller?)");
 	EXPECT_EQ(0, res.umm_events);
-	EXPECT_LE(96 * MiB, res.host_start);
-	EXPECT_EQ(0, res.filler_status);
-	EXPECT_FALSE(res.trainer_killed);
-	EXPECT_EQ(0, res.oom_kill);
-	EXPECT_EQ(0, res.trainer_error);
-	EXPECT_LT(0, res.steps);
-	EXPECT_EQ(0, res.bad_regions);
+	CG_EXPECT_WARNED_AND_SURVIVED(res);
 	EXPECT_LT(0, res.own_events);
-	EXPECT_LT(0, res.cgroup_events);
 	EXPECT_LT(0, res.cgroup_freed);
-	EXPECT_LT(0, res.spill_writes) TH_LOG("nothing was spilled");
-	EXPECT_NE(0, res.first_event_ns);
 	if (res.limit_ns)
 		EXPECT_LT(res.first_event_ns, res.limit_ns);
 }
