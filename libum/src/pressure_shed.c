@@ -147,6 +147,7 @@ static int64_t move_off(struct um_pressure *pr, int node, um_tier_t dest,
 
 	for (int i = 0; i < n && moved < bytes; i++) {
 		struct um_region_info ri = { .size = sizeof(ri) };
+		uint64_t t0;
 		int ret;
 
 		/* an event came in: answer it first (keep_away goes on after) */
@@ -154,19 +155,53 @@ static int64_t move_off(struct um_pressure *pr, int node, um_tier_t dest,
 			pr->keep_cut = true;
 			break;
 		}
+		t0 = um__now_ns();
 		ret = um_evict(ctx, v[i].h, dest);
+		um__log(ctx, UM_LOG_DEBUG,
+			"pressure: region %llu off node %d to tier 0x%x: %d in %.1f ms",
+			(unsigned long long)v[i].h, node, (unsigned int)dest,
+			ret, (double)(um__now_ns() - t0) / 1e6);
 
-		/* gone, taken again or still in flight meanwhile: next one */
+		/*
+		 * gone, taken again or still in flight meanwhile: next one.
+		 * A move tells the module at once: while a fill outruns our
+		 * moves, its OOM notifier holds the OOM killer back as long
+		 * as REPORTs say the node gets its memory back.
+		 */
 		if (!ret && !um_region_info(ctx, v[i].h, &ri) &&
-		    ri.residency != UM_TIER_HOST_NODE((unsigned int)node))
+		    ri.residency != UM_TIER_HOST_NODE((unsigned int)node)) {
 			moved += ri.bytes;
-		else if (ret && ret != -ENOENT && ret != -EBUSY &&
+			um__pressure_report(pr, true);
+		} else if (ret && ret != -ENOENT && ret != -EBUSY &&
 			 ret != -EOPNOTSUPP)
 			last = ret;
 	}
 	free(v);
 	if (n < 0)
 		return n;
+	return moved ? (int64_t)moved : last;
+}
+
+/*
+ * From every node but dest's to dest (an OOM event's ask, of all host
+ * tiers), node by node with move_off, so that each move is REPORTed.
+ */
+static int64_t move_off_all(struct um_pressure *pr, um_tier_t dest,
+			    uint64_t bytes)
+{
+	int to = (int)UM_TIER_ID(dest), last = 0;
+	uint64_t moved = 0;
+	int64_t got;
+
+	for (int n = 0; n < UM_STATS_MAX_NODES && moved < bytes; n++) {
+		if (n == to)
+			continue;
+		got = move_off(pr, n, dest, bytes - moved);
+		if (got > 0)
+			moved += (uint64_t)got;
+		else if (got < 0)
+			last = (int)got;
+	}
 	return moved ? (int64_t)moved : last;
 }
 
@@ -194,6 +229,9 @@ uint64_t um__pressure_shed(struct um_pressure *pr, um_tier_t tier,
 	    (um__tier_via_host(dest) ||
 	     (um__tier_is_host(dest) && dest != tier)))
 		got = move_off(pr, (int)UM_TIER_ID(tier), dest, bytes - freed);
+	else if (host && um__tier_is_any(tier) && um__tier_is_host(dest) &&
+		 !um__tier_is_any(dest))
+		got = move_off_all(pr, dest, bytes - freed);
 	else
 		got = um_shed(ctx, tier, bytes - freed, dest);
 	if ((got == -ENOSPC || got == -EOPNOTSUPP || got == 0) &&
