@@ -90,10 +90,11 @@ for r in $rates; do
 		else
 			leads+=" ${b_lead}!"
 		fi
-		printf '#   rate %4d MiB/s run %d: %s, test %s, %s; lead %s; event-to-ACK max %s ms (module %s ms)\n' \
+		printf '#   rate %4d MiB/s run %d: %s, test %s, %s; lead %s; event-to-ACK max %s ms (module %s ms); OOM kills put off %d\n' \
 			"$r" "$i" "$([ "$b_survived" = 1 ] && echo survived || echo LOST)" \
 			"$([ $rc = 0 ] && echo passed || echo failed)" \
-			"$b_why" "$b_lead" "$b_ack_max_ms" "$b_module_ack_max_ms"
+			"$b_why" "$b_lead" "$b_ack_max_ms" "$b_module_ack_max_ms" \
+			"$b_oom_deferred"
 	done
 	if [ "$surv" = "$runs" ] && [ "$broken" = 0 ]; then
 		fastest=$r
