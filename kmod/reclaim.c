@@ -11,10 +11,10 @@
  * ours, up to oom_wait_ms for clients to give host memory back, and tells
  * out_of_memory() what they gave (its "freed" pages): the allocation is
  * retried instead of a task killed. A fill faster than clients can move
- * their bytes away (move_pages at 40-160 MiB/s in the VM rig, fills at
+ * their bytes away (move_pages at 40-300 MiB/s in the VM rig, fills at
  * 256 MiB/s and more) is so held back to the pace of the clients while
  * they still give, and no longer: a wait that sees nothing given, or an
- * OOM that has been put off for UMM_OOM_WAITS_MAX waits in a row, lets the
+ * OOM put off for longer than UMM_OOM_WAITS_MAX waits in a row, lets the
  * OOM killer go on. The notifier chain may sleep (virtio_balloon's does
  * I/O there) and the wait is bounded, so a client that cannot run (its
  * own allocation may be the one waiting) costs a delay, not a deadlock.
@@ -190,7 +190,7 @@ static bool umm_oom_anything_to_give(void)
 	for_each_umm_node(n, nid)
 		sum = umm_add_sat(sum, umm_sum_read(&n->src.reclaimable));
 	spin_unlock(&umm.lock);
-	return sum;
+	return sum != 0;
 }
 
 /*
