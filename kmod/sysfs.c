@@ -114,6 +114,7 @@ UMM_U32_KNOB(queue_len, queue_len, UMM_QUEUE_LEN_MIN, UMM_QUEUE_LEN_MAX)
 UMM_U32_KNOB(hysteresis_bp, hysteresis_bp, 0, 5000)
 UMM_U32_KNOB(event_min_interval_ms, min_interval_ms, 0, 60000)
 UMM_U32_KNOB(repeat_interval_ms, repeat_ms, 0, 3600000)
+UMM_U32_KNOB(oom_wait_ms, oom_wait_ms, 0, 10000)
 
 static ssize_t interval_ms_show(struct kobject *kobj,
 				struct kobj_attribute *attr, char *buf)
@@ -182,6 +183,7 @@ UMM_STAT64(bytes_freed, bytes_freed)
 UMM_STAT64(ack_latency_ns_max, ack_latency_max_ns)
 UMM_STAT64(shrinker_calls, shrinker_calls)
 UMM_STAT64(oom_calls, oom_calls)
+UMM_STAT64(oom_deferred, oom_deferred)
 UMM_STAT64(ring_bytes, ring_bytes)
 
 static ssize_t clients_show(struct kobject *kobj, struct kobj_attribute *attr,
@@ -216,6 +218,7 @@ static struct kobj_attribute umm_attrs[] = {
 	UMM_KNOB(hysteresis_bp),
 	UMM_KNOB(event_min_interval_ms),
 	UMM_KNOB(repeat_interval_ms),
+	UMM_KNOB(oom_wait_ms),
 	__ATTR(inject, 0200, NULL, inject_store),
 	UMM_FIGURE(api_version),
 	UMM_FIGURE(clients),
@@ -228,6 +231,7 @@ static struct kobj_attribute umm_attrs[] = {
 	UMM_FIGURE(ack_latency_ns_max),
 	UMM_FIGURE(shrinker_calls),
 	UMM_FIGURE(oom_calls),
+	UMM_FIGURE(oom_deferred),
 	UMM_FIGURE(ring_bytes),
 };
 

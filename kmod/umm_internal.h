@@ -13,7 +13,9 @@
  *		  client's books and umm_client.ask, the per-source sums and
  *		  rate-limit stamps.
  *		  This is all the shrinker and the OOM notifier take, so they
- *		  never sleep and never wait for userspace.
+ *		  never wait for userspace holding a lock; the OOM notifier
+ *		  alone then sleeps, holding none, on umm.oom_wq for at most
+ *		  oom_wait_ms (reclaim.c says why).
  *  client->ring_lock spinlock: one client's ring, seq and pending ACKs.
  *		  Taken inside umm.lock when events are queued.
  *  client->read_mutex serialises readers of one file (so a record being
@@ -325,6 +327,7 @@ struct umm_stats {
 	atomic64_t ack_latency_count;
 	atomic64_t shrinker_calls;
 	atomic64_t oom_calls;
+	atomic64_t oom_deferred;
 	atomic64_t ring_bytes;
 };
 
@@ -351,6 +354,12 @@ struct umm_stats {
  * @min_interval_ms: least time between two events of one source.
  * @repeat_ms:	while a source stays at LOW or worse, ask again this often
  *		(0: never).
+ * @oom_wait_ms: how long the OOM notifier waits for clients to give host
+ *		memory back before it lets the OOM killer choose (0: never).
+ * @oom_given:	host bytes clients gave back (REPORTs that lowered their
+ *		holdings on a node) since the OOM notifier last looked.
+ * @oom_given_ns: when the last of those came.
+ * @oom_wq:	the OOM notifier waits here for @oom_given.
  * @cg_low_bp:	thresholds of every watched cgroup, basis points of its
  * @cg_medium_bp: limit: room below them is LOW, MEDIUM, CRITICAL
  * @cg_critical_bp: (low > medium > critical, umm.mutex).
@@ -389,6 +398,10 @@ struct umm_state {
 	u32 hysteresis_bp;
 	u32 min_interval_ms;
 	u32 repeat_ms;
+	u32 oom_wait_ms;
+	atomic64_t oom_given;
+	atomic64_t oom_given_ns;
+	wait_queue_head_t oom_wq;
 	u32 cg_low_bp;
 	u32 cg_medium_bp;
 	u32 cg_critical_bp;
@@ -488,6 +501,7 @@ int umm_reclaim_init(void);
 void umm_reclaim_exit(void);
 void umm_shrink_node(int nid, u64 bytes, bool injected);
 void umm_oom(bool injected);
+void umm_oom_given(u64 bytes);
 
 /* events.c: who is asked for what, and where to */
 #define UMM_ASK_RESIDENT	BIT(0)	/* then ask for non-reclaimable bytes */

@@ -218,6 +218,29 @@ int um__numa_bind(void *p, size_t len, int node)
 	return 0;
 }
 
+int um__numa_thread_prefer(void)
+{
+	unsigned long mask[NODE_WORDS] = { 0 }, one[NODE_WORDS] = { 0 };
+	int mode = 0;
+
+	if (!um__numa_available())
+		return 0;
+	if (get_mempolicy(&mode, mask, NODE_BITS + 1, NULL, 0))
+		return -errno;
+	if (mode != MPOL_BIND)
+		return 0;
+	for (int n = 0; n < NODE_BITS; n++) {
+		if (!(mask[n / (8 * sizeof(long))] &
+		      (1ul << (n % (8 * sizeof(long))))))
+			continue;
+		node_mask(one, n);
+		if (set_mempolicy(MPOL_PREFERRED, one, NODE_BITS + 1))
+			return -errno;
+		return 0;
+	}
+	return 0;
+}
+
 /* Fault every page in for writing; MADV_POPULATE_WRITE where the kernel has it. */
 static void populate(void *p, size_t len)
 {

@@ -460,15 +460,13 @@ static struct chunk *heap_detach_free(struct um_pool *pool, struct heap *h,
 	return gone;
 }
 
-int64_t um__pool_trim(struct um_pool *pool, int node, uint64_t keep)
+/* Under grow_mu, which it releases. */
+static int64_t trim_grow_locked(struct um_pool *pool, int first, int last,
+				uint64_t keep)
 {
 	struct chunk *gone = NULL, *next;
 	int64_t total = 0;
-	int first, last;
 
-	if (!pool || heap_range(node, &first, &last))
-		return -EINVAL;
-	pthread_mutex_lock(&pool->grow_mu);
 	pool_lock(pool);
 	/* other threads' caches flush at their next call */
 	__atomic_store_n(&pool->gen, pool->gen + 1, __ATOMIC_RELAXED);
@@ -489,6 +487,27 @@ int64_t um__pool_trim(struct um_pool *pool, int node, uint64_t keep)
 				 __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&pool->grow_mu);
 	return total;
+}
+
+int64_t um__pool_trim(struct um_pool *pool, int node, uint64_t keep)
+{
+	int first, last;
+
+	if (!pool || heap_range(node, &first, &last))
+		return -EINVAL;
+	pthread_mutex_lock(&pool->grow_mu);
+	return trim_grow_locked(pool, first, last, keep);
+}
+
+int64_t um__pool_trim_try(struct um_pool *pool, int node, uint64_t keep)
+{
+	int first, last;
+
+	if (!pool || heap_range(node, &first, &last))
+		return -EINVAL;
+	if (pthread_mutex_trylock(&pool->grow_mu))
+		return -EBUSY;
+	return trim_grow_locked(pool, first, last, keep);
 }
 
 /* The live LARGE block at ptr, if it fills its chunk alone; under the lock. */

@@ -197,6 +197,13 @@ int um__pool_move(struct um_pool *pool, void *ptr, int node,
  */
 #define UM_POOL_NODE_ALL	(-2)
 int64_t um__pool_trim(struct um_pool *pool, int node, uint64_t keep);
+/*
+ * um__pool_trim unless a growth is in progress: then -EBUSY at once. For
+ * the pressure loop: a grower can be stalled in the kernel's allocator on
+ * the very node the loop is freeing (its page tables come from the
+ * faulting thread's nodes), and a trim waiting for it frees nothing.
+ */
+int64_t um__pool_trim_try(struct um_pool *pool, int node, uint64_t keep);
 
 /*
  * Tests only: called by the growing thread right before each host_alloc

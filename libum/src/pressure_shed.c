@@ -146,6 +146,7 @@ static int64_t move_off(struct um_pressure *pr, int node, um_tier_t dest,
 
 	for (int i = 0; i < n && moved < bytes; i++) {
 		struct um_region_info ri = { .size = sizeof(ri) };
+		uint64_t t0;
 		int ret;
 
 		/* an event came in: answer it first (keep_away goes on after) */
@@ -153,13 +154,24 @@ static int64_t move_off(struct um_pressure *pr, int node, um_tier_t dest,
 			pr->keep_cut = true;
 			break;
 		}
+		t0 = um__now_ns();
 		ret = um_evict(ctx, v[i].h, dest);
+		um__log(ctx, UM_LOG_DEBUG,
+			"pressure: region %llu off node %d to tier 0x%x: %d in %.1f ms",
+			(unsigned long long)v[i].h, node, (unsigned int)dest,
+			ret, (double)(um__now_ns() - t0) / 1e6);
 
-		/* gone, taken again or still in flight meanwhile: next one */
+		/*
+		 * gone, taken again or still in flight meanwhile: next one.
+		 * A move tells the module at once: while a fill outruns our
+		 * moves, its OOM notifier holds the OOM killer back as long
+		 * as REPORTs say the node gets its memory back.
+		 */
 		if (!ret && !um_region_info(ctx, v[i].h, &ri) &&
-		    ri.residency != UM_TIER_HOST_NODE((unsigned int)node))
+		    ri.residency != UM_TIER_HOST_NODE((unsigned int)node)) {
 			moved += ri.bytes;
-		else if (ret && ret != -ENOENT && ret != -EBUSY &&
+			um__pressure_report(pr, true);
+		} else if (ret && ret != -ENOENT && ret != -EBUSY &&
 			 ret != -EOPNOTSUPP)
 			last = ret;
 	}
@@ -167,6 +179,41 @@ static int64_t move_off(struct um_pressure *pr, int node, um_tier_t dest,
 	if (n < 0)
 		return n;
 	return moved ? (int64_t)moved : last;
+}
+
+/*
+ * From every node but dest's to dest (an OOM event's ask, of all host
+ * tiers), node by node with move_off, so that each move is REPORTed.
+ */
+static int64_t move_off_all(struct um_pressure *pr, um_tier_t dest,
+			    uint64_t bytes)
+{
+	int to = (int)UM_TIER_ID(dest), last = 0;
+	uint64_t moved = 0;
+	int64_t got;
+
+	for (int n = 0; n < UM_STATS_MAX_NODES && moved < bytes; n++) {
+		if (n == to)
+			continue;
+		got = move_off(pr, n, dest, bytes - moved);
+		if (got > 0)
+			moved += (uint64_t)got;
+		else if (got < 0)
+			last = (int)got;
+	}
+	return moved ? (int64_t)moved : last;
+}
+
+/*
+ * The pool's free chunks back, unless a growth is in progress: the grower
+ * (the refill thread, or the application's thread in an eviction) may be
+ * stalled in the kernel's allocator on the node we are freeing, and a trim
+ * that waited for it took 0.2-0.6 s in the VM rig before the first move.
+ * The next tick trims what this one could not.
+ */
+static int64_t trim_now(struct um_context *ctx)
+{
+	return um__pool_trim_try(ctx->pool, UM_POOL_NODE_ALL, 0);
 }
 
 /*
@@ -183,7 +230,7 @@ uint64_t um__pressure_shed(struct um_pressure *pr, um_tier_t tier,
 
 	if (host) {
 		/* free pool chunks first: no copy at all */
-		trimmed = um_pool_trim(ctx);
+		trimmed = trim_now(ctx);
 		if (trimmed > 0)
 			freed += (uint64_t)trimmed;
 	}
@@ -193,6 +240,9 @@ uint64_t um__pressure_shed(struct um_pressure *pr, um_tier_t tier,
 	    (um__tier_via_host(dest) ||
 	     (um__tier_is_host(dest) && dest != tier)))
 		got = move_off(pr, (int)UM_TIER_ID(tier), dest, bytes - freed);
+	else if (host && um__tier_is_any(tier) && um__tier_is_host(dest) &&
+		 !um__tier_is_any(dest))
+		got = move_off_all(pr, dest, bytes - freed);
 	else
 		got = um_shed(ctx, tier, bytes - freed, dest);
 	if ((got == -ENOSPC || got == -EOPNOTSUPP || got == 0) &&
@@ -207,7 +257,7 @@ uint64_t um__pressure_shed(struct um_pressure *pr, um_tier_t tier,
 	if (got > 0 && (host || !um_wait_all(ctx)))
 		freed += (uint64_t)got;
 	if (host) {
-		trimmed = um_pool_trim(ctx);
+		trimmed = trim_now(ctx);
 		(void)trimmed;	/* what the moves freed, counted in got */
 	}
 	pthread_mutex_lock(&pr->st_lock);
@@ -372,14 +422,14 @@ static void trim_kept_off(struct um_pressure *pr)
 	if (pr->home_orig >= 0 && pr->home_orig < 32)
 		nodes |= 1u << pr->home_orig;
 	/*
-	 * Without the context lock: a trim waits for a growth in progress
-	 * (the refill thread pinning a chunk), which must not hold up the
-	 * trainer's calls; the pool is thread-safe on its own.
+	 * Without the context lock, which must not be held while the pool
+	 * grows; and skipped while a growth is in progress (trim_now): the
+	 * pool is thread-safe on its own.
 	 */
 	for (int n = 0; n < 32 && n < UM_POOL_MAX_NODES; n++) {
 		if (!(nodes & (1u << n)) || um__enter_const(pr->ctx))
 			continue;
-		(void)um__pool_trim(pr->ctx->pool, n, 0);
+		(void)um__pool_trim_try(pr->ctx->pool, n, 0);
 	}
 }
 

@@ -374,11 +374,12 @@ static void handle_event(struct um_pressure *pr, const struct umm_event *ev)
 	uint64_t freed;
 
 	um__log(pr->ctx, UM_LOG_DEBUG,
-		"pressure: umm %s seq %llu tier %u/%u level %u ask %llu free %llu dest %d eta %u ms",
+		"pressure: umm %s seq %llu tier %u/%u level %u ask %llu free %llu dest %d eta %u ms, read %.1f ms after it was sent",
 		module_event_name(ev->type), (unsigned long long)ev->seq,
 		ev->tier_type, ev->tier_id, ev->level,
 		(unsigned long long)ev->bytes_to_free,
-		(unsigned long long)ev->bytes_free, ev->dest_node, ev->eta_ms);
+		(unsigned long long)ev->bytes_free, ev->dest_node, ev->eta_ms,
+		(double)(um__now_ns() - ev->ts_ns) / 1e6);
 	pthread_mutex_lock(&pr->st_lock);
 	pr->st.events++;
 	pr->st.umm_events++;

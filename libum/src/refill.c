@@ -34,6 +34,7 @@
 #include <time.h>
 
 #include "internal.h"
+#include "um_numa.h"
 
 /* No refill for this long after a trim gave host memory back, or after
  * the host refused to pin more. */
@@ -108,6 +109,8 @@ static void *refill_main(void *arg)
 	struct um_refill *rf = &ctx->refill;
 	struct timespec until;
 
+	/* a growth's page tables: not to wait on a full bound node */
+	(void)um__numa_thread_prefer();
 	pthread_mutex_lock(&rf->mu);
 	while (!rf->stop) {
 		if (!rf->kicked) {

@@ -48,6 +48,14 @@ void um__numa_free(void *p, size_t len);
 
 /* Set the policy of an existing page-aligned range to node (new pages). */
 int um__numa_bind(void *p, size_t len, int node);
+/*
+ * The calling thread's memory policy, if it binds (MPOL_BIND, as
+ * numa_set_membind leaves an application's threads), becomes a preference
+ * for the first of those nodes: its own allocations fall back to another
+ * node when that one is full instead of waiting in the allocator.
+ * Returns 0 (nothing to do included) or -errno.
+ */
+int um__numa_thread_prefer(void);
 
 /*
  * Move the pages of [p, p+len) to node with move_pages(2) and rebind the

@@ -302,8 +302,10 @@ static void on_log(void *arg, int level, const char *msg)
 	struct trainer *t = arg;
 	int n;
 
+	/* at the monotonic time (s), as the kernel log's stamps read */
 	if (getenv("E2E_DEBUG")) {
-		printf("# libum[%d] L%d %s\n", (int)getpid(), level, msg);
+		printf("# [%12.6f] libum[%d] L%d %s\n",
+		       (double)e2e_now_ns() / 1e9, (int)getpid(), level, msg);
 		fflush(stdout);
 	}
 	pthread_mutex_lock(&t->lock);

@@ -320,11 +320,16 @@ static void scenario_result_line(const struct scenario *sc,
 {
 	uint64_t lost = (uint64_t)(r->trainer_killed ? sc->nregions :
 					 r->bad_regions) * sc->region_bytes;
-	uint64_t mod_max = 0;
+	uint64_t mod_max = 0, oom_calls = 0, oom_deferred = 0;
 
 	if (e2e_read_u64(UMM_SYSFS "/ack_latency_ns_max", &mod_max))
 		mod_max = 0;
-	printf("# E2E-RESULT scenario=%s rate_mib=%g killed=%d error=%d lost_bytes=%llu steps=%llu umpressure_exit=%d events=%llu acks=%llu ack_avg_ms=%.1f ack_max_ms=%.1f module_ack_max_ms=%.1f max_level=%d first_event_ms=%.0f eta_ms=%u low_ms=%.0f critical_ms=%.0f lead_ms=%.0f low_to_critical_ms=%.0f killed_after_low_ms=%.0f\n",
+	/* this boot so far; 0 from a module without them */
+	if (e2e_read_u64(UMM_SYSFS "/oom_calls", &oom_calls))
+		oom_calls = 0;
+	if (e2e_read_u64(UMM_SYSFS "/oom_deferred", &oom_deferred))
+		oom_deferred = 0;
+	printf("# E2E-RESULT scenario=%s rate_mib=%g killed=%d error=%d lost_bytes=%llu steps=%llu umpressure_exit=%d events=%llu acks=%llu ack_avg_ms=%.1f ack_max_ms=%.1f module_ack_max_ms=%.1f max_level=%d first_event_ms=%.0f eta_ms=%u low_ms=%.0f critical_ms=%.0f lead_ms=%.0f low_to_critical_ms=%.0f killed_after_low_ms=%.0f oom_calls=%llu oom_deferred=%llu\n",
 	       sc->name, r->rate_mib, r->trainer_killed, r->trainer_error,
 	       (unsigned long long)lost, (unsigned long long)r->steps,
 	       r->umpressure_status, (unsigned long long)r->umm_events,
@@ -336,7 +341,9 @@ static void scenario_result_line(const struct scenario *sc,
 	       span_ms(r->t_start_ns, r->critical_ns),
 	       span_ms(r->first_pressure_ns, r->critical_ns),
 	       span_ms(r->low_ns, r->critical_ns),
-	       r->trainer_killed ? span_ms(r->low_ns, r->trainer_end_ns) : -1);
+	       r->trainer_killed ? span_ms(r->low_ns, r->trainer_end_ns) : -1,
+	       (unsigned long long)oom_calls,
+	       (unsigned long long)oom_deferred);
 }
 
 void scenario_report(const struct scenario *sc,

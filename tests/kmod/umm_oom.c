@@ -4,10 +4,15 @@
  * allocates without pause until the kernel OOM-kills it; before the kill,
  * every client that declared reclaimable host memory gets an OOM event
  * asking for all of it, clients that declared none get nothing, and the
- * module counts the call. The kill itself is expected here, so the test
- * tells the VM rig to accept (and require) the OOM report in the kernel log.
+ * module counts the call; a client that gives nothing back puts nothing
+ * off. A client that gives back (REPORTs lowering what it holds on the
+ * node) puts the kill off while it gives (oom_deferred counts), and no
+ * longer: once it stops, the child is killed all the same. The kill
+ * itself is expected here, so each test tells the VM rig to accept (and
+ * require) the OOM report in the kernel log.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -34,7 +39,7 @@ TEST(oom_kill_is_announced)
 		.resident_bytes = 64 * MiB, .reclaimable_bytes = 0,
 	};
 	long long ooms = vmstat("oom_kill");
-	uint64_t calls0 = 0, calls1 = 0;
+	uint64_t calls0 = 0, calls1 = 0, put_off0 = 0, put_off1 = 0;
 	struct umm_event ev;
 	struct hog hog;
 	int a, b, status, seen = 0;
@@ -50,6 +55,7 @@ TEST(oom_kill_is_announced)
 	ASSERT_EQ(0, umm_report(a, ta, 2, 0));
 	ASSERT_EQ(0, umm_report(b, &tb, 1, 0));
 	ASSERT_EQ(0, attr_read_u64("oom_calls", &calls0));
+	ASSERT_EQ(0, attr_read_u64("oom_deferred", &put_off0));
 
 	/* for the VM rig: this section of the kernel log has an OOM kill */
 	printf("# expect-dmesg: Out of memory\n");
@@ -68,6 +74,8 @@ TEST(oom_kill_is_announced)
 	EXPECT_EQ(ooms + 1, vmstat("oom_kill"));
 	ASSERT_EQ(0, attr_read_u64("oom_calls", &calls1));
 	EXPECT_LT(calls0, calls1);
+	ASSERT_EQ(0, attr_read_u64("oom_deferred", &put_off1));
+	EXPECT_EQ(put_off0, put_off1) TH_LOG("nobody gave anything back");
 
 	while (umm_next_event(a, &ev, 0) == 1) {
 		if (ev.type != UMM_EVENT_OOM)
@@ -85,6 +93,89 @@ TEST(oom_kill_is_announced)
 		EXPECT_NE(UMM_EVENT_OOM, ev.type) TH_LOG("nothing reclaimable");
 	close(a);
 	close(b);
+}
+
+#define GIVE_STEPS	8
+
+struct giver {
+	int fd;
+	int reports;	/* REPORTs that lowered the holdings, sent */
+};
+
+/*
+ * At the first OOM event, give back an eighth of the 64 MiB every 50 ms
+ * (as libum does region by region while it moves them off the node).
+ */
+static void *give_back(void *arg)
+{
+	struct giver *g = arg;
+	struct umm_event ev;
+
+	if (umm_wait_type(g->fd, UMM_EVENT_OOM, &ev, 120000) != 1)
+		return NULL;
+	for (int i = GIVE_STEPS - 1; i >= 0; i--) {
+		struct umm_tier_report t = {
+			.tier_type = UMM_TIER_HOST_NODE, .tier_id = 0,
+			.resident_bytes = (uint64_t)i * 8 * MiB,
+			.reclaimable_bytes = (uint64_t)i * 8 * MiB,
+		};
+
+		usleep(50 * 1000);
+		if (umm_report(g->fd, &t, 1, 0))
+			break;
+		g->reports++;
+	}
+	return NULL;
+}
+
+TEST_TIMEOUT_SET(oom_kill_waits_while_a_client_gives, 300);
+
+TEST(oom_kill_waits_while_a_client_gives)
+{
+	struct umm_tier_report t = {
+		.tier_type = UMM_TIER_HOST_NODE, .tier_id = 0,
+		.resident_bytes = 64 * MiB, .reclaimable_bytes = 64 * MiB,
+	};
+	long long ooms = vmstat("oom_kill");
+	uint64_t put_off0 = 0, put_off1 = 0, wait_ms = 0;
+	struct giver g = { .fd = -1 };
+	struct hog hog;
+	pthread_t thr;
+	int status;
+	pid_t pid;
+
+	ASSERT_LE(0, ooms);
+	ASSERT_EQ(0, attr_write("enabled", "1"));
+	ASSERT_EQ(0, attr_read_u64("oom_wait_ms", &wait_ms));
+	ASSERT_EQ(1000, wait_ms) TH_LOG("the default");
+	ASSERT_EQ(0, set_oom_score_adj(-1000));
+	g.fd = umm_client("giver", 0, 0, 0);
+	ASSERT_LE(0, g.fd);
+	ASSERT_EQ(0, umm_report(g.fd, &t, 1, 0));
+	ASSERT_EQ(0, attr_read_u64("oom_deferred", &put_off0));
+	ASSERT_EQ(0, pthread_create(&thr, NULL, give_back, &g));
+
+	printf("# expect-dmesg: Out of memory\n");
+	printf("# require-dmesg: Killed process [0-9]+ \\(umm_oom\\)\n");
+	fflush(stdout);
+
+	ASSERT_EQ(0, hog_start(&hog, 0, 1000));
+	pid = hog.pid;
+	ASSERT_EQ(0, hog_run_free(&hog, 16 * MiB));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	hog.pid = 0;
+	close(hog.go);
+	close(hog.done);
+	pthread_join(thr, NULL);
+	EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+		TH_LOG("killed once the client stopped giving (%#x)", status);
+	EXPECT_EQ(ooms + 1, vmstat("oom_kill"));
+	EXPECT_EQ(GIVE_STEPS, g.reports);
+	ASSERT_EQ(0, attr_read_u64("oom_deferred", &put_off1));
+	EXPECT_LT(put_off0, put_off1) TH_LOG("the kill did not wait for the REPORTs");
+	EXPECT_GE(put_off0 + GIVE_STEPS, put_off1)
+		TH_LOG("put off more often than the client gave");
+	close(g.fd);
 }
 
 TEST_HARNESS_MAIN

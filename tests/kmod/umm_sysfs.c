@@ -32,6 +32,7 @@ static const struct file_spec global_files[] = {
 	{ "hysteresis_bp", 0600, NUM },
 	{ "event_min_interval_ms", 0600, NUM },
 	{ "repeat_interval_ms", 0600, NUM },
+	{ "oom_wait_ms", 0600, NUM },
 	{ "inject", 0200, WO },
 	{ "api_version", 0400, NUM },
 	{ "clients", 0400, NUM },
@@ -44,6 +45,7 @@ static const struct file_spec global_files[] = {
 	{ "ack_latency_ns_max", 0400, NUM },
 	{ "shrinker_calls", 0400, NUM },
 	{ "oom_calls", 0400, NUM },
+	{ "oom_deferred", 0400, NUM },
 	{ "ring_bytes", 0400, NUM },
 	{ NULL }
 };
@@ -246,6 +248,8 @@ static const struct knob_case knobs[] = {
 	  { "60001", "-1", "abc" } },
 	{ "repeat_interval_ms", { "0", "3600000", "1000" },
 	  { "3600001", "-1", "abc" } },
+	{ "oom_wait_ms", { "0", "10000", "1000" },
+	  { "10001", "-1", "abc", "1s" } },
 	{ "gpus/gpu15/budget_bytes", { "0", "1099511627776", "0x1000", "0" },
 	  { "abc", "-1", "1.5", "18446744073709551616", "1G" } },
 	/* ordered against the others' defaults (1000, 500 / 2000, 500...) */
@@ -302,6 +306,7 @@ TEST(figures_refuse_writes)
 {
 	static const char *const figs[] = {
 		"clients", "events_sent", "api_version", "oom_calls",
+		"oom_deferred",
 		"nodes/node0/level", "nodes/node0/free_bytes",
 		"gpus/gpu0/used_bytes", "gpus/gpu0/level", "cgroup/watched",
 	};

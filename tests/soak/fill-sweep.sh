@@ -12,6 +12,7 @@
 #
 # Usage: fill-sweep.sh [--kernel SERIES] [--runs N] [--rates "16 32 ..."]
 #                      [--out DIR] [--json FILE] [--bin PROGRAM] [--tag NAME]
+#                      [--env NAME=VALUE]...
 #   --kernel   6.1 (default) or 6.12
 #   --runs     boots per rate (default 2; SOAK_SWEEP_RUNS)
 #   --rates    MiB/s, ascending (default "16 32 64 128 256 512";
@@ -22,6 +23,8 @@
 #              another build of it, to compare two libums under one load)
 #   --tag      the rig's work directory name (default sweep): give two
 #              sweeps at once different tags
+#   --env      also exported in the guest, as run-vm.sh --env (E2E_DEBUG=1:
+#              libum's debug lines, stamped, in each run's tap.log)
 # Exit status: 0 when it ran (whatever the rates survived), 2 on bad usage
 # or when a boot could not run at all.
 # Expects tests/e2e and umpressure built (make -C tests/soak does it).
@@ -33,6 +36,7 @@ top=$(cd "$here/../.." && pwd)
 
 series=6.1 runs=${SOAK_SWEEP_RUNS:-2} rates=${SOAK_SWEEP_RATES:-16 32 64 128 256 512}
 out=$here/build/sweep json= bin=$top/tests/e2e/build/e2e_node_fill tag=sweep
+envs=()
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--kernel) series=$2; shift 2 ;;
@@ -42,6 +46,7 @@ while [ $# -gt 0 ]; do
 	--json) json=$2; shift 2 ;;
 	--bin) bin=$2; shift 2 ;;
 	--tag) tag=$2; shift 2 ;;
+	--env) envs+=(--env "$2"); shift 2 ;;
 	-h|--help) usage "$0"; exit 0 ;;
 	*) die "unknown argument $1 (see --help)" ;;
 	esac
@@ -68,7 +73,7 @@ for r in $rates; do
 		d=$out/$ver/rate-$r/run-$i
 		mkdir -p "$d"
 		nice "$top/tests/vm/run-vm.sh" --kernel "$ver" --tag "$tag" \
-			--mem 512 --out "$d" --env "E2E_FILL_RATE=$r" \
+			--mem 512 --out "$d" --env "E2E_FILL_RATE=$r" "${envs[@]}" \
 			--file "$UMP:/t/umpressure" \
 			-- "$bin" >"$d/judge.log" 2>&1
 		rc=$?
@@ -85,10 +90,11 @@ for r in $rates; do
 		else
 			leads+=" ${b_lead}!"
 		fi
-		printf '#   rate %4d MiB/s run %d: %s, test %s, %s; lead %s; event-to-ACK max %s ms (module %s ms)\n' \
+		printf '#   rate %4d MiB/s run %d: %s, test %s, %s; lead %s; event-to-ACK max %s ms (module %s ms); OOM kills put off %d\n' \
 			"$r" "$i" "$([ "$b_survived" = 1 ] && echo survived || echo LOST)" \
 			"$([ $rc = 0 ] && echo passed || echo failed)" \
-			"$b_why" "$b_lead" "$b_ack_max_ms" "$b_module_ack_max_ms"
+			"$b_why" "$b_lead" "$b_ack_max_ms" "$b_module_ack_max_ms" \
+			"$b_oom_deferred"
 	done
 	if [ "$surv" = "$runs" ] && [ "$broken" = 0 ]; then
 		fastest=$r

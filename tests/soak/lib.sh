@@ -33,6 +33,8 @@ need_e2e_built() {
 #   b_lost_bytes            a killed trainer's bytes, or its bad regions'
 #   b_ack_max_ms            slowest event-to-ACK printed (-1 none)
 #   b_module_ack_max_ms     the module's figure in the result lines
+#   b_oom_deferred          OOM kills umm.ko put off this boot (the most
+#                           a result line says; 0 from older lines)
 #   b_survived              1: every trainer counted kept every byte, no
 #                           unexpected OOM kill, a result line was seen
 #   b_why b_lead            words for the report
@@ -63,6 +65,8 @@ boot_figures() {
 		if (kv($0, "error") != 0) errors++
 		m = kv($0, "module_ack_max_ms")
 		if (m + 0 > mod + 0 || mod == "") mod = m
+		if (kv($0, "oom_deferred") + 0 > deferred + 0)
+			deferred = kv($0, "oom_deferred")
 		if (kv($0, "killed") == 1)
 			lead = "killed-" kv($0, "killed_after_low_ms") "ms-after-low"
 		else if (kv($0, "lead_ms") != -1)
@@ -84,6 +88,7 @@ boot_figures() {
 		if (why == "") why = "no kill, no byte lost"
 		printf "b_commands=%d b_ended=%d b_oom_kills=%d b_expected_oom_kills=%d ", cmds, ended, kills, expk
 		printf "b_lost_bytes=%d b_ack_max_ms=%s b_module_ack_max_ms=%s ", lost, ack, (mod == "" ? -1 : mod)
+		printf "b_oom_deferred=%d ", deferred
 		printf "b_survived=%d b_why=\"%s\" b_lead=\"%s\"\n", surv, why, (lead == "" ? "none" : lead)
 	}'
 }

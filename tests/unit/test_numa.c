@@ -10,6 +10,7 @@
  * fallbacks for an unknown or bogus node.
  */
 #include <errno.h>
+#include <numaif.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -159,6 +160,32 @@ TEST(alloc_on_node0_lands_there)
 	ASSERT_EQ(0, um__numa_alloc(4096, UM_NUMA_ANY, &p));
 	ASSERT_LE(0, um__numa_where(p, 4096, NULL, 0));
 	um__numa_free(p, 4096);
+}
+
+/*
+ * libum's own threads turn an application's binding into a preference
+ * (their allocations fall back when the node is full); any other policy
+ * stays as it is.
+ */
+TEST(thread_prefer_turns_bind_into_preferred)
+{
+	unsigned long mask[16] = { 1 }, got[16];
+	int mode = -1;
+
+	if (!um__numa_available())
+		SKIP(return, "no NUMA");
+	ASSERT_EQ(0, set_mempolicy(MPOL_DEFAULT, NULL, 0));
+	ASSERT_EQ(0, um__numa_thread_prefer());
+	ASSERT_EQ(0, get_mempolicy(&mode, NULL, 0, NULL, 0));
+	EXPECT_EQ(MPOL_DEFAULT, mode) TH_LOG("no binding: left alone");
+
+	ASSERT_EQ(0, set_mempolicy(MPOL_BIND, mask, 1024 + 1));
+	ASSERT_EQ(0, um__numa_thread_prefer());
+	memset(got, 0, sizeof(got));
+	ASSERT_EQ(0, get_mempolicy(&mode, got, 1024 + 1, NULL, 0));
+	EXPECT_EQ(MPOL_PREFERRED, mode);
+	EXPECT_EQ(1ul, got[0]) TH_LOG("the bound node, preferred");
+	ASSERT_EQ(0, set_mempolicy(MPOL_DEFAULT, NULL, 0));
 }
 
 TEST(bad_arguments)

@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -401,6 +402,72 @@ TEST(trim_returns_whole_chunks)
 	ASSERT_EQ(0, um__pool_free(pool, p[2]));
 	EXPECT_EQ((int64_t)(2 * MiB), um__pool_trim(pool, UM_POOL_NODE_ALL, 0));
 	EXPECT_EQ(0, g_fake.live);
+	EXPECT_EQ(0, um__pool_destroy(pool));
+}
+
+/* A grower held inside its growth until released. */
+static struct {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool in_growth, release;
+} g_hold = {
+	.mu = PTHREAD_MUTEX_INITIALIZER,
+	.cv = PTHREAD_COND_INITIALIZER,
+};
+
+static void hold_growth(void)
+{
+	pthread_mutex_lock(&g_hold.mu);
+	g_hold.in_growth = true;
+	pthread_cond_broadcast(&g_hold.cv);
+	while (!g_hold.release)
+		pthread_cond_wait(&g_hold.cv, &g_hold.mu);
+	pthread_mutex_unlock(&g_hold.mu);
+}
+
+static void *grow_4m(void *pool)
+{
+	return (void *)(intptr_t)um__pool_reserve(pool, UM_POOL_NODE_ANY,
+						  4 * MiB);
+}
+
+/*
+ * The pressure loop's trim does not wait for a growth in progress (whose
+ * grower may be stalled in the kernel on the node being freed): -EBUSY at
+ * once, and a trim like any other once the growth is done.
+ */
+TEST(trim_try_skips_a_growth_in_progress)
+{
+	struct um_pool *pool = new_pool(2 * MiB, 0);
+	void *p, *ret = (void *)1;
+	pthread_t t;
+
+	ASSERT_NONNULL(pool);
+	ASSERT_EQ(0, um__pool_alloc(pool, 1536 * KiB, UM_POOL_NODE_ANY, 0, &p));
+	ASSERT_EQ(0, um__pool_free(pool, p));	/* one whole free chunk */
+	g_hold.in_growth = g_hold.release = false;
+	um__pool_grow_hook = hold_growth;
+	ASSERT_EQ(0, pthread_create(&t, NULL, grow_4m, pool));
+	pthread_mutex_lock(&g_hold.mu);
+	while (!g_hold.in_growth)
+		pthread_cond_wait(&g_hold.cv, &g_hold.mu);
+	pthread_mutex_unlock(&g_hold.mu);
+
+	EXPECT_EQ(-EBUSY, um__pool_trim_try(pool, UM_POOL_NODE_ALL, 0));
+	EXPECT_EQ(1, g_fake.live) TH_LOG("the free chunk is still there");
+
+	pthread_mutex_lock(&g_hold.mu);
+	g_hold.release = true;
+	pthread_cond_broadcast(&g_hold.cv);
+	pthread_mutex_unlock(&g_hold.mu);
+	pthread_join(t, &ret);
+	um__pool_grow_hook = NULL;
+	EXPECT_EQ(NULL, ret);
+	/* the first chunk and the grown one are both free now */
+	EXPECT_EQ((int64_t)(2 * MiB + 4 * MiB),
+		  um__pool_trim_try(pool, UM_POOL_NODE_ALL, 0));
+	EXPECT_EQ(0, g_fake.live);
+	EXPECT_EQ(-EINVAL, um__pool_trim_try(NULL, UM_POOL_NODE_ALL, 0));
 	EXPECT_EQ(0, um__pool_destroy(pool));
 }
 

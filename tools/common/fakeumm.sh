@@ -93,7 +93,7 @@ fake_umm() {
 	_fake_files "$u" 0400 api_version=1 clients=2 events_sent=40 \
 		events_dropped=1 overflows=1 acks=12 bytes_freed=268435456 \
 		ack_latency_ns_avg=1500000 ack_latency_ns_max=4000000 \
-		shrinker_calls=3 oom_calls=0 ring_bytes=32896
+		shrinker_calls=3 oom_calls=0 oom_deferred=0 ring_bytes=32896
 	: >"$u/inject"
 	chmod 0200 "$u/inject"
 	for n in 0 1; do

@@ -36,7 +36,8 @@
 	X(ring_bytes_max,        SIZE, 4096, 1ull << 40, 64ull << 20, 0) \
 	X(hysteresis_bp,         NUM,  0,    5000,       200,         0) \
 	X(event_min_interval_ms, NUM,  0,    60000,      100,         0) \
-	X(repeat_interval_ms,    NUM,  0,    3600000,    1000,        0)
+	X(repeat_interval_ms,    NUM,  0,    3600000,    1000,        0) \
+	X(oom_wait_ms,           NUM,  0,    10000,      1000,        0)
 
 #define UT_KNOBS_NODE(X)                                                 \
 	X(low_bp,                WM,   0,    10000,      2000,        0) \

@@ -236,7 +236,7 @@ void ut_knobs_list(FILE *f);
 	X(api_version) UT_KNOBS_GLOBAL(X) X(clients) X(events_sent)	\
 	X(events_dropped) X(overflows) X(acks) X(bytes_freed)		\
 	X(ack_latency_ns_avg) X(ack_latency_ns_max) X(shrinker_calls)	\
-	X(oom_calls) X(ring_bytes)
+	X(oom_calls) X(oom_deferred) X(ring_bytes)
 #define UT_UMM_NODE_FIELDS(X)						\
 	UT_KNOBS_NODE(X) X(critical_effective_bytes) X(free_bytes)	\
 	X(total_bytes) X(resident_bytes) X(reclaimable_bytes) X(eta_ms)	\
