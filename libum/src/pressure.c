@@ -127,6 +127,7 @@ int um__pressure_start(struct um_context *ctx)
 	if (!pr)
 		return -ENOMEM;
 	pr->ctx = ctx;
+	pr->report = um__pressure_report;
 	pr->umm_fd = pr->psi_fd = pr->wake_fd = -1;
 	pr->cgw.current_fd = pr->cgw.statm_fd = pr->cgw.psi_fd = -1;
 	pr->home_orig = -1;

@@ -125,6 +125,11 @@ struct um_pressure {
 	/* /dev/umm */
 	int umm_fd;
 	bool umm_enabled;
+	/*
+	 * um__pressure_report (pressure_source.c), for the shedding below it
+	 * to REPORT each region it moves at once: set by um__pressure_start.
+	 */
+	void (*report)(struct um_pressure *pr, bool force);
 	bool umm_read_armed;
 	bool umm_cgroup;		/* the module watches our memory cgroup */
 	bool cgroup_unmet_said;		/* the ERR line of an unmet ask */

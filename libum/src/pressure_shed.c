@@ -170,7 +170,7 @@ static int64_t move_off(struct um_pressure *pr, int node, um_tier_t dest,
 		if (!ret && !um_region_info(ctx, v[i].h, &ri) &&
 		    ri.residency != UM_TIER_HOST_NODE((unsigned int)node)) {
 			moved += ri.bytes;
-			um__pressure_report(pr, true);
+			pr->report(pr, true);
 		} else if (ret && ret != -ENOENT && ret != -EBUSY &&
 			 ret != -EOPNOTSUPP)
 			last = ret;
