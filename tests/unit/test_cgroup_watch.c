@@ -241,6 +241,41 @@ static bool wait_cold(struct um_context *ctx, struct seen *s)
 	return false;
 }
 
+/*
+ * 50 MiB of room: under the low 20 % of the limit; the ask (14 MiB, up to
+ * a quarter above the low mark) is what we hold: every host copy goes to
+ * the spill and the application is told.
+ */
+static void spill_at_low(struct __test_metadata *_metadata,
+			 struct um_context *ctx, const struct tree *t,
+			 const um_region_t *r, struct seen *seen)
+{
+	ASSERT_EQ(0, put(t->cg, "memory.current", "%llu\n",
+			 LIMIT - 50 * MiB));
+	ASSERT_TRUE(wait_own_events(ctx, 1));
+	ASSERT_EQ(0, um_wait_all(ctx));
+	ASSERT_EQ(NREG, on_disk(ctx, r));
+	ASSERT_EQ((uint32_t)UMM_LEVEL_LOW, pstats(ctx).cgroup_level);
+	ASSERT_GE(pstats(ctx).cgroup_freed, 14 * MiB - 2);
+	pthread_mutex_lock(&seen->lock);
+	ASSERT_GE(seen->pressure, 1);
+	ASSERT_EQ(UM_TIER_HOST_ANY, seen->last.from);
+	ASSERT_EQ(UM_TIER_DISK, seen->last.to);
+	ASSERT_EQ(1u, seen->last.level);
+	pthread_mutex_unlock(&seen->lock);
+}
+
+/* Room again, past the low mark and its quarter: the spell ends quietly. */
+static void relief_with_room(struct __test_metadata *_metadata,
+			     struct um_context *ctx, const struct tree *t,
+			     struct seen *seen)
+{
+	ASSERT_EQ(0, put(t->cg, "memory.current", "%llu\n", 64 * MiB));
+	ASSERT_TRUE(wait_cold(ctx, seen));
+	ASSERT_EQ((uint32_t)UMM_LEVEL_NORMAL, pstats(ctx).cgroup_level);
+	ASSERT_EQ(0, g_log.err) TH_LOG("log: %s", g_log.text);
+}
+
 TEST(parent_limit_spills_host_copies_then_relief)
 {
 	struct seen seen = { .lock = PTHREAD_MUTEX_INITIALIZER };
@@ -248,7 +283,6 @@ TEST(parent_limit_spills_host_copies_then_relief)
 	struct um_context *ctx;
 	struct tree t = { 0 };
 	um_region_t r[NREG];
-	int spilled;
 
 	ASSERT_EQ(0, make_tree(&t, "268435456", "max", "max"));
 	ctx = watch_ctx(&t, true, 0);
@@ -262,39 +296,18 @@ TEST(parent_limit_spills_host_copies_then_relief)
 	st = pstats(ctx);
 	ASSERT_EQ(0u, st.cgroup_own_events);
 
-	/*
-	 * 50 MiB of room: under the low 20 % of the parent's limit; the ask
-	 * (14 MiB, up to a quarter above the low mark) is what we hold
-	 */
-	ASSERT_EQ(0, put(t.cg, "memory.current", "%llu\n",
-			 LIMIT - 50 * MiB));
-	ASSERT_TRUE(wait_own_events(ctx, 1));
-	ASSERT_EQ(0, um_wait_all(ctx));
-	spilled = on_disk(ctx, r);
-	TH_LOG("spilled %d of %d regions", spilled, NREG);
-	ASSERT_EQ(NREG, spilled);
+	spill_at_low(_metadata, ctx, &t, r, &seen);
 	st = pstats(ctx);
 	ASSERT_EQ(LIMIT, st.cgroup_limit);
 	ASSERT_EQ(LIMIT - 50 * MiB, st.cgroup_usage);
-	ASSERT_EQ((uint32_t)UMM_LEVEL_LOW, st.cgroup_level);
-	ASSERT_GE(st.cgroup_freed, 14 * MiB - 2);
 	ASSERT_EQ(0u, st.cgroup_unmet);
 	ASSERT_EQ(50 * MiB, st.cgroup_room);
 	pthread_mutex_lock(&seen.lock);
-	ASSERT_GE(seen.pressure, 1);
-	ASSERT_EQ(UM_TIER_HOST_ANY, seen.last.from);
-	ASSERT_EQ(UM_TIER_DISK, seen.last.to);
-	ASSERT_EQ(1u, seen.last.level);
 	/* 5 % and 1.25 x 20 % of the limit, rounded down */
 	ASSERT_GE(seen.last.bytes, 14 * MiB - 2);
 	ASSERT_LE(seen.last.bytes, 14 * MiB);
 	pthread_mutex_unlock(&seen.lock);
-
-	/* room again, past the low mark and its quarter: the spell ends */
-	ASSERT_EQ(0, put(t.cg, "memory.current", "%llu\n", 64 * MiB));
-	ASSERT_TRUE(wait_cold(ctx, &seen));
-	ASSERT_EQ((uint32_t)UMM_LEVEL_NORMAL, pstats(ctx).cgroup_level);
-	ASSERT_EQ(0, g_log.err) TH_LOG("log: %s", g_log.text);
+	relief_with_room(_metadata, ctx, &t, &seen);
 
 	ASSERT_EQ(0, check_and_free(ctx, r));
 	ASSERT_EQ(0, um_context_destroy(ctx));
@@ -327,23 +340,8 @@ TEST(watch_and_spill_work_where_io_uring_is_refused)
 	ASSERT_TRUE(has_line(UM_LOG_INFO, "pread and pwrite"));
 	ASSERT_EQ(0, host_copies(ctx, r));
 	ASSERT_EQ(0, um_set_event_callback(ctx, on_event, &seen));
-	ASSERT_EQ(0, put(t.cg, "memory.current", "%llu\n",
-			 LIMIT - 50 * MiB));
-	ASSERT_TRUE(wait_own_events(ctx, 1));
-	ASSERT_EQ(0, um_wait_all(ctx));
-	ASSERT_EQ(NREG, on_disk(ctx, r));
-	ASSERT_EQ((uint32_t)UMM_LEVEL_LOW, pstats(ctx).cgroup_level);
-	ASSERT_GE(pstats(ctx).cgroup_freed, 14 * MiB - 2);
-	pthread_mutex_lock(&seen.lock);
-	ASSERT_GE(seen.pressure, 1);
-	ASSERT_EQ(UM_TIER_HOST_ANY, seen.last.from);
-	ASSERT_EQ(UM_TIER_DISK, seen.last.to);
-	ASSERT_EQ(1u, seen.last.level);
-	pthread_mutex_unlock(&seen.lock);
-	ASSERT_EQ(0, put(t.cg, "memory.current", "%llu\n", 64 * MiB));
-	ASSERT_TRUE(wait_cold(ctx, &seen));
-	ASSERT_EQ((uint32_t)UMM_LEVEL_NORMAL, pstats(ctx).cgroup_level);
-	ASSERT_EQ(0, g_log.err) TH_LOG("log: %s", g_log.text);
+	spill_at_low(_metadata, ctx, &t, r, &seen);
+	relief_with_room(_metadata, ctx, &t, &seen);
 	/* every byte back from the spill, checksummed and compared */
 	ASSERT_EQ(0, check_and_free(ctx, r));
 	ASSERT_EQ(0, um_context_destroy(ctx));
