@@ -612,13 +612,12 @@ class OptimizerOffload:
                 if p.grad is not None and p.grad.is_sparse:
                     raise RuntimeError("%s does not support sparse "
                                        "gradients" % type(opt).__name__)
-        index_of = {id(p): i for i, p in enumerate(self._params())}
         for b in buckets:
             if b.cost > budget and not self.per_parameter:
                 raise UmError(-errno.ENOMEM, "step", _whole_message(
                     self.optimizer, b.cost, budget))
             if b.cost > budget:
-                names = ", ".join(self._pname(p, index_of[id(p)])
+                names = ", ".join(self._pname(p, self._index_of[id(p)])
                                   for p in b.params[:4])
                 raise UmError(-errno.ENOMEM, "step",
                               "the state of %s%s needs %d device bytes, "
