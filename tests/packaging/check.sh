@@ -168,20 +168,7 @@ else
 	unshare -m --propagation private "$here/in-namespace.sh" "$top" "$out" \
 		"$res" $kernel_dirs >"$out/ns.log" 2>&1
 	echo "# in-namespace.sh exited $? (log: $out/ns.log)"
-	cannot=$(sed -n 's/^CANNOT //p' "$res")
-	for c in $NS_CHECKS; do
-		if [ -n "$cannot" ]; then
-			tap_skip "packaging.$c" "cannot $cannot here"
-			continue
-		fi
-		line=$(grep -m1 "^[A-Z]* $c\$" "$res")
-		if [ "${line%% *}" = PASS ]; then
-			ok "$c" ""
-		else
-			ok "$c" "$(sed -n "/^=== $c\$/,/^=== /p" "$out/ns.log" |
-				grep -v '^=== ' | tail -15)
-${line:-(not run)}"
-		fi
-	done
+	# shellcheck disable=SC2086 # one check a word
+	tap_ns_results packaging. "$res" "$out/ns.log" $NS_CHECKS
 fi
 tap_end

@@ -71,19 +71,6 @@ res=$out/ns-results
 unshare -m --propagation private "$here/deps-namespace.sh" "$top" "$out" \
 	"$res" >"$out/ns.log" 2>&1
 echo "# deps-namespace.sh exited $? (log: $out/ns.log)"
-cannot=$(sed -n 's/^CANNOT //p' "$res")
-for c in $NS_CHECKS; do
-	if [ -n "$cannot" ]; then
-		tap_skip "vm.deps.$c" "cannot $cannot here"
-		continue
-	fi
-	line=$(grep -m1 "^[A-Z]* $c\$" "$res")
-	if [ "${line%% *}" = PASS ]; then
-		tap_result "vm.deps.$c" ""
-	else
-		tap_result "vm.deps.$c" "$(sed -n "/^=== $c\$/,/^=== /p" "$out/ns.log" |
-			grep -v '^=== ' | tail -15)
-${line:-(not run)}"
-	fi
-done
+# shellcheck disable=SC2086 # one check a word
+tap_ns_results vm.deps. "$res" "$out/ns.log" $NS_CHECKS
 tap_end

@@ -59,3 +59,27 @@ tap_result() {
 		tap_fail "$1"
 	fi
 }
+
+# tap_ns_results PREFIX RESULTS LOG CHECK...: one result per CHECK, named
+# PREFIX CHECK, from what a script run in a namespace wrote: RESULTS holds
+# "PASS name" / "FAIL name" lines, or a "CANNOT why" line that skips them
+# all; a failure shows its "=== name" section of LOG.
+tap_ns_results() {
+	_pre=$1 _res=$2 _log=$3
+	shift 3
+	_cannot=$(sed -n 's/^CANNOT //p' "$_res")
+	for _c in "$@"; do
+		if [ -n "$_cannot" ]; then
+			tap_skip "$_pre$_c" "cannot $_cannot here"
+			continue
+		fi
+		_line=$(grep -m1 "^[A-Z]* $_c\$" "$_res")
+		if [ "${_line%% *}" = PASS ]; then
+			tap_ok "$_pre$_c"
+		else
+			tap_result "$_pre$_c" "$(sed -n "/^=== $_c\$/,/^=== /p" \
+				"$_log" | grep -v '^=== ' | tail -15)
+${_line:-(not run)}"
+		fi
+	done
+}
