@@ -132,10 +132,16 @@ struct um_vkey {
 struct um_vset;
 
 struct um_vnode {
+	/* what a walk of the set reads, in one cache line (64-aligned) */
 	struct um_vnode *left, *right, *parent;
 	uint32_t heap;			/* treap priority: hash of idx */
+	/* linked, but its region is acquired: not counted in the set */
+	bool parked;
+	/* linked under an older recency than the region's (victims.c) */
+	bool stale;
 	struct um_vkey key;
-	struct um_vset *set;		/* NULL: not a victim there */
+	/* read only where the node itself changes or is chosen */
+	struct um_vset *set;		/* NULL: not linked in a set */
 	struct um_region *owner;
 	uint64_t charged;		/* bytes added to set->bytes */
 };
@@ -143,66 +149,70 @@ struct um_vnode {
 struct um_vset {
 	struct um_vnode *root;
 	uint64_t bytes;			/* dev_len (device) or bytes (host) */
-	uint32_t n;
+	uint32_t n;			/* victims: linked and not parked */
 };
 
+/*
+ * Laid out by use: what an acquire and a release of a resident region
+ * read and write comes first (two cache lines, then its victim node and
+ * the first holder's stream and fence), so that a hit on one of many
+ * thousand regions (cold in the caches) costs few misses (umbench scale: design/libum.rst, "Regions at scale").
+ */
 struct um_region {
-	struct um_region *prev, *next;	/* ctx->regions */
-	struct um_context *ctx;
 	um_region_t handle;
 	uint32_t idx;
-
+	uint32_t device;
 	uint32_t kind;
 	int32_t priority;
 	uint32_t backing;		/* resolved: MANAGED or TIERED */
 	uint32_t flags;
-	uint32_t device;
-	uint64_t bytes;
-	size_t dev_len;			/* bytes rounded to the granularity */
-	char name[UM_NAME_MAX];
-
-	void *ptr;			/* stable pointer (VA or managed) */
-	void *phys;			/* TIERED: backend handle while mapped */
-	bool mapped;			/* TIERED: device memory exists */
+	um_tier_t residency;		/* where the bytes are once work ends */
+	uint32_t acquired;
+	um_tier_t acq_tier;
+	uint32_t nacq_streams;
+	uint32_t pending;		/* migrations not yet reaped */
+	uint32_t nreleased;
+	bool freeing;			/* um_free is waiting: handle dead */
 	bool counted;			/* counts on ctx->dev[device].used */
-	bool zero_on_restore;		/* bytes never written: fill, not copy */
-	void *host;			/* pool block holding the bytes */
-	int host_node;			/* pool node of host */
-	/* UM_ADVISE_READ_MOSTLY: the device promises not to write r */
-	bool read_mostly;
+	bool mapped;			/* TIERED: device memory exists */
 	/*
 	 * With the bytes on the device: host is kept and equals the device
 	 * copy (set by a restore under READ_MOSTLY), so an eviction copies
 	 * nothing. Meaningless elsewhere; um__settle clears it.
 	 */
 	bool host_kept;
-
-	um_tier_t residency;		/* where the bytes are once work ends */
-	uint32_t acquired;
-	um_tier_t acq_tier;
-	/* the distinct streams of the holders: each is fenced at release */
-	void *acq_streams[UM_HOLD_STREAMS];
-	uint32_t nacq_streams;
-	uint64_t lru;			/* ctx->tick at the last acquire */
-
-	struct um_mig *mig;		/* latest migration not yet reaped */
-	struct um_mig *restore_mig;	/* latest restore not yet reaped */
-	struct um_mig *evict_mig;	/* latest eviction not yet reaped */
-	uint32_t pending;		/* migrations not yet reaped */
-	uint64_t reap_pass;		/* an older migration is still running */
-	/* one per holder's stream at the last release, if any */
-	struct um_fence *released[UM_HOLD_STREAMS];
 	bool released_valid;		/* released[0..nreleased) recorded */
-	uint32_t nreleased;
 	bool unfenced;			/* release could not fence: keep */
-	bool freeing;			/* um_free is waiting: handle dead */
-	int error;			/* last migration error, for um_wait */
-	pthread_t holder;		/* thread of the first acquire */
 	bool held_by_many;		/* nested acquires by other threads */
-	/* victims.c: [0] its tier's set, [1] the host-any set */
-	struct um_vnode victim[2];
+	/* UM_ADVISE_READ_MOSTLY: the device promises not to write r */
+	bool read_mostly;
+	uint64_t bytes;
+	size_t dev_len;			/* bytes rounded to the granularity */
+	uint64_t lru;			/* ctx->tick at the last acquire */
+	struct um_mig *mig;		/* latest migration not yet reaped */
+	void *host;			/* pool block holding the bytes */
+	pthread_t holder;		/* thread of the first acquire */
 	uint64_t drain_charged;		/* dev_len on dev[drain_dev].draining */
 	uint32_t drain_dev;
+	uint8_t victim_in;		/* bit w: victim[w] is in a set */
+	/* victims.c: [0] its tier's set, [1] the host-any set */
+	struct um_vnode victim[2] __attribute__((aligned(64)));
+	/* the distinct streams of the holders: each is fenced at release */
+	void *acq_streams[UM_HOLD_STREAMS];
+	/* one per holder's stream at the last release, if any */
+	struct um_fence *released[UM_HOLD_STREAMS];
+
+	struct um_region *prev, *next;	/* ctx->regions */
+	struct um_context *ctx;
+	char name[UM_NAME_MAX];
+	void *ptr;			/* stable pointer (VA or managed) */
+	void *phys;			/* TIERED: backend handle while mapped */
+	bool zero_on_restore;		/* bytes never written: fill, not copy */
+	int host_node;			/* pool node of host */
+	struct um_mig *restore_mig;	/* latest restore not yet reaped */
+	struct um_mig *evict_mig;	/* latest eviction not yet reaped */
+	uint64_t reap_pass;		/* an older migration is still running */
+	int error;			/* last migration error, for um_wait */
 	/* hostneed.c: the copy an eviction would need, counted; 1 + its
 	 * place in ctx->need_heap, 0 when not there */
 	uint64_t need;
@@ -474,6 +484,8 @@ struct um_region *um__victim_next(struct um_context *ctx, um_tier_t tier,
 				  const struct um_vkey *key);
 struct um_vkey um__victim_key(const struct um_region *r, um_tier_t tier);
 uint64_t um__victims_bytes(struct um_context *ctx, um_tier_t tier);
+uint64_t um__victim_charge(struct um_context *ctx, const struct um_region *r,
+			   um_tier_t tier);
 
 /* room.c */
 int um__room_init(struct um_context *ctx);

@@ -162,9 +162,8 @@ static int64_t evict_to_fit(struct um_context *ctx, int dev, uint64_t need,
 	if (d->used - out + need <= d->budget)
 		return 0;
 	vbytes = um__victims_bytes(ctx, it.tier);
-	/* skip counts there only as a victim of this device, not of a node */
-	if (skip && skip->victim[0].set == &ctx->victims_dev[dev])
-		vbytes -= skip->victim[0].charged;
+	if (skip)
+		vbytes -= um__victim_charge(ctx, skip, it.tier);
 	if (all_or_none && d->used - out - vbytes + need > d->budget)
 		return -ENOMEM;
 	while (d->used - out + need > d->budget && (v = victim_next(ctx, &it))) {

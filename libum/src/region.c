@@ -219,12 +219,15 @@ static void region_unmap_va(struct um_context *ctx, struct um_region *r)
 static int region_new(struct um_context *ctx, const struct um_region_desc *d,
 		      struct um_region **out)
 {
-	struct um_region *r = calloc(1, sizeof(*r));
+	/* its victim nodes are cache-line aligned (internal.h) */
+	struct um_region *r = aligned_alloc(_Alignof(struct um_region),
+					    sizeof(*r));
 	size_t gran = ctx->dev[d->device].gran;
 	int ret;
 
 	if (!r)
 		return -ENOMEM;
+	memset(r, 0, sizeof(*r));
 	r->ctx = ctx;
 	r->kind = d->kind;
 	r->priority = d->priority;

@@ -13,6 +13,18 @@
  * with no rebalancing state; the shape depends only on the regions, never
  * on the order of the calls.
  *
+ * A hit (acquire and release of a region that stays where it is) must not
+ * pay for the order of the others: their nodes are cold in the caches
+ * when there are thousands, and unlinking and relinking one touches its
+ * neighbours. So the node stays linked: an acquire parks it (its bytes
+ * leave the set's count, the walk passes it), a release that only raised
+ * its recency marks it stale (linked under its older recency). The walk
+ * that chooses victims puts things right where it meets them: a parked
+ * node is unlinked, a stale one relinked under its current key. Recency
+ * only grows and a region's other keys never change, so a stale node
+ * sits before its true place and the walk always reaches it in time: the
+ * order chosen is exactly the order of the current keys.
+ *
  * Whoever changes what membership depends on (residency, acquired,
  * freeing, counted) calls um__victims_sync() afterwards. The same call
  * keeps the per-device count of bytes leaving the device (counted but no
@@ -96,7 +108,7 @@ static struct um_vnode *merge(struct um_vnode *a, struct um_vnode *b)
 	return b;
 }
 
-static void set_insert(struct um_vset *s, struct um_vnode *n)
+static void tree_link(struct um_vset *s, struct um_vnode *n)
 {
 	struct um_vnode *lo, *hi;
 
@@ -104,8 +116,6 @@ static void set_insert(struct um_vset *s, struct um_vnode *n)
 	split(s->root, &n->key, &lo, &hi);
 	s->root = merge(merge(lo, n), hi);
 	s->root->parent = NULL;
-	s->bytes += n->charged;
-	s->n++;
 }
 
 /*
@@ -113,7 +123,7 @@ static void set_insert(struct um_vset *s, struct um_vnode *n)
  * key of every node on the way (a cache miss each in a large set), while
  * merging n's two subtrees in its place touches two nodes on average.
  */
-static void set_remove(struct um_vset *s, struct um_vnode *n)
+static void tree_unlink(struct um_vset *s, struct um_vnode *n)
 {
 	struct um_vnode *up = n->parent, *sub = merge(n->left, n->right);
 
@@ -125,17 +135,41 @@ static void set_remove(struct um_vset *s, struct um_vnode *n)
 	else
 		up->right = sub;
 	n->left = n->right = n->parent = NULL;
-	s->bytes -= n->charged;
-	s->n--;
+}
+
+static void count_in(struct um_vset *s, struct um_vnode *n, bool in)
+{
+	if (in) {
+		s->bytes += n->charged;
+		s->n++;
+	} else {
+		s->bytes -= n->charged;
+		s->n--;
+	}
+}
+
+static void set_insert(struct um_vset *s, struct um_vnode *n)
+{
+	tree_link(s, n);
+	n->parked = n->stale = false;
+	count_in(s, n, true);
+}
+
+static void set_remove(struct um_vset *s, struct um_vnode *n)
+{
+	tree_unlink(s, n);
+	if (!n->parked)
+		count_in(s, n, false);
+	n->parked = n->stale = false;
 }
 
 /* The set r belongs in for its node which (0: its tier, 1: host any). */
-static struct um_vset *wanted_set(struct um_context *ctx,
-				  const struct um_region *r, int which)
+static struct um_vset *home_set(struct um_context *ctx,
+				const struct um_region *r, int which)
 {
 	unsigned int id = UM_TIER_ID(r->residency);
 
-	if (r->acquired || r->freeing)
+	if (r->freeing)
 		return NULL;
 	/* on a device only while its bytes count on the budget */
 	if (um__tier_is_dev(r->residency))
@@ -149,6 +183,17 @@ static struct um_vset *wanted_set(struct um_context *ctx,
 	return NULL;
 }
 
+/*
+ * Where the region belongs while acquired: its node stays linked there,
+ * parked, when only the acquire changed (the walk unlinks it if it meets
+ * it first).
+ */
+static struct um_vset *wanted_set(struct um_context *ctx,
+				  const struct um_region *r, int which)
+{
+	return r->acquired ? NULL : home_set(ctx, r, which);
+}
+
 static struct um_vkey key_of(const struct um_region *r)
 {
 	return (struct um_vkey){
@@ -160,25 +205,62 @@ static struct um_vkey key_of(const struct um_region *r)
 	};
 }
 
+static uint64_t charge_of(const struct um_region *r)
+{
+	return um__tier_is_dev(r->residency) ? r->dev_len : r->bytes;
+}
+
+/* The same place in the order but for a recency that grew (a hit). */
+static bool only_newer(const struct um_vkey *linked, const struct um_vkey *k)
+{
+	return linked->rank == k->rank && linked->prio == k->prio &&
+	       linked->bytes == k->bytes && linked->idx == k->idx &&
+	       linked->lru <= k->lru;
+}
+
+/*
+ * A hit's change, with n left where it is linked (parked while acquired,
+ * stale once released at a newer recency); false when n must be relinked.
+ */
+static bool sync_lazy(struct um_context *ctx, struct um_region *r, int which,
+		      struct um_vnode *n)
+{
+	struct um_vkey k = key_of(r);
+	struct um_vset *s = n->set;
+
+	if (!s || s != home_set(ctx, r, which) || n->charged != charge_of(r) ||
+	    !only_newer(&n->key, &k))
+		return false;
+	if (r->acquired != n->parked) {
+		n->parked = r->acquired;
+		count_in(s, n, !n->parked);
+	}
+	if (n->key.lru != k.lru)
+		n->stale = true;
+	return true;
+}
+
 static void sync_node(struct um_context *ctx, struct um_region *r, int which)
 {
 	struct um_vnode *n = &r->victim[which];
 	struct um_vset *want = wanted_set(ctx, r, which);
-	struct um_vkey k = key_of(r);
-	uint64_t charge = um__tier_is_dev(r->residency) ? r->dev_len :
-							   r->bytes;
+	uint8_t bit = (uint8_t)(1u << which);
 
-	if (n->set == want && (!want || (!key_cmp(&n->key, &k) &&
-					 n->charged == charge)))
+	/* not a victim, and not wanted as one: the node is not even read */
+	if (!want && !(r->victim_in & bit))
+		return;
+	if (sync_lazy(ctx, r, which, n))
 		return;
 	if (n->set)
 		set_remove(n->set, n);
 	n->set = want;
+	r->victim_in = (uint8_t)(want ? r->victim_in | bit :
+				 r->victim_in & ~bit);
 	if (!want)
 		return;
 	n->owner = r;
-	n->key = k;
-	n->charged = charge;
+	n->key = key_of(r);
+	n->charged = charge_of(r);
 	n->heap = heap_of(r->idx, which);
 	set_insert(want, n);
 }
@@ -213,6 +295,7 @@ void um__victims_drop(struct um_context *ctx, struct um_region *r)
 			set_remove(n->set, n);
 		n->set = NULL;
 	}
+	r->victim_in = 0;
 	ctx->dev[r->drain_dev].draining -= r->drain_charged;
 	r->drain_charged = 0;
 }
@@ -231,11 +314,6 @@ static struct um_vset *tier_set(struct um_context *ctx, um_tier_t tier)
 	return NULL;
 }
 
-static struct um_region *region_of(struct um_vnode *n)
-{
-	return n ? n->owner : NULL;
-}
-
 /* The first victim after key (all, with key NULL). */
 static struct um_vnode *after(struct um_vnode *t, const struct um_vkey *key)
 {
@@ -252,12 +330,45 @@ static struct um_vnode *after(struct um_vnode *t, const struct um_vkey *key)
 	return best;
 }
 
+/*
+ * The walk puts right what hits left (see the top of this file): a parked
+ * node it meets is unlinked, a stale one relinked under its current key
+ * (further on: the walk meets it again in its place).
+ */
 struct um_region *um__victim_next(struct um_context *ctx, um_tier_t tier,
 				  const struct um_vkey *key)
 {
 	struct um_vset *s = tier_set(ctx, tier);
+	struct um_vnode *n;
 
-	return s ? region_of(after(s->root, key)) : NULL;
+	while (s && (n = after(s->root, key))) {
+		struct um_region *r = n->owner;
+
+		if (!n->parked && !n->stale)
+			return r;
+		tree_unlink(s, n);
+		if (n->parked) {
+			n->parked = false;
+			n->set = NULL;
+			r->victim_in &= (uint8_t)~(n == &r->victim[1] ? 2u : 1u);
+			continue;
+		}
+		n->stale = false;
+		n->key = key_of(r);
+		tree_link(s, n);
+	}
+	return NULL;
+}
+
+/* What r adds to tier's victim bytes: 0 where it is no victim. */
+uint64_t um__victim_charge(struct um_context *ctx, const struct um_region *r,
+			   um_tier_t tier)
+{
+	const struct um_vnode *n =
+		&r->victim[um__tier_is_host(tier) && um__tier_is_any(tier)];
+
+	return n->set && n->set == tier_set(ctx, tier) && !n->parked ?
+	       n->charged : 0;
 }
 
 uint64_t um__victims_bytes(struct um_context *ctx, um_tier_t tier)

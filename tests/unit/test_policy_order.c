@@ -4,7 +4,11 @@
  * brute-force model. 3000 regions of every kind, four priorities and
  * several sizes, a device budget of 48 granules; a fixed random sequence
  * of acquires (some nested, so that several regions share a recency
- * epoch) and releases. Before each acquire the test computes by a linear
+ * epoch) and releases, once over the whole set and once mostly on a hot
+ * set smaller than the device (hits, which leave their victim nodes
+ * linked and stale until an eviction's walk meets them, and acquired
+ * regions parked in the order while a nested acquire evicts). Before each
+ * acquire the test computes by a linear
  * scan the region the documented order names (kind, lower priority, least
  * recently acquired, larger, older) among the released regions on the
  * device, and the EVICTED events of that acquire must name exactly it.
@@ -34,6 +38,7 @@ struct model {
 	struct mreg r[NREG];
 	uint64_t tick;
 	int resident;
+	int hits;			/* acquires of a resident region */
 	/* EVICTED events of the current call */
 	int nev;
 	um_region_t ev[8];
@@ -157,6 +162,7 @@ static int acquire_checked(struct um_context *ctx, struct model *m, int i)
 
 	if (!r->resident && m->resident == SLOTS)
 		want = expected_victim(m);
+	m->hits += r->resident;
 	m->nev = 0;
 	ret = um_acquire(ctx, r->h, UM_TIER_GPU(0), NULL);
 	if (!ret)
@@ -208,30 +214,67 @@ static int write_all(struct um_context *ctx, struct model *m)
 	return 0;
 }
 
-TEST_F(order, victims_match_brute_force_on_thousands)
+/*
+ * STEPS acquire+release pairs; hot_of_4 of each 4 acquires land on one of
+ * the nhot regions of hot[], the rest anywhere. A fifth of them hold a
+ * second region meanwhile (the first is parked: acquired, still linked).
+ */
+static void run_steps(struct __test_metadata *_metadata, struct um_context *ctx,
+		      struct model *m, const int *hot, int nhot,
+		      unsigned int hot_of_4)
 {
-	struct model *m = self->m;
 	int nested = 0;
 
-	ASSERT_EQ(0, write_all(self->ctx, m));
+	ASSERT_EQ(0, write_all(ctx, m));
 	for (int s = 0; s < STEPS; s++) {
-		/* half the acquires land on the hot tenth, kept resident */
-		int i = (int)(rnd(m) % (rnd(m) % 2 ? NREG / 10 : NREG));
+		bool to_hot = rnd(m) % 4 < hot_of_4;
+		int i = to_hot ? hot[rnd(m) % (unsigned int)nhot] :
+				 (int)(rnd(m) % NREG);
 		int j = (int)(rnd(m) % NREG);
 
-		ASSERT_EQ(0, acquire_checked(self->ctx, m, i)) TH_LOG("step %d", s);
+		ASSERT_EQ(0, acquire_checked(ctx, m, i)) TH_LOG("step %d", s);
 		if (j != i && rnd(m) % 5 == 0) {
 			/* j acquired in i's epoch: equal recency */
-			ASSERT_EQ(0, acquire_checked(self->ctx, m, j))
+			ASSERT_EQ(0, acquire_checked(ctx, m, j))
 				TH_LOG("step %d, nested", s);
-			ASSERT_EQ(0, release_checked(self->ctx, m, j));
+			ASSERT_EQ(0, release_checked(ctx, m, j));
 			nested++;
 		}
-		ASSERT_EQ(0, release_checked(self->ctx, m, i));
+		ASSERT_EQ(0, release_checked(ctx, m, i));
 	}
 	/* the sequence exercised both ties and the device's turnover */
 	EXPECT_LT(100, nested);
 	EXPECT_EQ(SLOTS, m->resident);
+}
+
+TEST_F(order, victims_match_brute_force_on_thousands)
+{
+	static int hot[NREG / 10];
+
+	/* half the acquires land on the first tenth */
+	for (int i = 0; i < NREG / 10; i++)
+		hot[i] = i;
+	run_steps(_metadata, self->ctx, self->m, hot, NREG / 10, 2);
+}
+
+TEST_F(order, hits_keep_the_order_exact)
+{
+	int hot[40], nhot = 0;
+
+	/*
+	 * Three of four acquires on 40 parameters of the top priority,
+	 * fewer than the device holds: what every other region goes
+	 * before, so they stay resident and are hit, while the rest of
+	 * the sequence still evicts through the stale and parked nodes
+	 * the hits leave.
+	 */
+	for (int i = 0; i < NREG && nhot < 40; i++)
+		if (self->m->r[i].kind == UM_KIND_PARAM &&
+		    self->m->r[i].prio == 3)
+			hot[nhot++] = i;
+	ASSERT_EQ(40, nhot);
+	run_steps(_metadata, self->ctx, self->m, hot, nhot, 3);
+	EXPECT_LT(STEPS / 2, self->m->hits);
 }
 
 TEST_HARNESS_MAIN
