@@ -7,13 +7,19 @@
  * At each count the same program runs: allocate every region, make them
  * all resident once, then rounds of acquire+release over a random
  * permutation (nearly every acquire restores its region and evicts
- * another: a "miss"), each followed by acquire+release of the last half
- * of the resident regions, still resident (a "hit"); a um_lookup of every region's
- * pointer; the frees. Each call is timed
- * on its own; the table gives the mean per call and its ratio to the
- * smallest count measured in the same run. A flat library shows ratios
- * near 1; a walk over every region on each call shows a ratio that grows
- * with the count.
+ * another: a "miss"), where after every HIT_EVERY of them the last
+ * HIT_BACK regions the round touched, still resident, are acquired and
+ * released again (a "hit"); a um_lookup of every region's pointer; the
+ * frees. Each call is timed on its own; the table gives the mean per call
+ * and its ratio to the smallest count measured in the same run. A flat
+ * library shows ratios near 1; a walk over every region on each call
+ * shows a ratio that grows with the count.
+ *
+ * A hit is of a region touched a fixed few calls before, at every count,
+ * so that it measures what the library does with more regions and not
+ * how far the machine's caches reach: a region last touched a quarter of
+ * the device ago is cold in every cache at 32768 regions (design/libum.rst,
+ * "Regions at scale", has both figures).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -36,6 +42,9 @@ static const char *const call_names[C_COUNT] = {
  * transparent huge pages, so 64 KiB touched costs 2 MiB).
  */
 #define SCALE_MAX_RESIDENT	1024u
+/* hits: the last HIT_BACK regions again after every HIT_EVERY misses */
+#define HIT_EVERY		16u
+#define HIT_BACK		8u
 
 static const unsigned int default_counts[] = {
 	64, 512, 4096, 32768, 65536,
@@ -150,51 +159,43 @@ static bool resident(struct scale_run *s, um_region_t r)
 	       !info.pending;
 }
 
-/*
- * acquire+release of perm[from..to), each timed as a hit or a miss by
- * where its region was (when p is set).
- */
-static int touch(struct scale_run *s, unsigned int from, unsigned int to,
-		 struct scale_point *p)
+/* acquire+release of r, timed as a hit or a miss by where it was */
+static int touch(struct scale_run *s, um_region_t r, struct scale_point *p)
 {
-	unsigned int i;
-	int rc = 0;
+	int c = p && resident(s, r) ? C_HIT : C_MISS;
+	uint64_t t0 = ut_now_ns();
+	int rc = um_acquire(s->ctx, r, UM_TIER_GPU(0), NULL);
 
-	for (i = from; !rc && i < to; i++) {
-		um_region_t r = s->r[s->perm[i]];
-		int c = resident(s, r) ? C_HIT : C_MISS;
-		uint64_t t0 = ut_now_ns();
-
-		rc = um_acquire(s->ctx, r, UM_TIER_GPU(0), NULL);
-		if (!rc)
-			rc = um_release(s->ctx, r);
-		if (p) {
-			p->ns[c] += ut_now_ns() - t0;
-			p->calls[c]++;
-		}
+	if (!rc)
+		rc = um_release(s->ctx, r);
+	if (p) {
+		p->ns[c] += ut_now_ns() - t0;
+		p->calls[c]++;
 	}
 	return rc;
 }
 
-/* One round over a new permutation of the n regions. */
+/*
+ * One round over a new permutation of the n regions, with hits on purpose
+ * when p is set: a random permutation alone hits rarely (least recently
+ * used eviction takes a region before the round reaches it), but the
+ * last regions it touched are resident.
+ */
 static int round_once(struct scale_run *s, unsigned int n,
 		      struct scale_point *p)
 {
+	unsigned int i, k;
+	int rc = 0;
+
 	shuffle(s, n);
-	return touch(s, 0, n, p);
-}
-
-/*
- * Hits on purpose: the last regions a round touched are resident, so
- * acquire+release them again (a random permutation alone hits rarely:
- * least-recently-used eviction takes a region before the round reaches it).
- */
-static int hit_tail(struct scale_run *s, unsigned int n,
-		    struct scale_point *p)
-{
-	unsigned int k = resident_max(n) / 2 ? resident_max(n) / 2 : 1;
-
-	return touch(s, n - k, n, p);
+	for (i = 0; !rc && i < n; i++) {
+		rc = touch(s, s->r[s->perm[i]], p);
+		if (!p || (i + 1) % HIT_EVERY || i + 1 < HIT_BACK)
+			continue;
+		for (k = i + 1 - HIT_BACK; !rc && k <= i; k++)
+			rc = touch(s, s->r[s->perm[k]], p);
+	}
+	return rc;
 }
 
 static int lookup_all(struct scale_run *s, struct scale_point *p)
@@ -261,8 +262,6 @@ static int measure(struct scale_run *s, struct scale_point *p)
 	for (r = 0; !rc && r < rounds; r++) {
 		what = "an acquire+release round";
 		rc = round_once(s, p->regions, p);
-		if (!rc)
-			rc = hit_tail(s, p->regions, p);
 	}
 	if (!rc) {
 		what = "um_lookup";
