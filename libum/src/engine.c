@@ -97,12 +97,12 @@ int um__released_record(struct um_context *ctx, struct um_region *r)
 	r->released_valid = false;
 	r->nreleased = 0;
 	for (i = 0; i < r->nacq_streams && !ret; i++) {
-		if (!r->released[i])
-			ret = ops->fence_create(&ctx->be, &r->released[i]);
+		if (!r->hold[i].fence)
+			ret = ops->fence_create(&ctx->be, &r->hold[i].fence);
 		if (!ret)
 			ret = ops->stream_record_fence(&ctx->be,
-						       r->acq_streams[i],
-						       r->released[i]);
+						       r->hold[i].stream,
+						       r->hold[i].fence);
 	}
 	if (ret)
 		return ret;
@@ -117,7 +117,7 @@ static int um__released_query(struct um_context *ctx, struct um_region *r)
 	uint32_t i;
 
 	for (i = 0; r->released_valid && i < r->nreleased; i++)
-		if (ctx->be.ops->fence_query(&ctx->be, r->released[i]) ==
+		if (ctx->be.ops->fence_query(&ctx->be, r->hold[i].fence) ==
 		    -EAGAIN)
 			return -EAGAIN;
 	return 0;
@@ -128,7 +128,7 @@ void um__released_wait(struct um_context *ctx, struct um_region *r)
 	uint32_t i;
 
 	for (i = 0; r->released_valid && i < r->nreleased; i++)
-		ctx->be.ops->fence_wait(&ctx->be, r->released[i]);
+		ctx->be.ops->fence_wait(&ctx->be, r->hold[i].fence);
 }
 
 /* Order q after every fence of the last release. */
@@ -140,7 +140,7 @@ static int released_order(struct um_context *ctx, struct um_region *r,
 
 	for (i = 0; r->released_valid && i < r->nreleased && !ret; i++)
 		ret = ctx->be.ops->queue_wait_fence(&ctx->be, q,
-						    r->released[i]);
+						    r->hold[i].fence);
 	return ret;
 }
 
@@ -149,9 +149,9 @@ void um__released_drop(struct um_context *ctx, struct um_region *r)
 	uint32_t i;
 
 	for (i = 0; i < UM_HOLD_STREAMS; i++) {
-		if (r->released[i])
-			ctx->be.ops->fence_destroy(&ctx->be, r->released[i]);
-		r->released[i] = NULL;
+		if (r->hold[i].fence)
+			ctx->be.ops->fence_destroy(&ctx->be, r->hold[i].fence);
+		r->hold[i].fence = NULL;
 	}
 	r->released_valid = false;
 	r->nreleased = 0;

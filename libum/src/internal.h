@@ -132,16 +132,20 @@ struct um_vkey {
 struct um_vset;
 
 struct um_vnode {
-	/* what a walk of the set reads, in one cache line (64-aligned) */
-	struct um_vnode *left, *right, *parent;
+	/*
+	 * What a walk of the set and a hit read, in one cache line
+	 * (64-aligned): a hit decides from set, the flags and key alone.
+	 */
+	struct um_vnode *left, *right;
+	struct um_vset *set;		/* NULL: not linked in a set */
 	uint32_t heap;			/* treap priority: hash of idx */
 	/* linked, but its region is acquired: not counted in the set */
 	bool parked;
 	/* linked under an older recency than the region's (victims.c) */
 	bool stale;
 	struct um_vkey key;
-	/* read only where the node itself changes or is chosen */
-	struct um_vset *set;		/* NULL: not linked in a set */
+	/* read only where the node itself is linked, unlinked or chosen */
+	struct um_vnode *parent;
 	struct um_region *owner;
 	uint64_t charged;		/* bytes added to set->bytes */
 };
@@ -158,6 +162,13 @@ struct um_vset {
  * the first holder's stream and fence), so that a hit on one of many
  * thousand regions (cold in the caches) costs few misses (umbench scale: design/libum.rst, "Regions at scale").
  */
+/* One of a region's distinct holding streams, fenced at release. */
+struct um_hold {
+	void *stream;
+	/* recorded on stream at the last release, if any */
+	struct um_fence *fence;
+};
+
 struct um_region {
 	um_region_t handle;
 	uint32_t idx;
@@ -181,7 +192,7 @@ struct um_region {
 	 * nothing. Meaningless elsewhere; um__settle clears it.
 	 */
 	bool host_kept;
-	bool released_valid;		/* released[0..nreleased) recorded */
+	bool released_valid;		/* hold[0..nreleased).fence recorded */
 	bool unfenced;			/* release could not fence: keep */
 	bool held_by_many;		/* nested acquires by other threads */
 	/* UM_ADVISE_READ_MOSTLY: the device promises not to write r */
@@ -195,12 +206,10 @@ struct um_region {
 	uint64_t drain_charged;		/* dev_len on dev[drain_dev].draining */
 	uint32_t drain_dev;
 	uint8_t victim_in;		/* bit w: victim[w] is in a set */
+	/* the first holders' stream and fence share the line a hit reads */
+	struct um_hold hold[UM_HOLD_STREAMS] __attribute__((aligned(64)));
 	/* victims.c: [0] its tier's set, [1] the host-any set */
 	struct um_vnode victim[2] __attribute__((aligned(64)));
-	/* the distinct streams of the holders: each is fenced at release */
-	void *acq_streams[UM_HOLD_STREAMS];
-	/* one per holder's stream at the last release, if any */
-	struct um_fence *released[UM_HOLD_STREAMS];
 
 	struct um_region *prev, *next;	/* ctx->regions */
 	struct um_context *ctx;

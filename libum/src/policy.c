@@ -450,7 +450,7 @@ static int hold_stream(struct um_context *ctx, struct um_region *r,
 	uint32_t i;
 
 	for (i = 0; i < r->nacq_streams; i++)
-		if (r->acq_streams[i] == stream)
+		if (r->hold[i].stream == stream)
 			return 0;
 	if (r->nacq_streams == UM_HOLD_STREAMS) {
 		um__log(ctx, UM_LOG_WARN,
@@ -458,7 +458,7 @@ static int hold_stream(struct um_context *ctx, struct um_region *r,
 			r->name, UM_HOLD_STREAMS);
 		return -EBUSY;
 	}
-	r->acq_streams[r->nacq_streams++] = stream;
+	r->hold[r->nacq_streams++].stream = stream;
 	return 0;
 }
 

@@ -221,6 +221,8 @@ static bool only_newer(const struct um_vkey *linked, const struct um_vkey *k)
 /*
  * A hit's change, with n left where it is linked (parked while acquired,
  * stale once released at a newer recency); false when n must be relinked.
+ * It reads only the node's first line: its charge needs no check, as a
+ * region's sizes are fixed at um_alloc and the set says device or host.
  */
 static bool sync_lazy(struct um_context *ctx, struct um_region *r, int which,
 		      struct um_vnode *n)
@@ -228,8 +230,7 @@ static bool sync_lazy(struct um_context *ctx, struct um_region *r, int which,
 	struct um_vkey k = key_of(r);
 	struct um_vset *s = n->set;
 
-	if (!s || s != home_set(ctx, r, which) || n->charged != charge_of(r) ||
-	    !only_newer(&n->key, &k))
+	if (!s || s != home_set(ctx, r, which) || !only_newer(&n->key, &k))
 		return false;
 	if (r->acquired != n->parked) {
 		n->parked = r->acquired;
