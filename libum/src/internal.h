@@ -156,12 +156,6 @@ struct um_vset {
 	uint32_t n;			/* victims: linked and not parked */
 };
 
-/*
- * Laid out by use: what an acquire and a release of a resident region
- * read and write comes first (two cache lines, then its victim node and
- * the first holder's stream and fence), so that a hit on one of many
- * thousand regions (cold in the caches) costs few misses (umbench scale: design/libum.rst, "Regions at scale").
- */
 /* One of a region's distinct holding streams, fenced at release. */
 struct um_hold {
 	void *stream;
@@ -169,6 +163,14 @@ struct um_hold {
 	struct um_fence *fence;
 };
 
+/*
+ * Laid out by use: what an acquire and a release of a resident region
+ * read and write comes first (two cache lines, then one with the first
+ * holders' streams and fences, then the first line of its victim node),
+ * so that a hit on one of many thousand regions, cold in the caches,
+ * misses on four lines (design/libum.rst, "Cost in the number of
+ * regions").
+ */
 struct um_region {
 	um_region_t handle;
 	uint32_t idx;

@@ -21,7 +21,7 @@
  * so that it measures what the library does with more regions and not
  * how far the machine's caches reach: a region last touched a quarter of
  * the device ago is cold in every cache at 32768 regions (design/libum.rst,
- * "Regions at scale", has both figures).
+ * "Cost in the number of regions", has both figures).
  */
 #include <errno.h>
 #include <stdio.h>
