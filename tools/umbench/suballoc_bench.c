@@ -42,6 +42,7 @@ static int sb_ctx(uint64_t capacity, struct um_context **ctx)
 	cfg.sim_capacity = capacity;
 	cfg.device_budget = capacity;
 	cfg.log = bench_log;
+	cfg.log_level = UM_LOG_WARN;	/* as the other sections: no INFO per context */
 	return um_context_create(&cfg, ctx);
 }
 
