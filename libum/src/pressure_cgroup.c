@@ -8,9 +8,13 @@
  * So the loop samples memory.current of the cgroup it runs in (from
  * /proc/self/cgroup and the cgroup2 mount) against the effective limit, the
  * lowest memory.max or memory.high on the path up to the mount's root, or
- * the host budget (LIBUM_HOST_BUDGET) where that is lower;
- * without a cgroup v2 memory controller the host budget is held against the
- * process's resident set. Levels come from the room left, as umm.ko's
+ * the host budget (LIBUM_HOST_BUDGET) where that is lower. Where the
+ * memory controller is cgroup v1's (RHEL 8, older Kubernetes and Slurm
+ * nodes, a systemd "hybrid" layout) the same watch reads its files:
+ * memory.usage_in_bytes against the lowest memory.limit_in_bytes (v1 has
+ * no memory.high, and no PSI file per cgroup: sampling alone). Without a
+ * memory controller the host budget is held against the process's
+ * resident set. Levels come from the room left, as umm.ko's
  * cgroup/{low,medium,critical}_bp defaults have them (20, 10 and 5 % of the
  * limit), and each rise is answered like umm.ko's UMM_TIER_CGROUP PRESSURE:
  * released host copies to the spill tier and the pool trimmed
@@ -45,6 +49,8 @@
 #define CG_FAST_FILL_BPS (1ull << 30)
 #define CG_PSI_TRIGGER	"some 150000 2000000"
 #define CG_MAX_DEPTH	16
+/* v1 writes "no limit" as the page counter's largest value, about 2^63 */
+#define CG_V1_NO_LIMIT	(1ull << 62)
 
 /* ---- finding our cgroup ------------------------------------------------ */
 
@@ -66,8 +72,29 @@ static void unescape(char *s)
 	*o = '\0';
 }
 
-/* The cgroup2 mount: its point and the cgroup path it shows as its root. */
-static int cgroup2_mount(char *point, char *root, size_t len)
+/* "memory" among the n bytes of a comma-separated list of names. */
+static bool names_memory(const char *list, size_t n)
+{
+	while (n) {
+		size_t k = strcspn(list, ",");
+
+		if (k > n)
+			k = n;
+		if (k == 6 && !strncmp(list, "memory", 6))
+			return true;
+		k += k < n;	/* and its comma */
+		list += k;
+		n -= k;
+	}
+	return false;
+}
+
+/*
+ * The mount of our memory controller's hierarchy: its point and the
+ * cgroup path it shows as its root. v2: the cgroup2 mount; v1: the cgroup
+ * mount whose super options name memory.
+ */
+static int cgroup_mount(bool v1, char *point, char *root, size_t len)
 {
 	char line[4096], r[PATH_MAX], p[PATH_MAX];
 	int ret = -ENOENT;
@@ -79,9 +106,18 @@ static int cgroup2_mount(char *point, char *root, size_t len)
 	while (fgets(line, sizeof(line), f)) {
 		const char *sep = strstr(line, " - ");
 
-		if (!sep || strncmp(sep, " - cgroup2 ", 11) ||
+		if (!sep || strncmp(sep, v1 ? " - cgroup " : " - cgroup2 ",
+				    v1 ? 10 : 11) ||
 		    sscanf(line, "%*s %*s %*s %4095s %4095s", r, p) != 2)
 			continue;
+		/* v1: " - cgroup SOURCE OPTIONS" */
+		if (v1) {
+			const char *opts = strchr(sep + 10, ' ');
+
+			if (!opts ||
+			    !names_memory(opts + 1, strcspn(opts + 1, " \n")))
+				continue;
+		}
 		unescape(r);
 		unescape(p);
 		if (strlen(r) >= len || strlen(p) >= len)
@@ -95,10 +131,13 @@ static int cgroup2_mount(char *point, char *root, size_t len)
 	return ret;
 }
 
-/* Our cgroup v2 path, from the "0::" line of /proc/self/cgroup. */
-static int cgroup2_path(char *path, size_t len)
+/*
+ * Our cgroup's path in /proc/self/cgroup: v2's "0::" line, or v1's line
+ * whose controllers name memory ("4:memory:/kubepods/...").
+ */
+static int cgroup_path(bool v1, char *path, size_t len)
 {
-	char line[PATH_MAX + 8];
+	char line[PATH_MAX + 64];
 	int ret = -ENOENT;
 	FILE *f;
 
@@ -106,14 +145,18 @@ static int cgroup2_path(char *path, size_t len)
 	if (!f)
 		return -errno;
 	while (fgets(line, sizeof(line), f)) {
+		char *names = strchr(line, ':'), *p;
 		size_t n;
 
-		if (strncmp(line, "0::", 3))
+		p = names ? strchr(names + 1, ':') : NULL;
+		if (!p || (v1 ? !names_memory(names + 1,
+					       (size_t)(p - names - 1)) :
+				strncmp(line, "0::", 3)))
 			continue;
-		n = strcspn(line + 3, "\n");
+		n = strcspn(p + 1, "\n");
 		if (n >= len)
 			break;
-		memcpy(path, line + 3, n);
+		memcpy(path, p + 1, n);
 		path[n] = '\0';
 		ret = 0;
 		break;
@@ -126,21 +169,23 @@ static int cgroup2_path(char *path, size_t len)
  * The directory of our cgroup, and how far up its limits are looked for
  * (the mount point: above it are cgroups we cannot see).
  */
-static int find_cgroup(struct um_cgwatch *w, char *why, size_t len)
+static int find_cgroup(struct um_cgwatch *w, bool v1, char *why, size_t len)
 {
 	char point[PATH_MAX], root[PATH_MAX], path[PATH_MAX];
 	const char *rel;
 	size_t rl;
 	int ret;
 
-	ret = cgroup2_mount(point, root, sizeof(point));
+	ret = cgroup_mount(v1, point, root, sizeof(point));
 	if (ret) {
-		snprintf(why, len, "no cgroup2 file system mounted");
+		snprintf(why, len, v1 ? "no cgroup v1 memory hierarchy mounted" :
+				       "no cgroup2 file system mounted");
 		return ret;
 	}
-	ret = cgroup2_path(path, sizeof(path));
+	ret = cgroup_path(v1, path, sizeof(path));
 	if (ret) {
-		snprintf(why, len, "no cgroup v2 line in /proc/self/cgroup");
+		snprintf(why, len, v1 ? "no memory line in /proc/self/cgroup" :
+				       "no cgroup v2 line in /proc/self/cgroup");
 		return ret;
 	}
 	/* a mount of a subtree shows paths below its root */
@@ -169,7 +214,10 @@ static int parse_counter(char *buf, ssize_t n, uint64_t *out)
 	return um__parse_size(buf, out) ? -EPROTO : 0;
 }
 
-/* A memory.* value: a number, or "max" for none (UINT64_MAX). */
+/*
+ * A memory.* value: a number, or none (UINT64_MAX): v2's "max", or v1's
+ * largest value.
+ */
 static int read_value(int dirfd, const char *name, uint64_t *out)
 {
 	char buf[32];
@@ -187,7 +235,10 @@ static int read_value(int dirfd, const char *name, uint64_t *out)
 		*out = UINT64_MAX;
 		return 0;
 	}
-	return parse_counter(buf, n, out);
+	n = parse_counter(buf, n, out);
+	if (!n && *out >= CG_V1_NO_LIMIT)
+		*out = UINT64_MAX;
+	return (int)n;
 }
 
 static uint64_t min_u64(uint64_t a, uint64_t b)
@@ -206,9 +257,9 @@ static void take_lower(struct um_cgwatch *w, uint64_t v, const char *file,
 }
 
 /*
- * The effective limit: the lowest memory.max or memory.high from our
- * cgroup up to the top we can see (a Slurm job or a pod slice sets it on
- * a parent), or the host budget where lower.
+ * The effective limit: the lowest memory.max or memory.high (v1: memory.
+ * limit_in_bytes) from our cgroup up to the top we can see (a Slurm job or
+ * a pod slice sets it on a parent), or the host budget where lower.
  */
 static void read_limits(struct um_cgwatch *w)
 {
@@ -229,10 +280,9 @@ static void read_limits(struct um_cgwatch *w)
 
 		if (fd < 0)
 			break;
-		if (!read_value(fd, "memory.max", &v))
-			take_lower(w, v, "memory.max", dir);
-		if (!read_value(fd, "memory.high", &v))
-			take_lower(w, v, "memory.high", dir);
+		for (int i = 0; i < 2 && w->files->limit[i]; i++)
+			if (!read_value(fd, w->files->limit[i], &v))
+				take_lower(w, v, w->files->limit[i], dir);
 		close(fd);
 		slash = strrchr(dir, '/');
 		if (!strcmp(dir, w->top) || !slash || slash == dir)
@@ -460,27 +510,77 @@ static void open_psi(struct um_cgwatch *w)
 	}
 }
 
-/* Our cgroup's memory.current, or no cgroup to watch (*why says so). */
-static void open_cgroup(struct um_pressure *pr, char *why, size_t len)
-{
-	struct um_cgwatch *w = &pr->cgw;
-	const char *forced = pr->ctx->set.cgroup_dir;
-	char path[PATH_MAX + 32];
-	struct stat st;
+static const struct um_cg_files cg_v2 = {
+	"memory.current", { "memory.max", "memory.high" },
+};
+static const struct um_cg_files cg_v1 = {
+	"memory.usage_in_bytes", { "memory.limit_in_bytes", NULL },
+};
 
+static bool has_file(const char *dir, const char *name)
+{
+	char path[PATH_MAX + 32];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return !access(path, F_OK);
+}
+
+/*
+ * Our cgroup's directory and files: v2's where it has its memory
+ * controller, else v1's memory hierarchy where there is one; *why says
+ * why not v2 (false: neither).
+ */
+static bool pick_cgroup(struct um_cgwatch *w, const char *forced, char *why,
+			size_t len)
+{
+	char why1[128];
+	int v2;
+
+	w->files = &cg_v2;
 	if (forced) {
 		/* named by hand: its limits and every parent's we can read */
 		snprintf(w->dir, sizeof(w->dir), "%s", forced);
 		w->top[0] = '\0';
-	} else if (find_cgroup(w, why, len)) {
-		return;
+		if (!has_file(w->dir, cg_v2.usage) &&
+		    has_file(w->dir, cg_v1.usage))
+			w->files = &cg_v1;
+		return true;
 	}
-	snprintf(path, sizeof(path), "%s/memory.current", w->dir);
+	v2 = find_cgroup(w, false, why, len);
+	if (!v2 && has_file(w->dir, cg_v2.usage))
+		return true;
+	if (!find_cgroup(w, true, why1, sizeof(why1)) &&
+	    has_file(w->dir, cg_v1.usage)) {
+		w->files = &cg_v1;
+		return true;
+	}
+	if (v2) {
+		size_t n = strlen(why);
+
+		snprintf(why + n, len - n, ", %s", why1);
+		return false;
+	}
+	/* v2's cgroup again: its missing file is the reason given */
+	return !find_cgroup(w, false, why, len);
+}
+
+/* Our cgroup's usage file, or no cgroup to watch (*why says so). */
+static void open_cgroup(struct um_pressure *pr, char *why, size_t len)
+{
+	struct um_cgwatch *w = &pr->cgw;
+	char path[PATH_MAX + 32];
+	struct stat st;
+
+	why[0] = '\0';
+	if (!pick_cgroup(w, pr->ctx->set.cgroup_dir, why, len))
+		return;
+	snprintf(path, sizeof(path), "%s/%s", w->dir, w->files->usage);
 	w->current_fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (w->current_fd < 0) {
 		snprintf(why, len, "%s: %s%s", path, strerror(errno),
 			 errno == ENOENT ?
-				 " (no memory controller on our cgroup)" : "");
+				 " (no memory controller on our cgroup, v2 or v1)" :
+				 "");
 		return;
 	}
 	if (!stat(w->dir, &st))
@@ -517,7 +617,9 @@ int um__cgwatch_open(struct um_pressure *pr, char *why, size_t len)
 		return -ENOENT;
 	read_limits(w);
 	if (w->limit == UINT64_MAX) {
-		snprintf(why, len, "no memory.max or memory.high on %s and no host budget",
+		snprintf(why, len, w->files == &cg_v1 ?
+			 "memory.limit_in_bytes unlimited on %s and up, and no host budget" :
+			 "no memory.max or memory.high on %s and no host budget",
 			 w->dir);
 		um__cgwatch_close(pr);
 		return -ENOENT;

@@ -90,13 +90,20 @@ struct books {
 };
 
 /* Our own watch of our memory cgroup (pressure_cgroup.c). */
+/* The files of a memory controller: cgroup v2's or v1's. */
+struct um_cg_files {
+	const char *usage;		/* what counts against the limit */
+	const char *limit[2];		/* the limits, lowest wins */
+};
+
 struct um_cgwatch {
 	bool open;
 	bool timer_armed;
 	bool psi_armed;
 	char dir[PATH_MAX];		/* our cgroup's directory */
 	char top[PATH_MAX];		/* limits are looked for up to it */
-	int current_fd;			/* its memory.current, or -1 */
+	const struct um_cg_files *files;
+	int current_fd;			/* its usage file, or -1 */
 	int statm_fd;			/* /proc/self/statm, without it */
 	int psi_fd;			/* a trigger on its memory.pressure */
 	uint32_t id;			/* low 32 bits of its inode */

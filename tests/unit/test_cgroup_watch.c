@@ -56,6 +56,7 @@ struct tree {
 	char root[64];		/* the parent: a job or a pod */
 	char cg[96];		/* ours, inside it */
 	char spill[96];
+	const char *usage;	/* memory.current, or v1's file */
 };
 
 static int put(const char *dir, const char *name, const char *fmt, ...)
@@ -84,21 +85,38 @@ static int put(const char *dir, const char *name, const char *fmt, ...)
 	return close(fd) || n != len ? -1 : 0;
 }
 
-static int make_tree(struct tree *t, const char *parent_max,
-		     const char *own_max, const char *own_high)
+static int make_dirs(struct tree *t)
 {
 	snprintf(t->root, sizeof(t->root), "/var/tmp/um-test-cgw.XXXXXX");
 	if (!mkdtemp(t->root))
 		return -1;
 	snprintf(t->cg, sizeof(t->cg), "%s/trainer", t->root);
 	snprintf(t->spill, sizeof(t->spill), "%s/spill", t->root);
-	if (mkdir(t->cg, 0700))
+	return mkdir(t->cg, 0700);
+}
+
+static int make_tree(struct tree *t, const char *parent_max,
+		     const char *own_max, const char *own_high)
+{
+	t->usage = "memory.current";
+	if (make_dirs(t))
 		return -1;
 	return put(t->root, "memory.max", "%s\n", parent_max) ||
 	       put(t->root, "memory.high", "max\n") ||
 	       put(t->cg, "memory.max", "%s\n", own_max) ||
 	       put(t->cg, "memory.high", "%s\n", own_high) ||
 	       put(t->cg, "memory.current", "%llu\n", 40 * MiB) ? -1 : 0;
+}
+
+/* The same as cgroup v1 writes it: no memory.high, "no limit" a number. */
+static int make_tree_v1(struct tree *t, const char *parent_limit)
+{
+	t->usage = "memory.usage_in_bytes";
+	if (make_dirs(t))
+		return -1;
+	return put(t->root, "memory.limit_in_bytes", "%s\n", parent_limit) ||
+	       put(t->cg, "memory.limit_in_bytes", "9223372036854771712\n") ||
+	       put(t->cg, t->usage, "%llu\n", 40 * MiB) ? -1 : 0;
 }
 
 /* A captured line of level holding the formatted text. */
@@ -250,8 +268,7 @@ static void spill_at_low(struct __test_metadata *_metadata,
 			 struct um_context *ctx, const struct tree *t,
 			 const um_region_t *r, struct seen *seen)
 {
-	ASSERT_EQ(0, put(t->cg, "memory.current", "%llu\n",
-			 LIMIT - 50 * MiB));
+	ASSERT_EQ(0, put(t->cg, t->usage, "%llu\n", LIMIT - 50 * MiB));
 	ASSERT_TRUE(wait_own_events(ctx, 1));
 	ASSERT_EQ(0, um_wait_all(ctx));
 	ASSERT_EQ(NREG, on_disk(ctx, r));
@@ -270,7 +287,7 @@ static void relief_with_room(struct __test_metadata *_metadata,
 			     struct um_context *ctx, const struct tree *t,
 			     struct seen *seen)
 {
-	ASSERT_EQ(0, put(t->cg, "memory.current", "%llu\n", 64 * MiB));
+	ASSERT_EQ(0, put(t->cg, t->usage, "%llu\n", 64 * MiB));
 	ASSERT_TRUE(wait_cold(ctx, seen));
 	ASSERT_EQ((uint32_t)UMM_LEVEL_NORMAL, pstats(ctx).cgroup_level);
 	ASSERT_EQ(0, g_log.err) TH_LOG("log: %s", g_log.text);
@@ -310,6 +327,52 @@ TEST(parent_limit_spills_host_copies_then_relief)
 	relief_with_room(_metadata, ctx, &t, &seen);
 
 	ASSERT_EQ(0, check_and_free(ctx, r));
+	ASSERT_EQ(0, um_context_destroy(ctx));
+	rm_tree(&t);
+	unset_env();
+}
+
+/*
+ * cgroup v1's memory controller (RHEL 8, older Kubernetes and Slurm
+ * nodes): the same watch on its files, the limit on the parent, the
+ * cgroup's own "no limit" (v1's largest value) not taken for one.
+ */
+TEST(v1_files_watched_the_same)
+{
+	struct seen seen = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	struct um_context *ctx;
+	struct tree t = { 0 };
+	um_region_t r[NREG];
+
+	ASSERT_EQ(0, make_tree_v1(&t, "268435456"));
+	ctx = watch_ctx(&t, true, 0);
+	ASSERT_NONNULL(ctx);
+	ASSERT_TRUE(um__pressure_sources(ctx) & UM_PSRC_CGROUP);
+	ASSERT_TRUE(has_line(UM_LOG_INFO, "memory cgroup: watching memory.limit_in_bytes of %s, 256 MiB",
+			       t.root)) TH_LOG("log: %s", g_log.text);
+	ASSERT_EQ(0, host_copies(ctx, r));
+	ASSERT_EQ(0, um_set_event_callback(ctx, on_event, &seen));
+	spill_at_low(_metadata, ctx, &t, r, &seen);
+	ASSERT_EQ(LIMIT, pstats(ctx).cgroup_limit);
+	relief_with_room(_metadata, ctx, &t, &seen);
+	ASSERT_EQ(0, check_and_free(ctx, r));
+	ASSERT_EQ(0, um_context_destroy(ctx));
+	rm_tree(&t);
+	unset_env();
+}
+
+/* v1 with no limit anywhere: nothing to watch, and said so. */
+TEST(v1_without_a_limit_not_watched)
+{
+	struct um_context *ctx;
+	struct tree t = { 0 };
+
+	ASSERT_EQ(0, make_tree_v1(&t, "9223372036854771712"));
+	ctx = watch_ctx(&t, true, 0);
+	ASSERT_NONNULL(ctx);
+	ASSERT_FALSE(um__pressure_sources(ctx) & UM_PSRC_CGROUP);
+	ASSERT_TRUE(has_line(UM_LOG_INFO, "memory.limit_in_bytes unlimited on %s and up",
+			       t.cg)) TH_LOG("log: %s", g_log.text);
 	ASSERT_EQ(0, um_context_destroy(ctx));
 	rm_tree(&t);
 	unset_env();
