@@ -14,10 +14,12 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -376,6 +378,158 @@ TEST(v1_without_a_limit_not_watched)
 	ASSERT_EQ(0, um_context_destroy(ctx));
 	rm_tree(&t);
 	unset_env();
+}
+
+/* ---- a real cgroup v1 memory controller, where this machine has one ---- */
+
+#define V1_MOUNT	"/sys/fs/cgroup/memory"
+#define V1_LIMIT	(320 * MiB)
+#define V1_STEP		(4 * MiB)
+
+/* A child of our own v1 memory cgroup (so any limit above still holds). */
+static int v1_child(char *dir, size_t len)
+{
+	char line[512], *p;
+	int ret = -ENOENT;
+	FILE *f;
+
+	if (access(V1_MOUNT "/memory.limit_in_bytes", F_OK))
+		return -ENOENT;
+	f = fopen("/proc/self/cgroup", "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		p = strstr(line, ":memory:");
+		if (!p)
+			continue;
+		p[strcspn(p, "\n")] = '\0';
+		ret = snprintf(dir, len, V1_MOUNT "%s/um-test-v1.%d",
+			       strcmp(p + 8, "/") ? p + 8 : "",
+			       (int)getpid()) < (int)len ? 0 : -E2BIG;
+		break;
+	}
+	fclose(f);
+	if (!ret && mkdir(dir, 0700))
+		ret = -errno;
+	return ret;
+}
+
+static uint64_t v1_value(const char *dir, const char *name, const char *key)
+{
+	char path[PATH_MAX + 32], k[64];
+	unsigned long long v, got = UINT64_MAX;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "re");
+	if (!f)
+		return UINT64_MAX;
+	if (!key) {
+		if (fscanf(f, "%llu", &v) == 1)
+			got = v;
+	} else {
+		while (fscanf(f, "%63s %llu", k, &v) == 2)
+			if (!strcmp(k, key))
+				got = v;
+	}
+	fclose(f);
+	return got;
+}
+
+/*
+ * In the v1 cgroup, with the module and PSI off: fill until the watch
+ * asks (exit 0), each failure its own status.
+ */
+static int v1_trainer(const char *dir, const char *spill)
+{
+	struct um_context *ctx = NULL;
+	struct um_config cfg;
+	um_region_t r[NREG];
+	char want[PATH_MAX + 64];
+	void *fill[V1_LIMIT / V1_STEP];
+	int n = 0, ret = 0;
+
+	setenv("LIBUM_PRESSURE", "1", 1);
+	setenv("LIBUM_UMM_DEV", "/dev/null", 1);
+	setenv("LIBUM_PSI_PATH", "/nonexistent/pressure", 1);
+	unsetenv("LIBUM_CGROUP_DIR");
+	cfg_sim(&cfg, 0, 64 * MiB);
+	cfg.spill_dir = spill;
+	logcap_reset();
+	if (um_context_create(&cfg, &ctx))
+		return 10;
+	snprintf(want, sizeof(want), "watching memory.limit_in_bytes of %s, 320 MiB",
+		 dir);
+	if (!(um__pressure_sources(ctx) & UM_PSRC_CGROUP) ||
+	    !logcap_has(UM_LOG_INFO, want, NULL)) {
+		fprintf(stderr, "# log: %s\n", g_log.text);
+		return 11;
+	}
+	if (host_copies(ctx, r))
+		return 12;
+	/* a real fill, in steps: the watch must ask before the limit */
+	while (!ret && !pstats(ctx).cgroup_own_events) {
+		uint64_t used = v1_value(dir, "memory.usage_in_bytes", NULL);
+
+		if (used == UINT64_MAX || used + 2 * V1_STEP >= V1_LIMIT ||
+		    n == (int)(sizeof(fill) / sizeof(*fill)))
+			ret = 13;
+		else if (!(fill[n] = malloc(V1_STEP)))
+			ret = 14;
+		else
+			memset(fill[n++], 1, V1_STEP);
+		usleep(20000);
+	}
+	if (!ret)
+		fprintf(stderr, "# v1: asked at %llu MiB of %llu, after %d MiB of fill\n",
+			(unsigned long long)pstats(ctx).cgroup_usage >> 20,
+			(unsigned long long)V1_LIMIT >> 20, n * 4);
+	for (int i = 0; !ret && i < GUARD && on_disk(ctx, r) < NREG; i++)
+		usleep(10000);
+	if (!ret && on_disk(ctx, r) < NREG)
+		ret = 15;
+	while (n)
+		free(fill[--n]);
+	if (!ret && check_and_free(ctx, r))
+		ret = 16;
+	if (um_context_destroy(ctx) && !ret)
+		ret = 17;
+	return ret;
+}
+
+TEST(real_v1_cgroup_watched_before_its_limit)
+{
+	char dir[PATH_MAX], spill[] = "/var/tmp/um-test-v1s.XXXXXX";
+	int go[2], status = 0, err;
+	pid_t pid;
+	char b = 0;
+
+	err = v1_child(dir, sizeof(dir));
+	if (err)
+		SKIP(return, "no cgroup v1 memory controller we may use here (%s)",
+		     strerror(-err));
+	ASSERT_NONNULL(mkdtemp(spill));
+	ASSERT_EQ(0, put(dir, "memory.limit_in_bytes", "%llu\n",
+			 (unsigned long long)V1_LIMIT));
+	ASSERT_EQ(0, pipe(go));
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (!pid) {
+		close(go[1]);
+		_exit(read(go[0], &b, 1) == 1 ? v1_trainer(dir, spill) : 9);
+	}
+	close(go[0]);
+	EXPECT_EQ(0, put(dir, "cgroup.procs", "%d\n", (int)pid));
+	ASSERT_EQ(1, write(go[1], &b, 1));
+	close(go[1]);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status)) TH_LOG("killed by signal %d",
+					     WTERMSIG(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	EXPECT_EQ(0u, v1_value(dir, "memory.oom_control", "oom_kill"));
+	EXPECT_EQ(0, rmdir(dir));
+	snprintf(dir, sizeof(dir), "rm -rf '%s'", spill);
+	EXPECT_EQ(0, system(dir));
 }
 
 /*
