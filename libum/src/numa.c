@@ -241,6 +241,32 @@ int um__numa_thread_prefer(void)
 	return 0;
 }
 
+_Static_assert(sizeof(((struct um_numa_saved_policy *)0)->mask) ==
+	       NODE_WORDS * sizeof(unsigned long), "a whole node mask");
+
+void um__numa_thread_place(int node, struct um_numa_saved_policy *saved)
+{
+	unsigned long one[NODE_WORDS];
+
+	saved->changed = 0;
+	if (!um__numa_available() || !um__numa_node_valid(node))
+		return;
+	if (get_mempolicy(&saved->mode, saved->mask, NODE_BITS + 1, NULL, 0))
+		return;
+	/* the mode flags ride in the high bits of what get_mempolicy gives */
+	if ((saved->mode & 0xff) != MPOL_BIND)
+		return;
+	node_mask(one, node);
+	if (!set_mempolicy(MPOL_PREFERRED, one, NODE_BITS + 1))
+		saved->changed = 1;
+}
+
+void um__numa_thread_restore(const struct um_numa_saved_policy *saved)
+{
+	if (saved->changed)
+		(void)set_mempolicy(saved->mode, saved->mask, NODE_BITS + 1);
+}
+
 /* Fault every page in for writing; MADV_POPULATE_WRITE where the kernel has it. */
 static void populate(void *p, size_t len)
 {

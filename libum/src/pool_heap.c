@@ -23,6 +23,7 @@
 #include <time.h>
 
 #include "pool_internal.h"
+#include "um_numa.h"
 
 /*
  * Four classes per doubling up to 4 KiB (all multiples of 64 bytes, so slots
@@ -626,6 +627,7 @@ int um__pool_heap_grow(struct um_pool *pool, int hi, size_t need_pages,
 	struct heap *h = &pool->heaps[hi];
 	uint64_t need = (uint64_t)need_pages << POOL_PAGE_SHIFT;
 	uint64_t size = pool->chunk_bytes;
+	struct um_numa_saved_policy pol;
 	struct chunk *c = NULL;
 	struct span *s;
 	void *mem = NULL;
@@ -669,11 +671,21 @@ int um__pool_heap_grow(struct um_pool *pool, int hi, size_t need_pages,
 	 * which has no copy of this thread, keeps it with the pool.
 	 */
 	pool->growing = c;
+	/*
+	 * Whoever grows (often the application's own thread, in an eviction)
+	 * may be bound to the node that is filling, and the chunk is for
+	 * another: the page tables its fault-in needs must not wait for the
+	 * full node (seen in the VM rig: the trainer's thread OOM-killed in
+	 * a huge page's page-table allocation on node 0 while populating a
+	 * chunk for node 1).
+	 */
+	um__numa_thread_place(h->node, &pol);
 	if (um__pool_grow_hook)
 		um__pool_grow_hook();
 	t0 = um__now_ns();
 	if (c)
 		ret = pool->be->ops->host_alloc(pool->be, size, h->node, &mem);
+	um__numa_thread_restore(&pol);
 	if (!ret && ((uintptr_t)mem & (UM_POOL_PAGE - 1))) {
 		/* every backend gives page-aligned memory; refuse others */
 		pool->be->ops->host_free(pool->be, mem, size);

@@ -641,8 +641,18 @@ bool um__pressure_answer(struct um_pressure *pr, const struct umm_event *ev,
 		dest = dest_for(pr, ev->dest_node, (int)ev->tier_id,
 				held(pr, (int)ev->tier_id, false, 0),
 				ev->bytes_to_free);
-		if (ev->level >= UMM_LEVEL_LOW) {
-			if (ev->tier_id < 32 &&
+		/*
+		 * A SHRINK comes from the kernel's reclaim on the node, which
+		 * is at its low watermark whatever level the module's last
+		 * sample read: steer and keep off it as for LOW. Seen in the
+		 * VM rig at 256 MiB/s: a SHRINK at level normal, CRITICAL 70
+		 * ms later, and in between the trainer grew its pool on node
+		 * 0 again right after the trim we answered with, and stalled
+		 * there until the OOM kill.
+		 */
+		if (ev->level >= UMM_LEVEL_LOW ||
+		    ev->type == UMM_EVENT_SHRINK) {
+			if (ev->level >= UMM_LEVEL_LOW && ev->tier_id < 32 &&
 			    ev->bytes_free > pr->low_mark[ev->tier_id])
 				pr->low_mark[ev->tier_id] = ev->bytes_free;
 			if (um__tier_is_host(dest))

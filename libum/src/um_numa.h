@@ -58,6 +58,25 @@ int um__numa_bind(void *p, size_t len, int node);
 int um__numa_thread_prefer(void);
 
 /*
+ * For the length of one allocation on node by the calling thread (a pool
+ * chunk's mmap, mbind and fault-in): a binding of the thread to other
+ * nodes becomes a preference for node, so that what the kernel allocates
+ * for the chunk under the thread's own policy (page tables, the page table
+ * a huge page keeps in reserve) comes from the chunk's node, not from the
+ * node the application bound the thread to, which may be the full one the
+ * chunk is there to relieve. um__numa_thread_restore() puts the policy
+ * back. Does nothing unless the thread binds and node is valid.
+ */
+struct um_numa_saved_policy {
+	int mode;			/* as get_mempolicy gave it */
+	int changed;			/* 1: restore puts mode and mask back */
+	unsigned long mask[1024 / (8 * sizeof(unsigned long))];
+};
+
+void um__numa_thread_place(int node, struct um_numa_saved_policy *saved);
+void um__numa_thread_restore(const struct um_numa_saved_policy *saved);
+
+/*
  * Move the pages of [p, p+len) to node with move_pages(2) and rebind the
  * range there so later faults stay. *moved gets the bytes now on node.
  * Pages that cannot move (pinned by a driver: -EBUSY) are left where they

@@ -172,6 +172,55 @@ int e2e_node_free(int node, uint64_t *free_b, uint64_t *total_b)
 	return 0;
 }
 
+int e2e_node_kept(int node, uint64_t *min_b, uint64_t *pcp_cap_b,
+		  uint64_t *pcp_now_b)
+{
+	unsigned long long min = 0, cap = 0, now = 0, v, high = 0;
+	FILE *f = fopen("/proc/zoneinfo", "r");
+	long page = sysconf(_SC_PAGESIZE);
+	bool mine = false, seen = false, pagesets = false, have_max = false;
+	char line[256];
+	int n;
+
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "Node %d, zone", &n) == 1) {
+			cap += have_max ? 0 : high;
+			high = 0;
+			mine = n == node;
+			seen |= mine;
+			pagesets = have_max = false;
+			continue;
+		}
+		if (!mine)
+			continue;
+		if (strstr(line, "pagesets")) {
+			pagesets = true;
+		} else if (!pagesets && sscanf(line, " min %llu", &v) == 1) {
+			min += v;
+		} else if (pagesets && sscanf(line, " count: %llu", &v) == 1) {
+			now += v;
+		} else if (pagesets && sscanf(line, " high_max: %llu", &v) == 1) {
+			cap += v;
+			have_max = true;
+		} else if (pagesets && sscanf(line, " high: %llu", &v) == 1) {
+			high += v;
+		}
+	}
+	cap += have_max ? 0 : high;
+	fclose(f);
+	if (!seen)
+		return -ENOENT;
+	if (min_b)
+		*min_b = min * (uint64_t)page;
+	if (pcp_cap_b)
+		*pcp_cap_b = cap * (uint64_t)page;
+	if (pcp_now_b)
+		*pcp_now_b = now * (uint64_t)page;
+	return 0;
+}
+
 /* Sums "N<node>=<pages>" of every mapping, in its own page size. */
 int e2e_self_node_bytes(uint64_t *bytes, int nnodes)
 {

@@ -42,6 +42,14 @@ bool e2e_have_umm(void);
 int e2e_fill_rate(unsigned int *mib_s);
 /* Node memory from /sys/devices/system/node/node<N>/meminfo. */
 int e2e_node_free(int node, uint64_t *free_b, uint64_t *total_b);
+/*
+ * What node's zones keep out of the allocator's sight, from /proc/zoneinfo:
+ * *min_b their min watermarks, *pcp_cap_b the capacity of every CPU's
+ * per-CPU free lists for them ("high", or "high_max" where the kernel
+ * tunes it), *pcp_now_b what those lists hold now. Any may be NULL.
+ */
+int e2e_node_kept(int node, uint64_t *min_b, uint64_t *pcp_cap_b,
+		  uint64_t *pcp_now_b);
 /* This process's resident bytes per node (bytes[0..nnodes-1]), numa_maps. */
 int e2e_self_node_bytes(uint64_t *bytes, int nnodes);
 

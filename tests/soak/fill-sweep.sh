@@ -12,7 +12,7 @@
 #
 # Usage: fill-sweep.sh [--kernel SERIES] [--runs N] [--rates "16 32 ..."]
 #                      [--out DIR] [--json FILE] [--bin PROGRAM] [--tag NAME]
-#                      [--env NAME=VALUE]...
+#                      [--ko FILE] [--env NAME=VALUE]...
 #   --kernel   6.1 (default) or 6.12
 #   --runs     boots per rate (default 2; SOAK_SWEEP_RUNS)
 #   --rates    MiB/s, ascending (default "16 32 64 128 256 512";
@@ -21,6 +21,8 @@
 #   --json     also write the figures there
 #   --bin      the scenario program (default tests/e2e/build/e2e_node_fill;
 #              another build of it, to compare two libums under one load)
+#   --ko       this umm.ko (built for the kernel) instead of kmod/ built
+#              at each boot: another module build under the same load
 #   --tag      the rig's work directory name (default sweep): give two
 #              sweeps at once different tags
 #   --env      also exported in the guest, as run-vm.sh --env (E2E_DEBUG=1:
@@ -36,7 +38,7 @@ top=$(cd "$here/../.." && pwd)
 
 series=6.1 runs=${SOAK_SWEEP_RUNS:-2} rates=${SOAK_SWEEP_RATES:-16 32 64 128 256 512}
 out=$here/build/sweep json= bin=$top/tests/e2e/build/e2e_node_fill tag=sweep
-envs=()
+envs=() kos=()
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--kernel) series=$2; shift 2 ;;
@@ -45,6 +47,8 @@ while [ $# -gt 0 ]; do
 	--out) out=$2; shift 2 ;;
 	--json) json=$2; shift 2 ;;
 	--bin) bin=$2; shift 2 ;;
+	--ko) [ -f "$2" ] || die "--ko: $2 is not a file"
+		kos=(--ko "$2"); shift 2 ;;
 	--tag) tag=$2; shift 2 ;;
 	--env) envs+=(--env "$2"); shift 2 ;;
 	-h|--help) usage "$0"; exit 0 ;;
@@ -74,6 +78,7 @@ for r in $rates; do
 		mkdir -p "$d"
 		nice "$top/tests/vm/run-vm.sh" --kernel "$ver" --tag "$tag" \
 			--mem 512 --out "$d" --env "E2E_FILL_RATE=$r" "${envs[@]}" \
+			"${kos[@]}" \
 			--file "$UMP:/t/umpressure" \
 			-- "$bin" >"$d/judge.log" 2>&1
 		rc=$?

@@ -7,7 +7,9 @@
  * that the loop calls for each event read and whose result it ACKs: released
  * host copies go to the spill, never to another node, the application hears
  * of it as a PRESSURE event of UM_TIER_HOST_ANY, the figures name the
- * cgroup, and an ask that cannot be met is said once, as an ERR line. The
+ * cgroup, and an ask that cannot be met is said once, as an ERR line; and,
+ * beside them, a node's SHRINK at level normal keeps copies off the node
+ * as LOW would (the kernel's reclaim runs there, whatever was sampled). The
  * module's side (handshake, events, ACK) is tested in the VM (tests/e2e).
  */
 #include <errno.h>
@@ -322,6 +324,46 @@ TEST(cgroup_other_events_and_tier)
 	ev.tier_type = UMM_TIER_HOST_NODE;
 	ASSERT_EQ(UM_TIER_HOST_NODE(1), um__pressure_event_tier(&ev));
 	ASSERT_EQ(0, g_log.err) TH_LOG("log: %s", g_log.text);
+	ASSERT_EQ(0, um_context_destroy(ctx));
+	rm_dir(dir);
+}
+
+/*
+ * The kernel's reclaim on node 0 (a SHRINK) while the module's last sample
+ * still read normal: node 0 is kept off from then on, so that a step that
+ * evicts does not grow the pool there again right after the trim; without
+ * another node, the spill is where its copies go.
+ */
+TEST(node_shrink_at_level_normal_keeps_copies_off)
+{
+	struct umm_event ev = {
+		.size = sizeof(struct umm_event),
+		.type = UMM_EVENT_SHRINK,
+		.seq = 1,
+		.tier_type = UMM_TIER_HOST_NODE,
+		.tier_id = 0,
+		.level = UMM_LEVEL_NORMAL,
+		.flags = UMM_EVENT_F_ACK,
+		.dest_node = UMM_NODE_NONE,
+		.bytes_to_free = RBYTES,
+		.bytes_free = 200 * MiB,
+		.eta_ms = 600,
+	};
+	struct um_context *ctx;
+	um_region_t r[NREG];
+	uint64_t freed = 0;
+	char dir[64];
+
+	ctx = cg_ctx(dir, sizeof(dir), true);
+	ASSERT_NONNULL(ctx);
+	ASSERT_EQ(0, host_copies(ctx, r));
+	ASSERT_EQ(0u, ctx->pressure->hot);
+	ASSERT_TRUE(um__pressure_answer(ctx->pressure, &ev, &freed));
+	ASSERT_GE(freed, RBYTES);
+	EXPECT_EQ(1u, ctx->pressure->hot & 1u) TH_LOG("node 0 is not kept off");
+	/* a level's low mark is not learnt from a SHRINK */
+	EXPECT_EQ(0, ctx->pressure->low_mark[0]);
+	ASSERT_EQ(0, free_all(ctx, r));
 	ASSERT_EQ(0, um_context_destroy(ctx));
 	rm_dir(dir);
 }

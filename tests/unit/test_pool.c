@@ -10,6 +10,7 @@
  * and four threads at once.
  */
 #include <errno.h>
+#include <numaif.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -33,6 +34,7 @@ struct fake {
 	uint64_t live_bytes;
 	int refuse;		/* host_alloc fails with -ENOMEM */
 	int bad_free;		/* host_free of something never given */
+	int mode_seen;		/* the thread's memory policy in host_alloc */
 	void *given[256];
 	size_t given_len[256];
 };
@@ -44,9 +46,12 @@ static int fake_host_alloc(struct um_backend *be, size_t len, int node,
 {
 	struct fake *f = be->priv;
 	void *p = NULL;
-	int ret = 0;
+	int ret = 0, mode = -1;
 
+	if (get_mempolicy(&mode, NULL, 0, NULL, 0))
+		mode = -1;
 	pthread_mutex_lock(&f->lock);
+	f->mode_seen = mode;
 	if (f->refuse) {
 		ret = -ENOMEM;
 	} else if (posix_memalign(&p, 4096, len)) {
@@ -764,6 +769,50 @@ TEST(node_heaps_are_separate)
 	EXPECT_EQ(1, stats(pool).chunks);
 	ASSERT_EQ(0, um__pool_free(pool, b));
 	um__pool_destroy(pool);
+}
+
+static int thread_mode(void)
+{
+	int mode = -1;
+
+	return get_mempolicy(&mode, NULL, 0, NULL, 0) ? -1 : mode;
+}
+
+/*
+ * A thread bound to a node (the application's numa_set_membind) grows a
+ * node's heap with its binding turned into a preference for that node, so
+ * that the page tables of the chunk's fault-in do not wait on the bound
+ * node when it is full; the binding is back afterwards. The heap of any
+ * node, and a thread that does not bind, keep their policy.
+ */
+TEST(growth_does_not_wait_on_the_threads_bound_node)
+{
+	unsigned long mask[16] = { 1 };
+	struct um_pool *pool = new_pool(2 * MiB, 0);
+	void *a, *b;
+
+	ASSERT_NONNULL(pool);
+	if (set_mempolicy(MPOL_BIND, mask, 1024 + 1))
+		SKIP(um__pool_destroy(pool); return, "no NUMA policy here");
+	g_fake.mode_seen = -1;
+	ASSERT_EQ(0, um__pool_alloc(pool, 1000, 0, 0, &a));
+	EXPECT_EQ(MPOL_PREFERRED, g_fake.mode_seen)
+		TH_LOG("node 0's chunk grew under the thread's binding");
+	EXPECT_EQ(MPOL_BIND, thread_mode()) TH_LOG("the binding is back");
+
+	g_fake.mode_seen = -1;
+	ASSERT_EQ(0, um__pool_alloc(pool, 1000, UM_POOL_NODE_ANY, 0, &b));
+	EXPECT_EQ(MPOL_BIND, g_fake.mode_seen) TH_LOG("any node: left alone");
+	ASSERT_EQ(0, um__pool_free(pool, b));
+	ASSERT_EQ(0, um__pool_free(pool, a));
+	EXPECT_EQ((int64_t)(4 * MiB), um__pool_trim(pool, UM_POOL_NODE_ALL, 0));
+
+	ASSERT_EQ(0, set_mempolicy(MPOL_DEFAULT, NULL, 0));
+	g_fake.mode_seen = -1;
+	ASSERT_EQ(0, um__pool_alloc(pool, 1000, 0, 0, &a));
+	EXPECT_EQ(MPOL_DEFAULT, g_fake.mode_seen) TH_LOG("no binding: left alone");
+	ASSERT_EQ(0, um__pool_free(pool, a));
+	EXPECT_EQ(0, um__pool_destroy(pool));
 }
 
 /* ---- moving a block's chunk to another heap ------------------------------ */
