@@ -287,6 +287,7 @@ static void ctx_free(struct um_context *ctx)
 		ctx->be.ops->fini(&ctx->be);
 	um__settings_free(&ctx->set);
 	free(ctx->slots);
+	um__rslab_fini(&ctx->rslab);
 	um__rangemap_fini(&ctx->by_addr);
 	um__hostneed_fini(ctx);
 	free(ctx->evq);
@@ -328,6 +329,8 @@ int um_context_create(const struct um_config *cfg, struct um_context **out)
 		return ret;
 	}
 	ctx->regions.next = ctx->regions.prev = &ctx->regions;
+	um__rslab_init(&ctx->rslab, sizeof(struct um_region),
+		       _Alignof(struct um_region));
 	ctx->home_node = UM_POOL_NODE_ANY;
 	ctx->log_level = UM_LOG_INFO;
 	if (cfg && cfg->size >= offsetof(struct um_config, log_arg) + sizeof(void *)) {

@@ -27,6 +27,7 @@
 #include "backend.h"
 #include "pool.h"
 #include "rangemap.h"
+#include "region_slab.h"
 #include "tier.h"
 #include "util.h"
 
@@ -219,6 +220,7 @@ struct um_region {
 	void *ptr;			/* stable pointer (VA or managed) */
 	void *phys;			/* TIERED: backend handle while mapped */
 	bool zero_on_restore;		/* bytes never written: fill, not copy */
+	bool in_chunk;			/* from a chunk of ctx->rslab */
 	int host_node;			/* pool node of host */
 	struct um_mig *restore_mig;	/* latest restore not yet reaped */
 	struct um_mig *evict_mig;	/* latest eviction not yet reaped */
@@ -328,6 +330,7 @@ struct um_context {
 	/* regions */
 	struct um_slot *slots;
 	uint32_t nslots, slot_cap, free_head;
+	struct um_rslab rslab;		/* the regions' objects */
 	struct um_rangemap by_addr;	/* [ptr, ptr + bytes), um_lookup */
 	struct um_region regions;	/* list head (sentinel) */
 	uint32_t nregions;

@@ -219,15 +219,15 @@ static void region_unmap_va(struct um_context *ctx, struct um_region *r)
 static int region_new(struct um_context *ctx, const struct um_region_desc *d,
 		      struct um_region **out)
 {
-	/* its victim nodes are cache-line aligned (internal.h) */
-	struct um_region *r = aligned_alloc(_Alignof(struct um_region),
-					    sizeof(*r));
 	size_t gran = ctx->dev[d->device].gran;
+	bool in_chunk;
+	/* zeroed, its victim nodes cache-line aligned (internal.h) */
+	struct um_region *r = um__rslab_get(&ctx->rslab, &in_chunk);
 	int ret;
 
 	if (!r)
 		return -ENOMEM;
-	memset(r, 0, sizeof(*r));
+	r->in_chunk = in_chunk;
 	r->ctx = ctx;
 	r->kind = d->kind;
 	r->priority = d->priority;
@@ -251,7 +251,7 @@ static int region_new(struct um_context *ctx, const struct um_region_desc *d,
 			r->backing == UM_BACKING_MANAGED ?
 			"managed_alloc" : "va_reserve", ret);
 		r->ptr = NULL;
-		free(r);
+		um__rslab_put(&ctx->rslab, r, r->in_chunk);
 		return ret;
 	}
 	ret = um__hostneed_reserve(ctx, ctx->nregions + 1);
@@ -270,7 +270,7 @@ fail_slot:
 	slot_put(ctx, r);
 fail_va:
 	region_unmap_va(ctx, r);
-	free(r);
+	um__rslab_put(&ctx->rslab, r, r->in_chunk);
 	return ret;
 }
 
@@ -348,7 +348,7 @@ static void um__region_destroy(struct um_context *ctx, struct um_region *r)
 	ctx->nregions--;
 	um__counter_sub(&ctx->books.kind[r->kind], r->bytes);
 	um__books_changed(ctx);
-	free(r);
+	um__rslab_put(&ctx->rslab, r, r->in_chunk);
 }
 
 void um__regions_fini(struct um_context *ctx)

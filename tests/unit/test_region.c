@@ -162,6 +162,53 @@ TEST_F(reg, many_regions_lookup)
 		ASSERT_EQ(0, um_free(self->ctx, r[i]));
 }
 
+/*
+ * Thousands of regions: past the first few hundred their objects come
+ * from the context's chunks (region_slab.c), and a freed one is reused
+ * zeroed, whatever its last life left in it (a victim node linked, a
+ * residency, a name).
+ */
+TEST_F(reg, thousands_of_regions_reuse_their_objects)
+{
+	enum { N = 2000 };
+	static um_region_t r[N + N / 2];
+	struct um_region_info info = { .size = sizeof(info) };
+	char name[16];
+
+	for (int i = 0; i < N + N / 2; i++) {
+		int k = i < N ? i : 2 * (i - N);	/* the freed ones' places */
+
+		if (i == N)
+			for (int j = 0; j < N; j += 2)
+				ASSERT_EQ(0, um_free(self->ctx, r[j]));
+		snprintf(name, sizeof(name), "r%d", i);
+		r[k] = region(self->ctx, i % UM_KIND_COUNT, i, 4096, name);
+		ASSERT_NE(0, r[k]) TH_LOG("region %d", i);
+		if (i % 7 == 0) {
+			/* on the device, then a victim there */
+			ASSERT_EQ(0, um_acquire(self->ctx, r[k], UM_TIER_GPU(0),
+						NULL));
+			ASSERT_EQ(0, um_release(self->ctx, r[k]));
+		}
+	}
+	ASSERT_EQ(0, um_wait_all(self->ctx));
+	for (int k = 0; k < N; k++) {
+		int i = k % 2 ? k : N + k / 2;	/* who holds place k now */
+
+		snprintf(name, sizeof(name), "r%d", i);
+		ASSERT_EQ(0, um_region_info(self->ctx, r[k], &info));
+		ASSERT_STREQ(name, info.name);
+		ASSERT_EQ((uint32_t)(i % UM_KIND_COUNT), info.kind);
+		ASSERT_EQ(i, info.priority);
+		ASSERT_EQ(0u, info.acquired);
+		if (i % 7)
+			ASSERT_EQ(UM_TIER_NONE, info.residency)
+				TH_LOG("region %d", i);
+	}
+	for (int k = 0; k < N; k++)
+		ASSERT_EQ(0, um_free(self->ctx, r[k]));
+}
+
 TEST_F(reg, info_fields_and_name_copy)
 {
 	char name[80];

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * region_slab.h - where a context's struct um_region objects live
+ * (region_slab.c): fixed-size, cache-line aligned objects, past the first
+ * few hundred in 2 MiB chunks that the kernel may back with a huge page.
+ */
+#ifndef UM_REGION_SLAB_H
+#define UM_REGION_SLAB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct um_rslab_chunk;
+struct um_rslab_free;
+
+struct um_rslab {
+	size_t size, align;		/* of each object */
+	uint32_t small;			/* objects taken from malloc */
+	struct um_rslab_chunk *chunks;	/* newest first */
+	struct um_rslab_free *free;	/* freed chunk objects, LIFO */
+	char *next, *end;		/* the newest chunk's untouched part */
+};
+
+void um__rslab_init(struct um_rslab *s, size_t size, size_t align);
+/* A zeroed object, or NULL; *in_chunk says which way it came. */
+void *um__rslab_get(struct um_rslab *s, bool *in_chunk);
+void um__rslab_put(struct um_rslab *s, void *obj, bool in_chunk);
+/* Unmap every chunk: their objects must all have been put. */
+void um__rslab_fini(struct um_rslab *s);
+
+#endif
