@@ -205,63 +205,10 @@ static void umm_oom_sample_now(void)
 		mod_delayed_work(system_highpri_wq, &umm.work, 0);
 }
 
-/* Free pages of a node now, and (in @min) the sum of its min watermarks. */
-static unsigned long umm_node_free_pages(int nid, unsigned long *min)
-{
-	pg_data_t *pgdat = NODE_DATA(nid);
-	unsigned long free = 0;
-	int z;
-
-	*min = 0;
-	for (z = 0; z < MAX_NR_ZONES; z++) {
-		struct zone *zone = &pgdat->node_zones[z];
-
-		free += zone_page_state(zone, NR_FREE_PAGES);
-		*min += min_wmark_pages(zone);
-	}
-	return free;
-}
-
-static void umm_oom_note_free(void)
-{
-	unsigned long min;
-	struct umm_node *n;
-	int nid;
-
-	for_each_umm_node(n, nid)
-		n->oom_free_pages = umm_node_free_pages(nid, &min);
-}
-
-/*
- * Pages that came back during the wait on nodes now above their min
- * watermark, however they came: the kernel's last look for free memory
- * was before this notifier ran. A client's pages freed while it moves
- * them go to the per-CPU free lists first, which the watermarks do not
- * count and which 6.1 drains before an OOM kill only after reclaim made
- * progress; the vmstat work drains another CPU's lists some seconds
- * later. Seen in the VM rig at 512 MiB/s: the trainer had moved all it
- * had, the wait saw no REPORT, and the kill went ahead with node 0 48 MiB
- * free again, 26 MiB above its min watermark.
- */
-static u64 umm_oom_came_back(void)
-{
-	unsigned long now, min;
-	struct umm_node *n;
-	u64 back = 0;
-	int nid;
-
-	for_each_umm_node(n, nid) {
-		now = umm_node_free_pages(nid, &min);
-		if (now > n->oom_free_pages && now > min)
-			back += (u64)(now - n->oom_free_pages) << PAGE_SHIFT;
-	}
-	return back;
-}
-
 /*
  * The pages to tell out_of_memory() it got back: what clients gave within
- * the wait (or in the wait before, not yet counted), or what came back
- * meanwhile by other ways, else 0 and the OOM killer goes on.
+ * the wait (or in the wait before, not yet counted), else 0 and the OOM
+ * killer goes on.
  */
 static unsigned long umm_oom_wait(void)
 {
@@ -280,12 +227,9 @@ static unsigned long umm_oom_wait(void)
 		goto go_on;
 	if (!atomic64_read(&umm.oom_given) && !umm_oom_anything_to_give())
 		goto go_on;
-	umm_oom_note_free();
 	wait_event_timeout(umm.oom_wq, atomic64_read(&umm.oom_given) > 0,
 			   nsecs_to_jiffies(wait_ns));
 	given = atomic64_xchg(&umm.oom_given, 0);
-	if (!given)
-		given = umm_oom_came_back();
 	if (!given)
 		goto go_on;
 	atomic64_inc(&umm.stats.oom_deferred);

@@ -155,8 +155,6 @@ struct umm_source {
  * @decline_now_bps: the same between the last two samples alone.
  * @eta_ms:	estimated ms to the critical watermark, or UMM_ETA_UNKNOWN.
  * @last_shrink_ns: rate limit of SHRINK events (umm.lock).
- * @oom_free_pages: free pages when the OOM notifier's wait began (its runs
- *		are serialised by the kernel's oom_lock).
  * @src:	level, books and counters.
  */
 struct umm_node {
@@ -174,7 +172,6 @@ struct umm_node {
 	s64 decline_now_bps;
 	u32 eta_ms;
 	u64 last_shrink_ns;
-	unsigned long oom_free_pages;
 	struct umm_source src;
 };
 
