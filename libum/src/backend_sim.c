@@ -320,6 +320,7 @@ static void *helper_main(void *arg)
 {
 	struct sim *s = arg;
 
+	um__thread_name("um-sim-copy");
 	pthread_mutex_lock(&s->hmu);
 	while (!s->hstop) {
 		if (!helper_run_one(s))
@@ -502,6 +503,7 @@ static void *queue_main(void *arg)
 {
 	struct um_queue *q = arg;
 
+	um__thread_name("um-sim-stream");
 	pthread_mutex_lock(&q->mu);
 	for (;;) {
 		struct sim_job *j;

@@ -244,6 +244,7 @@ static void *reaper_main(void *arg)
 	struct um_context *ctx = arg;
 	uint64_t n;
 
+	um__thread_name("um-reaper");
 	for (;;) {
 		if (read(ctx->reap_fd, &n, sizeof(n)) < 0 && errno != EINTR)
 			break;

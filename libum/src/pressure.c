@@ -53,6 +53,7 @@ static void *loop(void *arg)
 	uint64_t tag;
 	int ret, res;
 
+	um__thread_name("um-pressure");
 	/*
 	 * This thread is there to free a node: its own allocations (its
 	 * malloc arena, page tables) must not wait in the kernel's allocator

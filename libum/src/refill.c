@@ -109,6 +109,7 @@ static void *refill_main(void *arg)
 	struct um_refill *rf = &ctx->refill;
 	struct timespec until;
 
+	um__thread_name("um-refill");
 	/* a growth's page tables: not to wait on a full bound node */
 	(void)um__numa_thread_prefer();
 	pthread_mutex_lock(&rf->mu);

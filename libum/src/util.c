@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -30,6 +31,11 @@ int um__read_num(const char *path, long long *out)
 	errno = 0;
 	*out = strtoll(buf, &end, 10);
 	return errno || end == buf ? -EIO : 0;
+}
+
+void um__thread_name(const char *name)
+{
+	(void)prctl(PR_SET_NAME, name, 0, 0, 0);
 }
 
 int um__struct_size_ok(const void *p, uint32_t size, size_t min, size_t full)

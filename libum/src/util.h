@@ -40,6 +40,13 @@ int um__ptrset_add(struct um__ptrset *s, void *p);
 void um__ptrset_del(struct um__ptrset *s, const void *p);
 bool um__ptrset_has(const struct um__ptrset *s, const void *p);
 
+/*
+ * Names the calling thread (at most 15 characters: "um-pressure"), so
+ * that top -H, ps -L and /proc/PID/task/TID/comm tell libum's threads
+ * from the application's.
+ */
+void um__thread_name(const char *name);
+
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t um__now_ns(void);
 

@@ -6,8 +6,11 @@
  * sheds, moves the budget up and down and dumps stats. The budget is
  * tight, so evictions and restores run all the time. Every region's bytes
  * are checked at each acquire and at the end; the books never go above the
- * largest budget set; event callbacks may call back into libum.
+ * largest budget set; event callbacks may call back into libum. libum's
+ * own threads carry their names (top -H, ps -L).
  */
+#include <dirent.h>
+
 #include "harness.h"
 #include "helpers.h"
 
@@ -252,6 +255,58 @@ TEST(many_threads_with_spill)
 	run(&sh, ctx);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	EXPECT_EQ(0, system(cmd));
+}
+
+/* Whether a thread of this process has the name @want. */
+static int thread_named(const char *want)
+{
+	char path[64], name[32];
+	struct dirent *de;
+	int found = 0;
+	DIR *d = opendir("/proc/self/task");
+
+	while (d && !found && (de = readdir(d))) {
+		FILE *f;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%.16s/comm",
+			 de->d_name);
+		f = fopen(path, "r");
+		if (f && fgets(name, sizeof(name), f)) {
+			name[strcspn(name, "\n")] = '\0';
+			found = !strcmp(name, want);
+		}
+		if (f)
+			fclose(f);
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+/* A thread names itself when it first runs: give it that long (a hang guard). */
+static int thread_named_soon(const char *want)
+{
+	for (int i = 0; i < 1000; i++) {
+		if (thread_named(want))
+			return 1;
+		usleep(10 * 1000);
+	}
+	return 0;
+}
+
+TEST(libum_threads_are_named)
+{
+	struct um_context *ctx = ctx_sim(0, 8 * MiB);
+
+	ASSERT_NONNULL(ctx);
+	EXPECT_TRUE(thread_named_soon("um-refill"));
+	EXPECT_TRUE(thread_named_soon("um-sim-stream"));
+	if (sysconf(_SC_NPROCESSORS_ONLN) > 1)
+		EXPECT_TRUE(thread_named_soon("um-sim-copy"));
+	EXPECT_EQ(0, um_context_destroy(ctx));
+	EXPECT_FALSE(thread_named("um-refill"));
 }
 
 TEST_HARNESS_MAIN
