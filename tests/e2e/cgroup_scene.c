@@ -6,7 +6,12 @@
  * killer) samples the cgroup's memory.current and memory.events; the
  * trainer and the filler run in the cgroup. The filler is protected too
  * (oom_score_adj -1000), so that what the limit's OOM killer takes, if
- * anything, is the trainer.
+ * anything, is the trainer. The sampler also watches the trainer's step
+ * count (shared memory): a trainer that makes no step for 2 s gets its
+ * threads' names, states and kernel stacks printed while it still lives,
+ * since an OOM kill leaves nothing to look at (a CI run's trainer made
+ * no step in 4.3 s and was killed in a pool growth at the limit); it is
+ * printed when the trainer was killed or made no step.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -198,6 +203,7 @@ struct job {
 	const char *spill_dir;
 	int nice;
 	pid_t pid;
+	uint64_t *live_steps;		/* shared: the trainer's steps so far */
 	int from_child, to_child;	/* our ends */
 };
 
@@ -244,6 +250,7 @@ static void trainer_child(const struct cg_scene *sc, const struct job *j,
 		m.error = trainer_step(&t);
 		if (m.error)
 			break;
+		__atomic_store_n(j->live_steps, t.steps, __ATOMIC_RELAXED);
 	}
 	m.kind = MSG_DONE;
 	m.r.steps = t.steps;
@@ -265,8 +272,17 @@ static int job_start(const struct cg_scene *sc, struct job *j,
 	int to_parent[2], to_child[2], ret;
 	struct msg m;
 
-	if (pipe(to_parent))
+	j->live_steps = mmap(NULL, sizeof(*j->live_steps),
+			     PROT_READ | PROT_WRITE,
+			     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (j->live_steps == MAP_FAILED) {
+		j->live_steps = NULL;
 		return -errno;
+	}
+	if (pipe(to_parent)) {
+		ret = -errno;
+		goto unmap;
+	}
 	if (pipe(to_child)) {
 		ret = -errno;
 		goto close_parent;
@@ -294,6 +310,8 @@ static int job_start(const struct cg_scene *sc, struct job *j,
 		e2e_wait(j->pid);
 		close(j->from_child);
 		close(j->to_child);
+		munmap(j->live_steps, sizeof(*j->live_steps));
+		j->live_steps = NULL;
 		return ret ? ret : m.error;
 	}
 	res->host_start = m.r.host_start;
@@ -305,6 +323,9 @@ close_child:
 close_parent:
 	close(to_parent[0]);
 	close(to_parent[1]);
+unmap:
+	munmap(j->live_steps, sizeof(*j->live_steps));
+	j->live_steps = NULL;
 	return ret;
 }
 
@@ -330,6 +351,14 @@ static void job_stop(struct job *j, struct cg_result *res)
 	res->trainer_killed = WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL;
 	close(j->from_child);
 	close(j->to_child);
+}
+
+/* After job_stop, once the sampler no longer reads the step count. */
+static void job_unmap(struct job *j)
+{
+	if (j->live_steps)
+		munmap(j->live_steps, sizeof(*j->live_steps));
+	j->live_steps = NULL;
 }
 
 /* ---- the filler ------------------------------------------------------ */
@@ -479,7 +508,51 @@ struct sampler {
 	const char *cg;
 	volatile bool stop;
 	uint64_t limit_ns, oom_ns, high_ns, peak;
+	const struct job *job;		/* the filled job's trainer */
+	uint64_t steps, steps_ns;	/* its steps when they last moved */
+	char *dump;			/* what watch_stall saw, or NULL */
+	size_t dump_len;
 };
+
+/* A trainer that steps takes well under this for its 7 regions. */
+#define STALL_NS	(2000 * 1000000ull)
+
+/*
+ * The trainer made no step for STALL_NS: where each of its threads waits,
+ * once a scene, while it still lives (an OOM kill leaves nothing to see);
+ * printed by print_stall if the trainer did not survive or never stepped.
+ */
+static void watch_stall(struct sampler *s)
+{
+	uint64_t now = e2e_now_ns();
+	uint64_t steps = __atomic_load_n(s->job->live_steps, __ATOMIC_RELAXED);
+	FILE *out;
+
+	if (steps != s->steps || !s->steps_ns) {
+		s->steps = steps;
+		s->steps_ns = now;
+		return;
+	}
+	if (s->dump || now - s->steps_ns < STALL_NS)
+		return;
+	out = open_memstream(&s->dump, &s->dump_len);
+	if (!out)
+		return;
+	fprintf(out, "# %s: the trainer made no step in %.0f ms (%llu so far); its threads:\n",
+		s->job->cg, e2e_ms(now - s->steps_ns),
+		(unsigned long long)steps);
+	e2e_dump_threads(out, s->job->pid, "  ");
+	fclose(out);
+}
+
+static void print_stall(struct sampler *s, const struct cg_scene *sc,
+			const struct cg_result *res)
+{
+	if (s->dump && sc->reaction && (res->trainer_killed || !res->steps))
+		fputs(s->dump, stdout);
+	free(s->dump);
+	s->dump = NULL;
+}
 
 static void *sample(void *arg)
 {
@@ -498,6 +571,7 @@ static void *sample(void *arg)
 			s->oom_ns = e2e_now_ns();
 		if (!s->high_ns && cg_key(s->cg, "memory.events", "high"))
 			s->high_ns = e2e_now_ns();
+		watch_stall(s);
 		e2e_sleep_ms(2);
 	}
 	return NULL;
@@ -663,6 +737,7 @@ int cg_scene_run_pair(const struct cg_scene *sc, struct cg_result *res,
 		 sc->sibling ? sc->sibling : "");
 	b.spill_dir = b_spill;
 	smp.cg = p.limit;
+	smp.job = sc->fill_sibling ? &b : &a;
 	signal(SIGPIPE, SIG_IGN);
 	e2e_oom_adj(-1000);
 	/*
@@ -706,6 +781,7 @@ int cg_scene_run_pair(const struct cg_scene *sc, struct cg_result *res,
 	res->oom_ns = smp.oom_ns;
 	res->high_ns = smp.high_ns;
 	res->peak = smp.peak;
+	print_stall(&smp, sc, smp.job == &a ? res : sib);
 	cg_final(p.limit, res);
 	report(report_name(sc, sc->name, name, sizeof(name)), sc, res);
 	if (sib) {
@@ -718,6 +794,8 @@ int cg_scene_run_pair(const struct cg_scene *sc, struct cg_result *res,
 		       sib);
 	}
 out:
+	job_unmap(&a);
+	job_unmap(&b);
 	cg_remove_all(sc, &p);
 	if (low_bp[0])
 		e2e_write_str(CG_LOW_BP, low_bp);

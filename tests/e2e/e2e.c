@@ -3,6 +3,7 @@
  * e2e.c - the trainer, the level sampler and small helpers of the
  * end-to-end scenarios (see e2e.h).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <numaif.h>
@@ -594,7 +595,13 @@ int e2e_wait(pid_t pid)
 	return status;
 }
 
-void e2e_cat(const char *path, const char *prefix)
+/*
+ * Each thread of @pid: its name, state, where it waits in the kernel
+ * (wchan) and its kernel stack, for a scene that finds its trainer not
+ * stepping while it still lives.
+ */
+/* Print a file to @out, a "# <prefix>" before each line. */
+static void cat_to(FILE *out, const char *path, const char *prefix)
 {
 	char line[512];
 	FILE *f = fopen(path, "r");
@@ -602,6 +609,45 @@ void e2e_cat(const char *path, const char *prefix)
 	if (!f)
 		return;
 	while (fgets(line, sizeof(line), f))
-		printf("# %s%s", prefix, line);
+		fprintf(out, "# %s%s", prefix, line);
 	fclose(f);
+}
+
+void e2e_dump_threads(FILE *out, pid_t pid, const char *prefix)
+{
+	char dir[64], p[96], comm[64], stat[256], wchan[64];
+	struct dirent *de;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
+	d = opendir(dir);
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		int tid = atoi(de->d_name);
+		char *st;
+
+		if (tid <= 0)
+			continue;
+		snprintf(p, sizeof(p), "%s/%d/comm", dir, tid);
+		if (e2e_read_str(p, comm, sizeof(comm)))
+			continue;
+		snprintf(p, sizeof(p), "%s/%d/stat", dir, tid);
+		if (e2e_read_str(p, stat, sizeof(stat)))
+			stat[0] = '\0';
+		st = strrchr(stat, ')');
+		snprintf(p, sizeof(p), "%s/%d/wchan", dir, tid);
+		if (e2e_read_str(p, wchan, sizeof(wchan)))
+			strcpy(wchan, "?");
+		fprintf(out, "# %sthread %d (%s) state %c wchan %s\n", prefix,
+			tid, comm, st && st[1] ? st[2] : '?', wchan);
+		snprintf(p, sizeof(p), "%s/%d/stack", dir, tid);
+		cat_to(out, p, prefix);
+	}
+	closedir(d);
+}
+
+void e2e_cat(const char *path, const char *prefix)
+{
+	cat_to(stdout, path, prefix);
 }

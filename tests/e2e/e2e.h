@@ -134,5 +134,7 @@ pid_t e2e_spawn_umpressure(const char *const *argv, const char *out_path);
 int e2e_wait(pid_t pid);
 /* Print a file as TAP comments. */
 void e2e_cat(const char *path, const char *prefix);
+/* @pid's threads: name, state, wchan and kernel stack, as "# " lines. */
+void e2e_dump_threads(FILE *out, pid_t pid, const char *prefix);
 
 #endif /* UM_E2E_H */
