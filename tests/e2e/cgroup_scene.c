@@ -230,6 +230,12 @@ static void trainer_child(const struct cg_scene *sc, const struct job *j,
 	if (cg_enter(j->cg))
 		_exit(20);
 	setenv("LIBUM_PRESSURE", sc->reaction ? "1" : "0", 1);
+	/*
+	 * A trainer killed in an earlier scene (the control's, or a failed
+	 * one) leaves its spill files: up to 112 MiB each on a 512 MiB disk,
+	 * and the next scenes failed with ENOSPC after one such kill.
+	 */
+	setenv("LIBUM_SPILL_REMOVE_STALE", "1", 1);
 	if (sc->own_watch)	/* as where umm.ko is not loaded */
 		setenv("LIBUM_UMM_DEV", "/nonexistent/umm", 1);
 	m.error = trainer_init(&t, &cfg);
