@@ -372,6 +372,16 @@ struct um_context {
 	 */
 	void (*books_changed)(struct um_context *ctx);
 
+	/*
+	 * Our memory cgroup was said to be LOW or worse and we have a spill
+	 * (set and cleared by the pressure loop, pressure_shed.c): until its
+	 * RELIEF the loop keeps our released host copies spilled between
+	 * events (a trainer's steps bring them back to the host, where the
+	 * cgroup is charged for them again) and a pool short is met by
+	 * spilling before growing (policy.c).
+	 */
+	atomic_bool cgroup_hot;
+
 	/* room.c: threads waiting for room, woken by um__exit() */
 	pthread_cond_t room;		/* on ctx->lock, CLOCK_MONOTONIC */
 	bool room_ready;		/* room initialised */

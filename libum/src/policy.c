@@ -270,6 +270,8 @@ static int um__enforce_budget(struct um_context *ctx, int dev)
 	return over < 0 ? (int)over : 0;
 }
 
+static bool short_retry(struct um_context *ctx, int *rounds, um_region_t busy);
+
 /*
  * um__enforce_budget for a public call: growing the pool with the lock
  * dropped when it is short of host copies (regions may change meanwhile).
@@ -280,7 +282,7 @@ static int enforce_budget_retry(struct um_context *ctx, int dev)
 
 	do {
 		ret = um__enforce_budget(ctx, dev);
-	} while (ret == UM__POOL_SHORT && um__pool_short_retry(ctx, &rounds));
+	} while (ret == UM__POOL_SHORT && short_retry(ctx, &rounds, 0));
 	return (int)um__pool_short_end(ctx, ret);
 }
 
@@ -525,7 +527,7 @@ static int acquire(struct um_context *ctx, um_region_t h, um_tier_t tier,
 			ret = refuse_wait(ctx, r, ret);
 		}
 		if (ret == -EAGAIN ||
-		    (ret == UM__POOL_SHORT && um__pool_short_retry(ctx, &rounds)))
+		    (ret == UM__POOL_SHORT && short_retry(ctx, &rounds, h)))
 			continue;
 		if (ret)
 			break;
@@ -734,17 +736,21 @@ int um_evict(struct um_context *ctx, um_region_t h, um_tier_t tier)
 		return ret;
 	do {
 		ret = evict_locked(ctx, h, tier);
-	} while (ret == UM__POOL_SHORT && um__pool_short_retry(ctx, &rounds));
+	} while (ret == UM__POOL_SHORT && short_retry(ctx, &rounds, h));
 	ret = (int)um__pool_short_end(ctx, ret);
 	um__exit(ctx);
 	return ret;
 }
 
-/* Shed from a host tier: to the spill (dest NONE/DISK) or another node. */
+/*
+ * Shed from a host tier: to the spill (dest NONE/DISK) or another node;
+ * never skip (the region the caller is working on), if any.
+ */
 static int64_t shed_host(struct um_context *ctx, um_tier_t tier,
-			 uint64_t bytes, um_tier_t dest)
+			 uint64_t bytes, um_tier_t dest,
+			 const struct um_region *skip)
 {
-	struct victim_iter it = { .tier = tier };
+	struct victim_iter it = { .tier = tier, .skip = skip };
 	struct um_region *v;
 	uint64_t done = 0;
 	int last = 0;
@@ -772,6 +778,43 @@ static int64_t shed_host(struct um_context *ctx, um_tier_t tier,
 			last = ret;
 	}
 	return done ? (int64_t)done : (last && last != -EPERM ? last : 0);
+}
+
+/*
+ * Rounds of a call's pool short met by spilling instead of growing; the
+ * rounds after them grow (um__pool_short_retry counts on to its limit).
+ */
+#define SPILL_FIRST_ROUNDS	4
+
+/*
+ * A pool short (UM__POOL_SHORT) to retry. While our memory cgroup is near
+ * its limit, growing the pool charges the cgroup for a new chunk at the
+ * worst time: in the VM rig a trainer was OOM-killed by the cgroup in the
+ * MADV_POPULATE_WRITE of a chunk, while the pressure loop was still
+ * writing its copies out. So the thread that needs host memory first
+ * spills released host copies of its own and takes their blocks, as the
+ * kernel's direct reclaim does; it grows only when none is left to spill.
+ * Never the copy of busy, the region the call is for: its restore would
+ * read it straight back.
+ */
+static bool short_retry(struct um_context *ctx, int *rounds, um_region_t busy)
+{
+	uint64_t need = ctx->pool_need_bytes;
+	int64_t got;
+
+	if (!need || *rounds >= SPILL_FIRST_ROUNDS || !ctx->spill ||
+	    !atomic_load(&ctx->cgroup_hot))
+		return um__pool_short_retry(ctx, rounds);
+	got = shed_host(ctx, UM_TIER_HOST_ANY, need, UM_TIER_DISK,
+			busy ? um__region_get(ctx, busy) : NULL);
+	if (got <= 0)
+		return um__pool_short_retry(ctx, rounds);
+	++*rounds;
+	ctx->pool_need_bytes = 0;
+	um__log(ctx, UM_LOG_DEBUG,
+		"pool: short of %llu bytes while our memory cgroup nears its limit: spilled %lld bytes of host copies instead of growing",
+		(unsigned long long)need, (long long)got);
+	return true;
 }
 
 static int64_t shed_device(struct um_context *ctx, int dev, uint64_t bytes,
@@ -838,7 +881,7 @@ static int64_t um__shed_locked(struct um_context *ctx, um_tier_t tier,
 	/* from host memory: to a named node, or the spill */
 	if (dest == UM_TIER_HOST_ANY)
 		return -EINVAL;
-	return bytes ? shed_host(ctx, tier, bytes, dest) : 0;
+	return bytes ? shed_host(ctx, tier, bytes, dest, NULL) : 0;
 }
 
 int64_t um_shed(struct um_context *ctx, um_tier_t tier, uint64_t bytes,
@@ -854,7 +897,7 @@ int64_t um_shed(struct um_context *ctx, um_tier_t tier, uint64_t bytes,
 		n = um__shed_locked(ctx, tier, bytes - done, dest);
 		if (n > 0)
 			done += (uint64_t)n;
-		if (done >= bytes || !um__pool_short_retry(ctx, &rounds))
+		if (done >= bytes || !short_retry(ctx, &rounds, 0))
 			break;
 	}
 	n = um__pool_short_end(ctx, n);

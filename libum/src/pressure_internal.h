@@ -167,13 +167,6 @@ struct um_pressure {
 	 * the copies back on the next step, PRESSURE again).
 	 */
 	uint64_t low_mark[32];
-	/*
-	 * Our memory cgroup was said to be LOW or worse and we have a spill:
-	 * until its RELIEF, the loop keeps our released host copies spilled
-	 * between events (a trainer's steps bring them back to the host,
-	 * where the cgroup is charged for them again).
-	 */
-	atomic_bool cg_hot;
 	uint64_t last_home_check_ns;
 	uint64_t last_keep_ns;		/* last pass of keep_away(); 0: due */
 	bool keep_yields;		/* keep_away() runs: stop for events */

@@ -393,20 +393,27 @@ static void keep_off_hot(struct um_pressure *pr)
 
 /*
  * Between events while our memory cgroup is hot: our released host copies
- * back in the spill (a step restores through the host and evicts to it).
+ * back in the spill (a step restores through the host and evicts to it),
+ * and the pool's free chunks given back, copies or not: a step's restore
+ * and eviction leave one behind, charged to the cgroup. With every copy
+ * spilled there was nothing to shed, so nothing trimmed them, and in the
+ * VM rig a trainer was OOM-killed at its cgroup's limit holding 84 MiB,
+ * of which only the device's 16 and two blocks of a step were in use.
  */
 static void keep_out_of_cgroup(struct um_pressure *pr)
 {
 	uint64_t rec = 0;
 	struct books b;
 
-	if (!atomic_load(&pr->cg_hot) || pr->keep_cut ||
+	if (!atomic_load(&pr->ctx->cgroup_hot) || pr->keep_cut ||
 	    um__pressure_collect(pr->ctx, &b))
 		return;
 	for (int n = 0; n < UM_STATS_MAX_NODES; n++)
 		rec += b.host_rec[n];
-	if (!rec)
+	if (!rec) {
+		(void)trim_now(pr->ctx);
 		return;
+	}
 	um__pressure_shed(pr, UM_TIER_HOST_ANY, rec, UM_TIER_DISK);
 	atomic_store(&pr->dirty, true);
 }
@@ -464,7 +471,7 @@ void um__pressure_steer_back(struct um_pressure *pr,
 {
 	if (ev->tier_type == UMM_TIER_CGROUP) {
 		if (ev->level <= UMM_LEVEL_NORMAL)
-			atomic_store(&pr->cg_hot, false);
+			atomic_store(&pr->ctx->cgroup_hot, false);
 		return;
 	}
 	if (ev->tier_type != UMM_TIER_HOST_NODE || ev->tier_id >= 32 ||
@@ -514,7 +521,8 @@ static void keep_away(struct um_pressure *pr)
  */
 void um__pressure_keep_away(struct um_pressure *pr)
 {
-	if ((pr->hot || pr->home_orig >= 0 || atomic_load(&pr->cg_hot)) &&
+	if ((pr->hot || pr->home_orig >= 0 ||
+	     atomic_load(&pr->ctx->cgroup_hot)) &&
 	    um__now_ns() - pr->last_keep_ns >= pr->report_ns)
 		keep_away(pr);
 }
@@ -602,9 +610,12 @@ static bool answer_cgroup(struct um_pressure *pr, const struct umm_event *ev,
 				pr->ctx->spill ? UM_TIER_DISK : UM_TIER_NONE,
 				ask, ev->level);
 	if (ev->level >= UMM_LEVEL_LOW && pr->ctx->spill) {
-		atomic_store(&pr->cg_hot, true);
+		atomic_store(&pr->ctx->cgroup_hot, true);
 		pr->last_keep_ns = 0;
 	}
+	/* nothing asked of us (nothing we report is reclaimable): free chunks */
+	if (!ask && ev->level >= UMM_LEVEL_LOW)
+		(void)trim_now(pr->ctx);
 	if (!ask)
 		return false;
 	t0 = um__now_ns();

@@ -9,7 +9,8 @@
  * of it as a PRESSURE event of UM_TIER_HOST_ANY, the figures name the
  * cgroup, and an ask that cannot be met is said once, as an ERR line; and,
  * beside them, a node's SHRINK at level normal keeps copies off the node
- * as LOW would (the kernel's reclaim runs there, whatever was sampled). The
+ * as LOW would (the kernel's reclaim runs there, whatever was sampled); an
+ * event that asks nothing still gives the pool's free chunks back. The
  * module's side (handshake, events, ACK) is tested in the VM (tests/e2e).
  */
 #include <errno.h>
@@ -262,6 +263,45 @@ TEST(cgroup_hot_keeps_copies_spilled_until_relief)
 	usleep(100000);	/* 20 report intervals */
 	ASSERT_EQ(UM_TIER_HOST_NODE(0), residency(ctx, r[1]));
 	ASSERT_EQ(0, g_log.err) TH_LOG("log: %s", g_log.text);
+	ASSERT_EQ(0, free_all(ctx, r));
+	ASSERT_EQ(0, um_context_destroy(ctx));
+	rm_dir(dir);
+}
+
+static int64_t pool_free_bytes(struct um_context *ctx)
+{
+	struct um_stats st = { .size = sizeof(st) };
+
+	if (um_stats_get(ctx, &st))
+		return -1;
+	return (int64_t)(st.pool_bytes - st.pool_used);
+}
+
+/*
+ * Nothing asked of us (the module saw nothing reclaimable: every copy in
+ * the spill), but the pool holds chunks the spills left free, charged to
+ * the cgroup: they go back all the same.
+ */
+TEST(cgroup_event_with_nothing_asked_trims_the_pool)
+{
+	struct umm_event ev = cg_event(0, 9 * MiB);
+	struct um_context *ctx;
+	um_region_t r[NREG];
+	uint64_t freed = 0;
+	char dir[64];
+
+	ctx = cg_ctx(dir, sizeof(dir), true);
+	ASSERT_NONNULL(ctx);
+	ASSERT_EQ(0, host_copies(ctx, r));
+	for (int i = 0; i < NREG; i++)
+		ASSERT_EQ(0, um_evict(ctx, r[i], UM_TIER_DISK));
+	ASSERT_LT(0, pool_free_bytes(ctx));
+	EXPECT_FALSE(um__pressure_answer(ctx->pressure, &ev, &freed));
+	EXPECT_EQ(0, pool_free_bytes(ctx))
+		TH_LOG("%lld free bytes left in the pool",
+		       (long long)pool_free_bytes(ctx));
+	for (int i = 0; i < NREG; i++)
+		EXPECT_EQ(0, get_pattern(ctx, r[i], RBYTES, 100 + (uint64_t)i));
 	ASSERT_EQ(0, free_all(ctx, r));
 	ASSERT_EQ(0, um_context_destroy(ctx));
 	rm_dir(dir);

@@ -255,7 +255,7 @@ static bool wait_cold(struct um_context *ctx, struct seen *s)
 		pthread_mutex_lock(&s->lock);
 		relief = s->relief;
 		pthread_mutex_unlock(&s->lock);
-		if (relief && !atomic_load(&ctx->pressure->cg_hot))
+		if (relief && !atomic_load(&ctx->cgroup_hot))
 			return true;
 		usleep(10000);
 	}
