@@ -595,11 +595,6 @@ int e2e_wait(pid_t pid)
 	return status;
 }
 
-/*
- * Each thread of @pid: its name, state, where it waits in the kernel
- * (wchan) and its kernel stack, for a scene that finds its trainer not
- * stepping while it still lives.
- */
 /* Print a file to @out, a "# <prefix>" before each line. */
 static void cat_to(FILE *out, const char *path, const char *prefix)
 {
@@ -613,6 +608,11 @@ static void cat_to(FILE *out, const char *path, const char *prefix)
 	fclose(f);
 }
 
+/*
+ * Each thread of @pid: its name, state, where it waits in the kernel
+ * (wchan) and its kernel stack, for a scene that finds its trainer not
+ * stepping while it still lives.
+ */
 void e2e_dump_threads(FILE *out, pid_t pid, const char *prefix)
 {
 	char dir[64], p[96], comm[64], stat[256], wchan[64];
