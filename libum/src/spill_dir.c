@@ -54,8 +54,9 @@ static int open_once(const char *path, struct um_spill_dir *d)
 	if (!d->made && errno != EEXIST)
 		return -errno;
 	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* removed by the last one leaving between our mkdir and here */
 	if (fd < 0)
-		return -errno;
+		return errno == ENOENT ? -EAGAIN : -errno;
 	err = fstat(fd, &st) ? -errno : safe(&st) ? 0 : -EPERM;
 	if (!err && flock(fd, LOCK_SH))
 		err = -errno;
