@@ -286,7 +286,7 @@ static void ctx_free(struct um_context *ctx)
 	if (ctx->be.ops)
 		ctx->be.ops->fini(&ctx->be);
 	um__settings_free(&ctx->set);
-	free(ctx->slots);
+	um__table_free(ctx->slots, ctx->slot_cap * sizeof(*ctx->slots));
 	um__rslab_fini(&ctx->rslab);
 	um__rangemap_fini(&ctx->by_addr);
 	um__hostneed_fini(ctx);

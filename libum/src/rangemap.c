@@ -14,15 +14,21 @@
  * chunk holds at most three disjoint ranges of its level (each is longer
  * than half a chunk), so no key gathers a long chain.
  *
- * The table is open addressing with linear probing, at most half full;
+ * The table is open addressing with linear probing, at most two thirds
+ * full (a find that misses at a level reads 5 slots on average there, 2.5
+ * when half full; a table that is a third the bigger spills the caches
+ * the sooner: design/libum.rst, "Cost in the number of regions");
  * removal shifts later entries back (no tombstones), so a probe always
- * ends at the first empty slot.
+ * ends at the first empty slot. A big table is on huge pages
+ * (um__table_alloc): a find on one of tens of thousands of ranges reads a
+ * cold line, and should not walk cold page tables to reach it.
  */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
 
 #include "rangemap.h"
+#include "region_slab.h"
 
 #define MIN_SLOTS 64
 #define MAX_LEN (1ull << (UM_RANGEMAP_LEVELS - 1))
@@ -76,11 +82,11 @@ static int grow(struct um_rangemap *m, size_t need)
 	size_t n = m->mask ? m->mask + 1 : MIN_SLOTS, old_n = m->mask + 1;
 	struct um_rangemap_slot *old = m->slot;
 
-	if (m->slot && (m->used + need) * 2 <= n)
+	if (m->slot && (m->used + need) * 3 <= n * 2)
 		return 0;
-	while ((m->used + need) * 2 > n)
+	while ((m->used + need) * 3 > n * 2)
 		n *= 2;
-	m->slot = calloc(n, sizeof(*m->slot));
+	m->slot = um__table_alloc(n * sizeof(*m->slot));
 	if (!m->slot) {
 		m->slot = old;
 		return -ENOMEM;
@@ -90,7 +96,7 @@ static int grow(struct um_rangemap *m, size_t need)
 	for (size_t i = 0; old && i < old_n; i++)
 		if (old[i].used)
 			slot_put(m, &old[i]);
-	free(old);
+	um__table_free(old, old_n * sizeof(*old));
 	return 0;
 }
 
@@ -101,7 +107,8 @@ void um__rangemap_init(struct um_rangemap *m)
 
 void um__rangemap_fini(struct um_rangemap *m)
 {
-	free(m->slot);
+	if (m->slot)
+		um__table_free(m->slot, (m->mask + 1) * sizeof(*m->slot));
 	um__rangemap_init(m);
 }
 

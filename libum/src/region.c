@@ -55,6 +55,25 @@ struct um_region *um__region_get(struct um_context *ctx, um_region_t h)
 	return s->r;
 }
 
+/* Twice the slots, copied into a new table (um__table_alloc: see there). */
+static int slots_grow(struct um_context *ctx)
+{
+	uint32_t cap = ctx->slot_cap ? ctx->slot_cap * 2 : 64;
+	struct um_slot *n;
+
+	if (ctx->nslots >= UM_MAX_REGIONS)
+		return -ENOSPC;
+	n = um__table_alloc(cap * sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	if (ctx->nslots)
+		memcpy(n, ctx->slots, ctx->nslots * sizeof(*n));
+	um__table_free(ctx->slots, ctx->slot_cap * sizeof(*n));
+	ctx->slots = n;
+	ctx->slot_cap = cap;
+	return 0;
+}
+
 static int slot_take(struct um_context *ctx, struct um_region *r)
 {
 	struct um_slot *s;
@@ -65,16 +84,10 @@ static int slot_take(struct um_context *ctx, struct um_region *r)
 		ctx->free_head = ctx->slots[idx].next_free;
 	} else {
 		if (ctx->nslots == ctx->slot_cap) {
-			uint32_t cap = ctx->slot_cap ? ctx->slot_cap * 2 : 64;
-			struct um_slot *n;
+			int ret = slots_grow(ctx);
 
-			if (ctx->nslots >= UM_MAX_REGIONS)
-				return -ENOSPC;
-			n = realloc(ctx->slots, cap * sizeof(*n));
-			if (!n)
-				return -ENOMEM;
-			ctx->slots = n;
-			ctx->slot_cap = cap;
+			if (ret)
+				return ret;
 		}
 		idx = ctx->nslots++;
 		ctx->slots[idx].gen = 0;

@@ -13,8 +13,13 @@
  * malloc. Freed chunk objects are kept for the next allocation; chunks go
  * back at context destroy. Under AddressSanitizer every object comes from
  * malloc, so that its checks still see each region.
+ *
+ * The tables indexed by region (the handles' slots, the range map behind
+ * um_lookup) are read at random the same way: past UM_TABLE_HUGE_MIN bytes
+ * they are mapped in whole 2 MiB pages too (um__table_alloc).
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -23,17 +28,6 @@
 
 #define RSLAB_CHUNK	(2u << 20)
 #define RSLAB_SMALL	512u
-
-#if defined(__SANITIZE_ADDRESS__)
-#define RSLAB_CHUNKS	0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define RSLAB_CHUNKS	0
-#endif
-#endif
-#ifndef RSLAB_CHUNKS
-#define RSLAB_CHUNKS	1
-#endif
 
 struct um_rslab_chunk {
 	struct um_rslab_chunk *next;
@@ -50,22 +44,32 @@ void um__rslab_init(struct um_rslab *s, size_t size, size_t align)
 	s->align = align;
 }
 
-/* A new chunk, aligned to its size: its objects start a line in. */
-static int chunk_add(struct um_rslab *s)
+/* bytes (a multiple of RSLAB_CHUNK) of zeroed memory aligned to a chunk */
+static void *map_huge(size_t bytes)
 {
 	char *raw, *p;
-	size_t head;
 
-	raw = mmap(NULL, 2 * RSLAB_CHUNK, PROT_READ | PROT_WRITE,
+	raw = mmap(NULL, bytes + RSLAB_CHUNK, PROT_READ | PROT_WRITE,
 		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (raw == MAP_FAILED)
-		return -errno;
+		return NULL;
 	p = (char *)(((uintptr_t)raw + RSLAB_CHUNK - 1) &
 		     ~(uintptr_t)(RSLAB_CHUNK - 1));
 	if (p > raw)
 		munmap(raw, (size_t)(p - raw));
-	munmap(p + RSLAB_CHUNK, (size_t)(raw + RSLAB_CHUNK - p));
-	(void)madvise(p, RSLAB_CHUNK, MADV_HUGEPAGE);	/* a hint only */
+	munmap(p + bytes, (size_t)(raw + RSLAB_CHUNK - p));
+	(void)madvise(p, bytes, MADV_HUGEPAGE);	/* a hint only */
+	return p;
+}
+
+/* A new chunk, aligned to its size: its objects start a line in. */
+static int chunk_add(struct um_rslab *s)
+{
+	char *p = map_huge(RSLAB_CHUNK);
+	size_t head;
+
+	if (!p)
+		return -errno;
 	((struct um_rslab_chunk *)p)->next = s->chunks;
 	s->chunks = (struct um_rslab_chunk *)p;
 	head = (sizeof(struct um_rslab_chunk) + s->align - 1) / s->align *
@@ -96,7 +100,7 @@ void *um__rslab_get(struct um_rslab *s, bool *in_chunk)
 {
 	void *obj;
 
-	*in_chunk = RSLAB_CHUNKS && s->small >= RSLAB_SMALL;
+	*in_chunk = UM_SLAB_HUGE && s->small >= RSLAB_SMALL;
 	if (*in_chunk) {
 		obj = from_chunk(s);
 		if (obj)
@@ -136,4 +140,33 @@ void um__rslab_fini(struct um_rslab *s)
 	}
 	s->free = NULL;
 	s->next = s->end = NULL;
+}
+
+static bool table_is_mapped(size_t bytes)
+{
+	return UM_SLAB_HUGE && bytes >= UM_TABLE_HUGE_MIN;
+}
+
+static size_t table_mapped_bytes(size_t bytes)
+{
+	return (bytes + RSLAB_CHUNK - 1) / RSLAB_CHUNK * RSLAB_CHUNK;
+}
+
+void *um__table_alloc(size_t bytes)
+{
+	if (!bytes || bytes > SIZE_MAX - 2 * RSLAB_CHUNK)
+		return NULL;
+	if (table_is_mapped(bytes))
+		return map_huge(table_mapped_bytes(bytes));
+	return calloc(1, bytes);
+}
+
+void um__table_free(void *p, size_t bytes)
+{
+	if (!p)
+		return;
+	if (table_is_mapped(bytes))
+		munmap(p, table_mapped_bytes(bytes));
+	else
+		free(p);
 }

@@ -11,6 +11,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* 0 under AddressSanitizer: everything from malloc, so that it checks it */
+#if defined(__SANITIZE_ADDRESS__)
+#define UM_SLAB_HUGE	0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UM_SLAB_HUGE	0
+#endif
+#endif
+#ifndef UM_SLAB_HUGE
+#define UM_SLAB_HUGE	1
+#endif
+
 struct um_rslab_chunk;
 struct um_rslab_free;
 
@@ -28,5 +40,15 @@ void *um__rslab_get(struct um_rslab *s, bool *in_chunk);
 void um__rslab_put(struct um_rslab *s, void *obj, bool in_chunk);
 /* Unmap every chunk: their objects must all have been put. */
 void um__rslab_fini(struct um_rslab *s);
+
+/*
+ * A table read at random by region: bytes of zeroed memory, NULL if there
+ * is none (or bytes is 0), from malloc while small and in whole 2 MiB
+ * pages from UM_TABLE_HUGE_MIN bytes on (so at most 7/8 of it unused).
+ * Freed with the same bytes it was asked with.
+ */
+#define UM_TABLE_HUGE_MIN	(256u << 10)
+void *um__table_alloc(size_t bytes);
+void um__table_free(void *p, size_t bytes);
 
 #endif

@@ -7,15 +7,21 @@
  * last, a byte inside and the bytes just outside of a random range must
  * give what a binary search over the model gives. Also the edges (one
  * byte, a range ending at the top of the address space, 2^63 bytes), bad
- * input, and a map emptied and filled again.
+ * input, and a map emptied and filled again. And the allocator of such
+ * tables (um__table_alloc, region_slab.c): zeroed memory, from malloc
+ * while small, in whole 2 MiB pages advised MADV_HUGEPAGE past
+ * UM_TABLE_HUGE_MIN bytes (the range map's own table among them).
  */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "harness.h"
 #include "rangemap.h"
+#include "region_slab.h"
 
 #define NRANGES 4000
 #define STEPS 40000
@@ -226,6 +232,88 @@ TEST(emptied_and_filled_again)
 		}
 		ASSERT_EQ(0, m.used);
 	}
+	um__rangemap_fini(&m);
+}
+
+/* The VmFlags line of the mapping that starts at p, or "" if none does. */
+static void vmflags_of(const void *p, char *out, size_t len)
+{
+	char line[512], want[32];
+	FILE *f = fopen("/proc/self/smaps", "r");
+	bool in = false;
+
+	out[0] = '\0';
+	if (!f)
+		return;
+	snprintf(want, sizeof(want), "%lx-", (unsigned long)(uintptr_t)p);
+	while (fgets(line, sizeof(line), f)) {
+		if (!in) {
+			in = !strncmp(line, want, strlen(want));
+			continue;
+		}
+		if (!strncmp(line, "VmFlags:", 8)) {
+			snprintf(out, len, "%s", line);
+			break;
+		}
+	}
+	fclose(f);
+}
+
+static bool all_zero(const unsigned char *p, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (p[i])
+			return false;
+	return true;
+}
+
+TEST(tables_small_from_malloc_big_on_huge_pages)
+{
+	size_t small = UM_TABLE_HUGE_MIN - 64, big = UM_TABLE_HUGE_MIN;
+	unsigned char *a = um__table_alloc(small), *b = um__table_alloc(big);
+	char flags[512];
+
+	ASSERT_NONNULL(a);
+	ASSERT_NONNULL(b);
+	EXPECT_TRUE(all_zero(a, small));
+	EXPECT_TRUE(all_zero(b, big));
+	memset(a, 0xa5, small);
+	memset(b, 0x5a, big);
+	vmflags_of(b, flags, sizeof(flags));
+	if (UM_SLAB_HUGE) {
+		EXPECT_EQ(0, (uintptr_t)b % (2u << 20));
+		EXPECT_NONNULL(strstr(flags, " hg")) TH_LOG("%s", flags);
+	}
+	vmflags_of(a, flags, sizeof(flags));
+	EXPECT_STREQ("", flags);	/* malloc's: no mapping starts at it */
+	um__table_free(a, small);
+	um__table_free(b, big);
+	um__table_free(NULL, big);
+	EXPECT_NULL(um__table_alloc(0));
+	EXPECT_NULL(um__table_alloc(SIZE_MAX));
+	EXPECT_NULL(um__table_alloc(SIZE_MAX - (1u << 20)));
+}
+
+TEST(a_big_map_keeps_its_table_on_huge_pages)
+{
+	/* 8192 slots at most two thirds full, 16384 at most half full */
+	enum { N = 5000, GRAN = 2 << 20 };
+	struct um_rangemap m;
+	char flags[512];
+
+	um__rangemap_init(&m);
+	for (uintptr_t i = 0; i < N; i++)
+		ASSERT_EQ(0, um__rangemap_insert(&m, (i + 1) * GRAN, 64 << 10,
+						 val_of((int)i)));
+	/* at most two thirds full, and no bigger than that needs */
+	EXPECT_LE(m.used * 3, (m.mask + 1) * 2);
+	EXPECT_GT(m.used * 3, (m.mask + 1)) TH_LOG("%zu slots", m.mask + 1);
+	if (UM_SLAB_HUGE) {
+		vmflags_of(m.slot, flags, sizeof(flags));
+		EXPECT_NONNULL(strstr(flags, " hg")) TH_LOG("%s", flags);
+	}
+	for (uintptr_t i = 0; i < N; i++)
+		ASSERT_EQ(val_of((int)i), um__rangemap_find(&m, (i + 1) * GRAN));
 	um__rangemap_fini(&m);
 }
 

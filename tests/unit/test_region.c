@@ -209,6 +209,52 @@ TEST_F(reg, thousands_of_regions_reuse_their_objects)
 		ASSERT_EQ(0, um_free(self->ctx, r[k]));
 }
 
+/*
+ * Past 16384 regions the handles' slot table and the range map's table
+ * are mapped on huge pages (um__table_alloc), each move a copy into a new
+ * table: every handle, every pointer and every freed slot's reuse must
+ * come through the moves.
+ */
+TEST_F(reg, tens_of_thousands_of_regions_through_the_table_moves)
+{
+	enum { N = 20000 };
+	static um_region_t r[N];
+	static char *p[N];
+	struct um_region_info info = { .size = sizeof(info) };
+	um_region_t got;
+
+	for (int i = 0; i < N; i++) {
+		r[i] = region(self->ctx, UM_KIND_ACTIVATION, i, 4096, NULL);
+		ASSERT_NE(0, r[i]) TH_LOG("region %d", i);
+		ASSERT_EQ(0, um_ptr(self->ctx, r[i], (void **)&p[i]));
+		if (i == N / 2)	/* a freed slot reused across a move */
+			for (int j = 0; j < N / 2; j += 3) {
+				ASSERT_EQ(0, um_free(self->ctx, r[j]));
+				r[j] = region(self->ctx, UM_KIND_ACTIVATION, j,
+					      4096, NULL);
+				ASSERT_NE(0, r[j]);
+				ASSERT_EQ(0, um_ptr(self->ctx, r[j],
+						    (void **)&p[j]));
+			}
+	}
+	for (int i = 0; i < N; i++) {
+		ASSERT_EQ(0, um_region_info(self->ctx, r[i], &info));
+		ASSERT_EQ(i, info.priority);
+		ASSERT_EQ(0, um_lookup(self->ctx, p[i] + 4095, &got));
+		ASSERT_EQ(r[i], got) TH_LOG("region %d", i);
+	}
+	for (int i = 0; i < N; i += 2)
+		ASSERT_EQ(0, um_free(self->ctx, r[i]));
+	for (int i = 0; i < N; i++) {
+		int want = i % 2 ? 0 : -ENOENT;
+
+		EXPECT_EQ(want, um_region_info(self->ctx, r[i], &info));
+		EXPECT_EQ(want, um_lookup(self->ctx, p[i], &got));
+	}
+	for (int i = 1; i < N; i += 2)
+		ASSERT_EQ(0, um_free(self->ctx, r[i]));
+}
+
 TEST_F(reg, info_fields_and_name_copy)
 {
 	char name[80];
