@@ -192,22 +192,6 @@ static inline uint64_t round_up(uint64_t x, uint64_t a)
 	return (x + a - 1) & ~(a - 1);
 }
 
-/* mmap len bytes aligned to align (a power of two), trimming the excess. */
-static void *map_aligned(size_t len, size_t align, int prot, int flags)
-{
-	char *raw, *p;
-
-	raw = mmap(NULL, len + align, prot, flags, -1, 0);
-	if (raw == MAP_FAILED)
-		return NULL;
-	p = (char *)round_up((uintptr_t)raw, align);
-	if (p > raw)
-		munmap(raw, (size_t)(p - raw));
-	if (p + len < raw + len + align)
-		munmap(p + len, (size_t)(raw + len + align - (p + len)));
-	return p;
-}
-
 /* ---- extent allocator (arena offsets) ------------------------------------ */
 
 /* Best fit; -ENOMEM when no free extent is large enough. Under mu. */
@@ -907,7 +891,7 @@ static char *resv_map(struct sim *s, size_t rlen)
 		if (p != MAP_FAILED)
 			munmap(p, rlen);
 	}
-	p = map_aligned(rlen, SIM_GRAN, PROT_NONE, fl);
+	p = um__map_aligned(rlen, SIM_GRAN, PROT_NONE, fl);
 	if (p)
 		s->resv_low = p;
 	return p;
@@ -1156,11 +1140,11 @@ static int sim_host_alloc(struct um_backend *be, size_t len, int node,
 		return -EINVAL;
 	alen = round_up(len, 4096);
 	if (alen >= SIM_GRAN)
-		p = map_aligned(alen, SIM_GRAN, PROT_READ | PROT_WRITE,
-				MAP_PRIVATE | MAP_ANONYMOUS);
+		p = um__map_aligned(alen, SIM_GRAN, PROT_READ | PROT_WRITE,
+				    MAP_PRIVATE | MAP_ANONYMOUS);
 	else
-		p = map_aligned(alen, 4096, PROT_READ | PROT_WRITE,
-				MAP_PRIVATE | MAP_ANONYMOUS);
+		p = um__map_aligned(alen, 4096, PROT_READ | PROT_WRITE,
+				    MAP_PRIVATE | MAP_ANONYMOUS);
 	if (!p)
 		return -ENOMEM;
 	if (alen >= SIM_GRAN)
@@ -1249,8 +1233,8 @@ static void sim_fini(struct um_backend *be)
 /* Can pages move with MREMAP_DONTUNMAP here? Tried on the arena's start. */
 static bool dontunmap_works(char *arena)
 {
-	char *tmp = map_aligned(SIM_GRAN, SIM_GRAN, PROT_NONE, MAP_PRIVATE |
-				MAP_ANONYMOUS | MAP_NORESERVE);
+	char *tmp = um__map_aligned(SIM_GRAN, SIM_GRAN, PROT_NONE,
+				    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE);
 	bool ok;
 
 	if (!tmp)
@@ -1293,8 +1277,8 @@ static int sim_init(struct um_backend *be, const struct um_backend_config *cfg)
 	s->ext = calloc(s->next_cap, sizeof(*s->ext));
 	/* read-write, yet never touched here: its pages exist only once a
 	 * region's VA has touched them */
-	s->arena = map_aligned(cap, SIM_GRAN, PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE);
+	s->arena = um__map_aligned(cap, SIM_GRAN, PROT_READ | PROT_WRITE,
+				   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE);
 	if (!s->ext || !s->arena) {
 		if (s->arena)
 			munmap(s->arena, cap);

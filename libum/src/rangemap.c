@@ -107,8 +107,7 @@ void um__rangemap_init(struct um_rangemap *m)
 
 void um__rangemap_fini(struct um_rangemap *m)
 {
-	if (m->slot)
-		um__table_free(m->slot, (m->mask + 1) * sizeof(*m->slot));
+	um__table_free(m->slot, (m->mask + 1) * sizeof(*m->slot));
 	um__rangemap_init(m);
 }
 

@@ -25,6 +25,7 @@
 #include <sys/mman.h>
 
 #include "region_slab.h"
+#include "util.h"
 
 #define RSLAB_CHUNK	(2u << 20)
 #define RSLAB_SMALL	512u
@@ -47,18 +48,11 @@ void um__rslab_init(struct um_rslab *s, size_t size, size_t align)
 /* bytes (a multiple of RSLAB_CHUNK) of zeroed memory aligned to a chunk */
 static void *map_huge(size_t bytes)
 {
-	char *raw, *p;
+	void *p = um__map_aligned(bytes, RSLAB_CHUNK, PROT_READ | PROT_WRITE,
+				  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE);
 
-	raw = mmap(NULL, bytes + RSLAB_CHUNK, PROT_READ | PROT_WRITE,
-		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (raw == MAP_FAILED)
-		return NULL;
-	p = (char *)(((uintptr_t)raw + RSLAB_CHUNK - 1) &
-		     ~(uintptr_t)(RSLAB_CHUNK - 1));
-	if (p > raw)
-		munmap(raw, (size_t)(p - raw));
-	munmap(p + bytes, (size_t)(raw + RSLAB_CHUNK - p));
-	(void)madvise(p, bytes, MADV_HUGEPAGE);	/* a hint only */
+	if (p)
+		(void)madvise(p, bytes, MADV_HUGEPAGE);	/* a hint only */
 	return p;
 }
 

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
@@ -110,4 +111,19 @@ bool um__ptrset_has(const struct um__ptrset *s, const void *p)
 		if (s->v[i] == p)
 			return true;
 	return false;
+}
+
+void *um__map_aligned(size_t len, size_t align, int prot, int flags)
+{
+	char *raw, *p;
+
+	raw = mmap(NULL, len + align, prot, flags, -1, 0);
+	if (raw == MAP_FAILED)
+		return NULL;
+	p = (char *)(((uintptr_t)raw + align - 1) & ~(uintptr_t)(align - 1));
+	if (p > raw)
+		munmap(raw, (size_t)(p - raw));
+	if (p + len < raw + len + align)
+		munmap(p + len, (size_t)(raw + len + align - (p + len)));
+	return p;
 }

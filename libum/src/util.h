@@ -50,4 +50,11 @@ void um__thread_name(const char *name);
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t um__now_ns(void);
 
+/*
+ * mmap(2) of len bytes with no file (flags has MAP_ANONYMOUS), aligned to
+ * align (a power of two), the excess unmapped; NULL with errno set when
+ * mmap fails.
+ */
+void *um__map_aligned(size_t len, size_t align, int prot, int flags);
+
 #endif /* UM_UTIL_H */
