@@ -355,7 +355,7 @@ class Region:
         self.freed = False
         self._views = []
         self._ptr = None
-        self._storages = {}	# dtype: a storage over the bytes (views.py)
+        self._storages = {}	# (dtype, offset, numel): a storage (views.py)
         desc = _lib.RegionDesc(
             size=ctypes.sizeof(_lib.RegionDesc), kind=_lib.KINDS[kind],
             priority=priority, device=device, bytes=self.nbytes,

@@ -54,34 +54,43 @@ def nbytes(dtype, shape):
     return math.prod(shape) * _itemsize(dtype)
 
 
-def _storage(region, dtype, device):
-    """A storage of dtype over the region's whole bytes (its last partial
-    element left out), made once per region and dtype: a step binds each
-    state tensor onto it instead of wrapping the memory anew. Only tensors
-    set onto it reach the memory, and those are emptied after the step."""
-    storage = region._storages.get(dtype)
+def _storage(region, dtype, device, offset, numel):
+    """A storage of numel elements of dtype over the region's bytes from
+    offset on, made once per region and (dtype, offset, numel): a step
+    binds each state tensor onto it instead of wrapping the memory anew.
+
+    Each tensor gets a storage of its own that starts at its first byte,
+    so that every tensor sits at storage offset 0. Several tensors on one
+    storage at non-zero offsets broke torch 1.13's sparse add into a
+    dense tensor (add_(sparse) on such a tensor counts the storage offset
+    twice: SparseAdam's exp_avg_sq stayed 0, and Adagrad wrote into the
+    next parameter's state). Only tensors set onto a storage reach the
+    memory, and those are emptied after the step."""
+    key = (dtype, offset, numel)
+    storage = region._storages.get(key)
     if storage is None:
-        size = region.nbytes - region.nbytes % _itemsize(dtype)
+        size = numel * _itemsize(dtype)
         if device == "cpu":
             raw = torch.frombuffer(
-                (ctypes.c_char * size).from_address(region.ptr),
+                (ctypes.c_char * size).from_address(region.ptr + offset),
                 dtype=torch.uint8)
         else:
-            raw = torch.as_tensor(_CudaArray(region.ptr, size),
+            raw = torch.as_tensor(_CudaArray(region.ptr + offset, size),
                                   device=device)
-        storage = region._storages[dtype] = raw.view(dtype).storage()
+        storage = region._storages[key] = raw.view(dtype).storage()
     return storage
 
 
 def make(region, dtype, shape, offset):
-    """A tensor of dtype/shape over region's bytes at offset."""
+    """A tensor of dtype/shape over region's bytes at offset, alone on a
+    storage of its own (storage offset 0: see _storage)."""
     shape, nbytes = _check(region, dtype, shape, offset)
     device = region.ctx.tensor_device(region.device)
     if nbytes == 0:
         return torch.empty(shape, dtype=dtype, device=device)
     out = torch.empty(0, dtype=dtype, device=device)
-    out.set_(_storage(region, dtype, device), offset // _itemsize(dtype),
-             shape)
+    out.set_(_storage(region, dtype, device, offset,
+                      nbytes // _itemsize(dtype)), 0, shape)
     return out
 
 

@@ -10,7 +10,8 @@ parameter list, per-group options, a non-contiguous weight, LR
 schedulers), state_dict round trips (a copy loaded into a fresh
 optimizer continues identically, the dict loaded is not changed, one
 dict loaded twice gives one run, a checkpoint with numeric steps),
-param groups added mid-run, sparse gradients, complex parameters,
+param groups added mid-run, sparse gradients (an Embedding's, and
+hand-made ones on parameters packed into one region), complex parameters,
 duplicate parameters, parameters without gradients, skipped steps and
 backward passes no step follows, foreach and maximize variants.
 """
@@ -336,6 +337,33 @@ def sparse(cls, kw, env):
         _flat_state(opt.state_dict())
 
 
+def sparse_packed(cls, kw, env):
+    """Sparse gradients made by hand (torch.sparse_coo_tensor, a row
+    repeated: not coalesced) of one to three rows on several 1-D and
+    2-D parameters, which an offload packs into one region. The
+    optimizers add the coalesced gradient's rows into dense state; torch
+    1.13's sparse add gets a one-row update of a tensor at a non-zero
+    storage offset wrong (it writes past the tensor), so state must sit
+    at storage offset 0."""
+    torch.manual_seed(12)
+    params = [torch.randn(n, requires_grad=True) for n in (40, 3, 65)]
+    params.append(torch.randn(9, 5, requires_grad=True))
+    opt = env.opt(cls, params, **kw)
+    g = torch.Generator().manual_seed(13)
+    for step in range(6):
+        opt.zero_grad()
+        for p in params:	# 1 to 3 rows, the first twice
+            rows = torch.randint(0, p.shape[0], (1 + step % 3,),
+                                 generator=g)
+            rows = torch.cat([rows, rows[:1]])
+            values = torch.randn((len(rows),) + tuple(p.shape[1:]),
+                                 generator=g)
+            p.grad = torch.sparse_coo_tensor(rows.unsqueeze(0), values,
+                                             p.shape)
+        opt.step()
+    return params + _flat_state(opt.state_dict())
+
+
 def sparse_refused(cls, kw, env):
     """An optimizer that takes no sparse gradient says so, in torch's
     words, and changes nothing."""
@@ -402,10 +430,16 @@ def cases():
             sparse, O.SGD, dict(lr=0.1, momentum=0.9))),
         ("Adagrad sparse", functools.partial(sparse, O.Adagrad,
                                              dict(lr=0.1))),
+        ("SGD sparse packed", functools.partial(
+            sparse_packed, O.SGD, dict(lr=0.1, momentum=0.9))),
+        ("Adagrad sparse packed", functools.partial(
+            sparse_packed, O.Adagrad, dict(lr=0.1, lr_decay=1e-3))),
     ]
     if hasattr(O, "SparseAdam"):
         out += [("SparseAdam sparse", functools.partial(
             sparse, O.SparseAdam, dict(lr=0.1))),
+            ("SparseAdam sparse packed", functools.partial(
+                sparse_packed, O.SparseAdam, dict(lr=0.1))),
             ("SparseAdam state_dict", functools.partial(
                 sparse_state_dict, dict(lr=0.1)))]
     return out
