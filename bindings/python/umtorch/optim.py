@@ -17,11 +17,16 @@ acquires ahead are made on a thread of their own (_ahead_pool()). Exact
 for every optimizer whose update is per parameter (Adam, AdamW, SGD,
 RMSprop, Adagrad...); LBFGS is refused.
 
-Within budget at every instant: state that does not exist yet is created
-by the optimizer's own first step one bucket at a time, with libum's budget
-lowered by that bucket's estimate while it is plain, then moved into
-regions; load_state_dict() copies the loaded state straight into regions,
-bucket by bucket.
+Within budget at every instant: state that does not exist yet is made by
+the optimizer's own first step one bucket at a time, in regions allocated
+and acquired for it beforehand: while that step runs, _InPlace hands the
+tensors its init makes from a parameter (zeros_like, full_like, SGD's
+clone, ...) region memory, in the strides torch would give them. State
+made some other way is moved into regions after the step; state a step
+that raised made stays plain until the next step moves it in.
+load_state_dict() copies the loaded state straight into regions, bucket
+by bucket. A Ctrl-C during a step stops it at the next bucket boundary
+with every region released (interrupts.py).
 """
 
 import collections
@@ -38,7 +43,7 @@ import weakref
 import torch
 from torch.overrides import TorchFunctionMode
 
-from . import views
+from . import interrupts, views
 from .context import Context, _timeout_ns
 from .errors import UmError, UmValueError, bad_type, parse_size
 from .state import GRANULE, ParamState, _Slot
@@ -84,11 +89,12 @@ class _Space:
         self.region, self.offset, self.cap = region, offset, cap
         self.param, self.used, self.made = param, 0, []
 
-    def take(self, dtype, shape):
+    def take(self, dtype, shape, stride=None):
         n = _round(views.nbytes(dtype, shape), ALIGN)
         if self.used + n > self.cap:
             return None		# more than estimated: made plain
-        t = views.make(self.region, dtype, shape, self.offset + self.used)
+        t = views.make(self.region, dtype, shape, self.offset + self.used,
+                       stride)
         self.used += n
         self.made.append(t)
         return t
@@ -103,20 +109,17 @@ _LIKE = {torch.zeros_like: 0, torch.ones_like: 1, torch.full_like: None,
          torch.empty_like: 0}
 
 
-def _like_plainly(src, kwargs):
-    """Whether torch.*_like(src, **kwargs) makes a contiguous tensor on
-    src's device and layout, as a region's tensor is."""
+def _like_stride(src, kwargs):
+    """The strides of what torch.*_like(src, **kwargs) (or a clone) makes,
+    where that is a strided tensor on src's device that a region can hold
+    (channels_last stays channels_last, as torch keeps it); else None."""
     if kwargs.get("device") not in (None, src.device) or \
             kwargs.get("layout") not in (None, torch.strided) or \
             kwargs.get("requires_grad") or kwargs.get("pin_memory") or \
             src.layout != torch.strided:
-        return False
+        return None
     fmt = kwargs.get("memory_format", torch.preserve_format)
-    if fmt is torch.contiguous_format or src.is_contiguous():
-        return fmt in (torch.contiguous_format, torch.preserve_format)
-    if fmt is not torch.preserve_format:
-        return False
-    return torch.empty_like(src, device="meta").is_contiguous()
+    return torch.empty_like(src, device="meta", memory_format=fmt).stride()
 
 
 class _InPlace(TorchFunctionMode):
@@ -149,20 +152,23 @@ class _InPlace(TorchFunctionMode):
         if func in _LIKE and args and torch.is_tensor(args[0]):
             src = args[0]
             space = self.spaces.get(id(src))
-            if space is None or not _like_plainly(src, kwargs):
+            stride = None if space is None else _like_stride(src, kwargs)
+            if stride is None:
                 return None
             value = _LIKE[func]
             if value is None:
                 value = args[1] if len(args) > 1 else kwargs["fill_value"]
-            t = space.take(kwargs.get("dtype") or src.dtype, src.shape)
+            t = space.take(kwargs.get("dtype") or src.dtype, src.shape,
+                           stride)
             if t is not None:
                 t.fill_(value)
             return t
         if func is torch.Tensor.resize_as_ and len(args) == 2:
             fresh, like = args
             space = self.spaces.get(id(like))
+            # resize_as_ lays out contiguously whatever like's strides
             if space is None or fresh.numel() or fresh._base is not None \
-                    or not like.is_contiguous() or kwargs:
+                    or kwargs:
                 return None
             t = space.take(fresh.dtype, like.shape)
             if t is not None:
@@ -172,11 +178,13 @@ class _InPlace(TorchFunctionMode):
             return None
         if func in (torch.clone, torch.Tensor.clone) and self.clones:
             src, space = args[0], self.clones[0]
-            if src.shape != space.param.shape or src.is_sparse or \
-                    not _like_plainly(src, kwargs):
+            if src.shape != space.param.shape or src.is_sparse:
+                return None
+            stride = _like_stride(src, kwargs)
+            if stride is None:
                 return None
             self.clones.pop(0)
-            t = space.take(src.dtype, src.shape)
+            t = space.take(src.dtype, src.shape, stride)
             if t is not None:
                 t.copy_(src)
             return t
@@ -224,6 +232,7 @@ class OptimizerOffload:
         self._pending = {}		# id(slot): its acquire on _ahead_pool()
         self._warming = []		# restores started by backward
         self._reverse = False		# this step runs the buckets backwards
+        self._to_adopt = []		# plain state a failed step left
         self.timing = None		# a Counter: where step() spends time
         self._hooks = []
         self._saved = {n: optimizer.__dict__[n] for n in _INSTALLED
@@ -357,8 +366,10 @@ class OptimizerOffload:
                                            device))
                         dtype = p.dtype if cast and \
                             p.is_floating_point() else v.dtype
-                        layout[k] = (offset, dtype, tuple(v.shape))
-                        view = views.make(region, dtype, v.shape, offset)
+                        stride = views.layout_of(v)
+                        layout[k] = (offset, dtype, tuple(v.shape), stride)
+                        view = views.make(region, dtype, v.shape, offset,
+                                          stride)
                         view.copy_(v)
                         views.empty(view)
                         offset += _round(views.nbytes(dtype, v.shape),
@@ -447,10 +458,19 @@ class OptimizerOffload:
 
     def _settle(self, slot):
         """Wait for slot's acquire on the ahead thread, if it had one;
-        raises what that acquire raised (slot then is not acquired)."""
+        raises what that acquire raised (slot then is not acquired). If
+        the wait itself is cut short (an exception raised in this thread
+        meanwhile), the acquire is released once it is done."""
         fut = self._pending.pop(id(slot), None)
-        if fut is not None:
+        if fut is None:
+            return
+        try:
             fut.result()
+        except UmError:
+            raise
+        except BaseException:
+            fut.add_done_callback(_release_if_acquired(slot.region))
+            raise
 
     def _acquire_one(self, region, stream):
         """Acquire for a step or a read: waits up to the offload's timeout
@@ -486,6 +506,11 @@ class OptimizerOffload:
         were made) are reachable only on the device: the budget is raised
         to their size for the block, and they are evicted before it is
         set back, so that their state can always be read out."""
+        with interrupts.held(), self._holding(slots):
+            yield
+
+    @contextlib.contextmanager
+    def _holding(self, slots):
         held, stream = [], self._stream()
         need = sum(s.cost for s in slots)
         budget = self.ctx.budget()
@@ -610,8 +635,7 @@ class OptimizerOffload:
         if not isinstance(opt, _SPARSE_OK):
             for p in self._params():
                 if p.grad is not None and p.grad.is_sparse:
-                    raise RuntimeError("%s does not support sparse "
-                                       "gradients" % type(opt).__name__)
+                    raise _sparse_refusal(opt)
         for b in buckets:
             if b.cost > budget and not self.per_parameter:
                 raise UmError(-errno.ENOMEM, "step", _whole_message(
@@ -628,14 +652,24 @@ class OptimizerOffload:
     # ---- the optimizer's methods ----------------------------------------
 
     def step(self, closure=None):
-        """optimizer.step(), bucket by bucket with the state resident."""
+        """optimizer.step(), bucket by bucket with the state resident. A
+        Ctrl-C meanwhile stops it at the next bucket boundary, everything
+        released, and is raised then (interrupts.py)."""
         self._live("step")
         loss = None
         if closure is not None:
             with torch.enable_grad():
                 loss = closure()
+        with interrupts.held():
+            self._step_buckets()
+        return loss
+
+    def _step_buckets(self):
         t0 = time.perf_counter()
         self._settle_warm()
+        if self._to_adopt:
+            params, self._to_adopt = self._to_adopt, []
+            self._adopt(params)
         if self.timing is not None:
             self.timing["wait for restores and evictions before"] += \
                 time.perf_counter() - t0
@@ -656,6 +690,8 @@ class OptimizerOffload:
         try:
             self.stepping = True
             for i, bucket in enumerate(buckets):
+                if interrupts.interrupted():
+                    break
                 following = buckets[i + 1] if i + 1 < len(buckets) else None
                 self._run_bucket(bucket, following, i < kept,
                                  len(buckets) > 1, budget)
@@ -670,7 +706,6 @@ class OptimizerOffload:
             self.timing["steps"] += 1
         self.steps += 1
         self.ctx._history_step(self)
-        return loss
 
     def _kept_from(self, buckets, budget):
         """The index of the first of the trailing buckets that together fit
@@ -787,6 +822,9 @@ class OptimizerOffload:
                 self._step()
             self._note_plain(new, made)
             self._install(made, index_of)
+        except BaseException:
+            self._keep_plain(new, made)
+            raise
         finally:
             for region, _ in made:
                 if not region.freed:
@@ -797,6 +835,23 @@ class OptimizerOffload:
             if not region.freed and not any(
                     s.region is region for s in self._slots):
                 region.free()
+
+    def _keep_plain(self, params, made):
+        """The step that made params' state raised: the state it made stays
+        (as plain torch keeps it), as plain copies of the tensors over the
+        regions about to be emptied and freed; the next step moves it into
+        regions of its own (_adopt)."""
+        ranges = [(r.ptr, r.ptr + r.nbytes) for r, _ in made]
+        for p in params:
+            state = self.optimizer.state.get(p)
+            if not state or isinstance(state, ParamState):
+                continue
+            for k, v in list(state.items()):
+                if torch.is_tensor(v) and v.layout == torch.strided and \
+                        v.numel() and any(lo <= v.data_ptr() < hi
+                                          for lo, hi in ranges):
+                    state[k] = v.clone()
+            self._to_adopt.append(p)
 
     def _clone_order(self, new, spaces):
         """SGD makes a momentum buffer as clone(d_p), parameter by
@@ -825,9 +880,10 @@ class OptimizerOffload:
                 for k, v in list(state.items()):
                     here = torch.is_tensor(v) and v.layout == torch.strided \
                         and v.numel() and lo <= v.data_ptr() < hi
-                    if k in keys and here and v.is_contiguous():
+                    if k in keys and here and \
+                            v.stride() == views.layout_of(v):
                         layout[k] = (v.data_ptr() - lo, v.dtype,
-                                     tuple(v.shape))
+                                     tuple(v.shape), v.stride())
                     elif k in keys:
                         moved = True
                     else:		# a scalar, say: never over the region
@@ -1067,6 +1123,33 @@ def _per_parameter(optimizer):
     return any(step is _unwrapped(k.step) for k in _PER_PARAMETER)
 
 
+def _sparse_refusal(optimizer):
+    """The error torch's own step raises for a sparse gradient, advice and
+    all ("..., please consider SparseAdam instead"), got from a throwaway
+    optimizer of the same class and defaults on a one-element parameter."""
+    name = type(optimizer).__name__
+    probe = torch.zeros(1, requires_grad=True)
+    probe.grad = torch.sparse_coo_tensor(torch.zeros(1, 1, dtype=torch.long),
+                                         torch.ones(1), (1,))
+    try:
+        type(optimizer)([probe], **optimizer.defaults).step()
+    except RuntimeError as e:
+        if "sparse" in str(e):
+            return RuntimeError(str(e))
+    except Exception:	# not made from its defaults alone: our own words
+        pass
+    return RuntimeError("%s does not support sparse gradients" % name)
+
+
+def _wrapped(optimizer):
+    """(attribute, optimizer) of an optimizer optimizer holds (a wrapper
+    such as Lookahead, whose step calls its base optimizer's), or None."""
+    for attr, value in vars(optimizer).items():
+        if isinstance(value, torch.optim.Optimizer) and value is not optimizer:
+            return attr, value
+    return None
+
+
 def _whole_message(optimizer, need, budget):
     return ("%s.step is not known to update each parameter on its own "
             "(torch's %s are), so it runs once over all parameters with "
@@ -1104,6 +1187,14 @@ def _evict_quietly(region):
         region.evict("host")
     except UmError:
         pass
+
+
+def _release_if_acquired(region):
+    """A done-callback for an acquire ahead nobody waits for any more."""
+    def release(fut):
+        if fut.exception() is None and not region.freed:
+            region.release()
+    return release
 
 
 def _acquire_ahead(region):
@@ -1164,6 +1255,16 @@ def offload_optimizer(optimizer, ctx, *, min_bytes=64 << 10,
     if not isinstance(optimizer, torch.optim.Optimizer):
         raise bad_type("optimizer", optimizer, "torch.optim.Optimizer")
     optimizer = _local_optimizer(optimizer)
+    wrapped = _wrapped(optimizer)
+    if wrapped is not None:
+        raise UmValueError(
+            -errno.EINVAL, "offload_optimizer",
+            "%s wraps the optimizer in .%s (a %s): its state is that "
+            "optimizer's and its step is called by the wrapper's, so "
+            "offload that one, offload_optimizer(optimizer.%s, ctx); "
+            "state the wrapper keeps itself stays plain" % (
+                type(optimizer).__name__, wrapped[0],
+                type(wrapped[1]).__name__, wrapped[0]))
     if isinstance(optimizer, torch.optim.LBFGS):
         raise UmValueError(-errno.EINVAL, "offload_optimizer",
                            "LBFGS updates all parameters at once")

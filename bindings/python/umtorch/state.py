@@ -128,7 +128,9 @@ GRANULE = 2 << 20	# device granularity of sim and the CUDA VMM backing
 
 class ParamState(collections.abc.MutableMapping):
     """A parameter's state: keys in layout live in slot's region at
-    (offset, dtype, shape); the others are plain values."""
+    (offset, dtype, shape, stride) (stride as torch lays out a copy of
+    the state: channels_last stays channels_last); the others are plain
+    values."""
 
     def __init__(self, offload, slot, layout, plain, order):
         self._offload = offload
@@ -144,8 +146,8 @@ class ParamState(collections.abc.MutableMapping):
     def _bind(self):
         self._bound = True
         region = self._slot.region
-        for key, (off, dtype, shape) in self._layout.items():
-            self._live[key] = views.make(region, dtype, shape, off)
+        for key, (off, dtype, shape, stride) in self._layout.items():
+            self._live[key] = views.make(region, dtype, shape, off, stride)
 
     def _unbind(self):
         self._bound = False
@@ -156,7 +158,7 @@ class ParamState(collections.abc.MutableMapping):
     @property
     def nbytes(self):
         return sum(views.nbytes(dtype, shape)
-                   for _, dtype, shape in self._layout.values())
+                   for _, dtype, shape, _ in self._layout.values())
 
     # ---- the mapping ------------------------------------------------------
 
@@ -181,8 +183,9 @@ class ParamState(collections.abc.MutableMapping):
                 self._live[key].copy_(value)
         elif key in self._layout:
             with self._offload._held([self._slot]):
-                off, dtype, shape = self._layout[key]
-                view = views.make(self._slot.region, dtype, shape, off)
+                off, dtype, shape, stride = self._layout[key]
+                view = views.make(self._slot.region, dtype, shape, off,
+                                  stride)
                 try:
                     view.copy_(value)
                 finally:
@@ -216,10 +219,10 @@ class ParamState(collections.abc.MutableMapping):
                 else contextlib.nullcontext():
             for key in keys:
                 if key in self._layout:
-                    off, dtype, shape = self._layout[key]
+                    off, dtype, shape, stride = self._layout[key]
                     view = self._live.get(key)
                     src = view if view is not None else views.make(
-                        self._slot.region, dtype, shape, off)
+                        self._slot.region, dtype, shape, off, stride)
                     out[key] = src.to(device, copy=True) if device \
                         else src.clone()
                     if view is None:

@@ -33,13 +33,30 @@ def _itemsize(dtype):
     return _ITEMSIZE[dtype]
 
 
-def _check(region, dtype, shape, offset):
+def _dense(shape, stride):
+    """Whether stride lays shape's elements out densely, none twice (a
+    permutation of a contiguous layout, as channels_last is)."""
+    expect = 1
+    for size, step in sorted(zip(shape, stride), key=lambda d: d[1]):
+        if size == 1:
+            continue
+        if step != expect:
+            return False
+        expect *= size
+    return True
+
+
+def _check(region, dtype, shape, offset, stride):
     if not isinstance(dtype, torch.dtype):
         raise bad_type("dtype", dtype, "torch.dtype")
     if isinstance(shape, int):
         shape = (shape,)
     if not all(isinstance(n, int) and n >= 0 for n in shape):
         raise UmValueError(-errno.EINVAL, "shape", "bad shape %r" % (shape,))
+    if stride is not None and (len(stride) != len(shape) or
+                               not _dense(shape, stride)):
+        raise UmValueError(-errno.EINVAL, "stride", "stride %r does not lay "
+                           "out shape %r densely" % (stride, shape))
     itemsize = _itemsize(dtype)
     nbytes = math.prod(shape) * itemsize
     if isinstance(offset, bool) or not isinstance(offset, int):
@@ -48,6 +65,13 @@ def _check(region, dtype, shape, offset):
         raise UmValueError(-errno.EINVAL, "tensor", "%d bytes at offset %d "
                            "do not fit %r" % (nbytes, offset, region))
     return tuple(shape), nbytes
+
+
+def layout_of(tensor):
+    """The strides torch gives a copy of tensor (clone, .to, *_like with
+    preserve_format): tensor's own where they are dense, else those torch
+    infers (channels_last or contiguous). State in a region keeps them."""
+    return torch.empty_like(tensor, device="meta").stride()
 
 
 def nbytes(dtype, shape):
@@ -81,16 +105,21 @@ def _storage(region, dtype, device, offset, numel):
     return storage
 
 
-def make(region, dtype, shape, offset):
-    """A tensor of dtype/shape over region's bytes at offset, alone on a
-    storage of its own (storage offset 0: see _storage)."""
-    shape, nbytes = _check(region, dtype, shape, offset)
+def make(region, dtype, shape, offset, stride=None):
+    """A tensor of dtype/shape (and stride: dense, contiguous if None)
+    over region's bytes at offset, alone on a storage of its own (storage
+    offset 0: see _storage)."""
+    shape, nbytes = _check(region, dtype, shape, offset, stride)
     device = region.ctx.tensor_device(region.device)
     if nbytes == 0:
         return torch.empty(shape, dtype=dtype, device=device)
     out = torch.empty(0, dtype=dtype, device=device)
-    out.set_(_storage(region, dtype, device, offset,
-                      nbytes // _itemsize(dtype)), 0, shape)
+    numel = nbytes // _itemsize(dtype)
+    storage = _storage(region, dtype, device, offset, numel)
+    if stride is None:
+        out.set_(storage, 0, shape)
+    else:
+        out.set_(storage, 0, shape, tuple(stride))
     return out
 
 
