@@ -56,6 +56,20 @@ def recorded_offload(ctx):
     return m, opt
 
 
+def test_reserved_bytes_are_the_device_bytes_within_the_budget():
+    with context() as ctx:
+        m = model()
+        opt = torch.optim.Adam(m.parameters(), lr=1e-3)
+        off = umtorch.offload_optimizer(opt, ctx)
+        train(m, opt, 2)
+        st = umtorch.memory_stats(ctx)
+        assert off.nbytes > BUDGET		# the rest is on the host
+        assert 0 < st["reserved_bytes.all.current"] <= BUDGET, st
+        assert st["reserved_bytes.all.current"] == st["tier.device.current"]
+        assert st["reserved_bytes.all.peak"] <= BUDGET, st
+        del opt, off
+
+
 def test_history_snapshot_read_by_torch_memory_viz():
     with context() as ctx, tempfile.TemporaryDirectory() as tmp:
         m, opt = recorded_offload(ctx)

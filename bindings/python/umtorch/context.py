@@ -32,6 +32,8 @@ Event.__doc__ = """A libum event. type: 'migrated', 'evicted', 'pressure',
 not know it, 0 for none); tiers as names ('gpu0', 'host', 'spill');
 error: -errno for 'error'/'nomem'; level: pressure 1..3; ns: duration."""
 
+# A line libum logged during a call: (syslog level, text).
+_Said = collections.namedtuple("_Said", "level text")
 _PY_LEVELS = {3: logging.ERROR, 4: logging.WARNING, 6: logging.INFO,
               7: logging.DEBUG}
 _SIZE_FIELDS = ("device_budget", "sim_capacity", "pool_size", "pool_chunk",
@@ -159,17 +161,28 @@ class Context:
 
     def _on_log(self, _arg, level, msg):
         text = msg.decode(errors="replace")
-        if level <= 3:		# kept for the exception of the failing call
-            self._tls.last_err = text
-            if getattr(self._tls, "quiet", False):
-                level = 7	# an attempt that may fail: not an error
+        said = getattr(self._tls, "last_err", None)
+        if level <= 6 and (said is None or level <= said.level):
+            # kept for the exception of the failing call: the most severe
+            self._tls.last_err = _Said(level, text)
+        if level <= 3 and getattr(self._tls, "quiet", False):
+            level = 7		# an attempt that may fail: not an error
         log.log(_PY_LEVELS.get(level, logging.DEBUG), "%s", text)
 
     def _call(self, name, *args):
-        """Call um_<name>; raise UmError (with libum's ERR line) on -errno."""
+        """Call um_<name>; raise UmError on -errno with libum's line on it:
+        its ERR line, or the INFO line of a refusal libum does not count
+        as an error (an acquire that does not fit the budget).
+        A call made inside it (an event handler's stats, while libum's
+        call runs) keeps its own ERR line apart: the outer one's stays."""
+        outer = getattr(self._tls, "last_err", None)
         self._tls.last_err = None
-        rc = getattr(_lib.lib, name)(*args)
-        return check(rc, name, self._tls.last_err)
+        try:
+            rc = getattr(_lib.lib, name)(*args)
+            said = self._tls.last_err
+        finally:
+            self._tls.last_err = outer
+        return check(rc, name, said and said.text)
 
     def _try_acquire(self, region, stream=None):
         """region.acquire() that may fail (an acquire ahead, to restore

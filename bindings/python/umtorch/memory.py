@@ -46,8 +46,9 @@ def _shim_stats():
 
 def memory_stats(ctx=None, device=0):
     """A dict like torch.cuda.memory_stats(): bytes of live regions as
-    allocated/reserved/active (each region is one allocation and maps whole
-    2 MiB granules), num_ooms (acquires libum refused), then the tiers
+    allocated, the device bytes they take (whole 2 MiB granules mapped on
+    the device, as torch's reserved segments are, never more than the
+    budget) as reserved and active, num_ooms (acquires libum refused), then the tiers
     (tier.device.current/peak, ...), migrations, the sub-allocators'
     figures under torch's small_pool keys (allocated/requested/reserved
     bytes, allocation and segment counts, inactive_split_bytes: free bytes
@@ -63,15 +64,14 @@ def memory_stats(ctx=None, device=0):
         st = c.raw_stats()
         kinds = st.kind
         allocated = sum(kinds[k].current for k in range(len(kinds)))
-        regions = [r for r in list(c._regions.values()) if not r.freed]
-        reserved = sum(-(-r.nbytes // GRANULE) * GRANULE for r in regions)
         add("allocated_bytes.all.current", allocated)
         add("allocated_bytes.all.allocated",
             sum(kinds[k].total for k in range(len(kinds))))
         add("allocation.all.current", st.regions)
         add("active_bytes.all.current", st.device[device].current)
         add("active_bytes.all.peak", c._peaks.get("device", 0))
-        add("reserved_bytes.all.current", reserved)
+        add("reserved_bytes.all.current", st.device[device].current)
+        add("reserved_bytes.all.peak", c._peaks.get("device", 0))
         add("num_ooms", st.nomem)
         add("num_alloc_retries", st.events[3])	# pressure events
         for tier, counter in zip(_TIERS, (st.device[device], st.host_total,
@@ -228,7 +228,7 @@ def record_history(ctx, enabled=True, max_entries=100000, stack_depth=8):
     """Start (or stop, enabled=False) recording ctx's history: allocs and
     frees with the allocating Python stack, migrations, evictions,
     pressure and refusals with timestamps, and a sample of the bytes on
-    each tier after every offloaded optimizer step (or ctx_step())."""
+    each tier after every offloaded optimizer step."""
     if not isinstance(ctx, Context):
         raise bad_type("ctx", ctx, "umtorch.Context")
     if not enabled:
