@@ -1,6 +1,11 @@
 # SPDX-License-Identifier: MIT
 """Shared helpers of umtorch's tests: a small MLP and its training loop."""
 
+import os
+import subprocess
+import sys
+import tempfile
+
 import torch
 
 import umtorch
@@ -66,3 +71,32 @@ def state_bytes(opt):
     """Bytes of the optimizer's tensor state (read through copies)."""
     return sum(v.numel() * v.element_size() for s in opt.state.values()
                for v in s.values() if torch.is_tensor(v))
+
+
+def run_ranks(script, world, *args, timeout=100):
+    """Run script RANK WORLD RENDEZVOUS_FILE args... once per rank over
+    gloo on loopback (a CI container's hostname may not resolve to an
+    address gloo can use); returns the lines all ranks printed. A rank
+    stuck waiting for another is killed after timeout seconds."""
+    env = dict(os.environ, GLOO_SOCKET_IFNAME="lo")
+    with tempfile.TemporaryDirectory() as tmp:
+        init = os.path.join(tmp, "rendezvous")
+        procs = [subprocess.Popen(
+            [sys.executable, script, str(r), str(world), init] +
+            [a.replace("{tmp}", tmp) for a in args],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env=env) for r in range(world)]
+        try:
+            outs = [p.communicate(timeout=timeout) for p in procs]
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+    lines = []
+    for p, (out, err) in zip(procs, outs):
+        assert p.returncode == 0, err
+        lines += [line for line in out.split("\n") if line]
+    for line in lines:
+        print("# " + line)
+    return lines

@@ -43,7 +43,7 @@ import weakref
 import torch
 from torch.overrides import TorchFunctionMode
 
-from . import interrupts, views
+from . import dtensors, interrupts, views
 from .context import Context, _timeout_ns
 from .errors import UmError, UmValueError, bad_type, parse_size
 from .state import GRANULE, ParamState, _Slot
@@ -61,6 +61,19 @@ def _round(n, to):
 
 def _granules(n):
     return _round(n, GRANULE)
+
+
+def _nbytes(tensor):
+    """Bytes of tensor on this rank (a DTensor's local shard)."""
+    tensor = dtensors.local(tensor)
+    return tensor.numel() * tensor.element_size()
+
+
+def _within(tensor, ranges):
+    """Whether tensor's bytes (its local shard's) start in one of ranges
+    [(lo, hi)]."""
+    ptr = dtensors.local(tensor).data_ptr()
+    return any(lo <= ptr < hi for lo, hi in ranges)
 
 
 def _state_tensors(optimizer):
@@ -89,12 +102,14 @@ class _Space:
         self.region, self.offset, self.cap = region, offset, cap
         self.param, self.used, self.made = param, 0, []
 
-    def take(self, dtype, shape, stride=None):
+    def take(self, dtype, shape, stride=None, like=None):
+        """A tensor of the space (a DTensor where like, the spec of the
+        one it is made like, says so), or None where it is full."""
         n = _round(views.nbytes(dtype, shape), ALIGN)
         if self.used + n > self.cap:
             return None		# more than estimated: made plain
-        t = views.make(self.region, dtype, shape, self.offset + self.used,
-                       stride)
+        t = dtensors.wrap(views.make(self.region, dtype, shape,
+                                     self.offset + self.used, stride), like)
         self.used += n
         self.made.append(t)
         return t
@@ -151,15 +166,15 @@ class _InPlace(TorchFunctionMode):
     def _made(self, func, args, kwargs):
         if func in _LIKE and args and torch.is_tensor(args[0]):
             src = args[0]
-            space = self.spaces.get(id(src))
-            stride = None if space is None else _like_stride(src, kwargs)
+            space, shard = self.spaces.get(id(src)), dtensors.local(src)
+            stride = None if space is None else _like_stride(shard, kwargs)
             if stride is None:
                 return None
             value = _LIKE[func]
             if value is None:
                 value = args[1] if len(args) > 1 else kwargs["fill_value"]
-            t = space.take(kwargs.get("dtype") or src.dtype, src.shape,
-                           stride)
+            t = space.take(kwargs.get("dtype") or src.dtype, shard.shape,
+                           stride, dtensors.spec(src))
             if t is not None:
                 t.fill_(value)
             return t
@@ -168,7 +183,7 @@ class _InPlace(TorchFunctionMode):
             space = self.spaces.get(id(like))
             # resize_as_ lays out contiguously whatever like's strides
             if space is None or fresh.numel() or fresh._base is not None \
-                    or kwargs:
+                    or kwargs or dtensors.is_dtensor(like):
                 return None
             t = space.take(fresh.dtype, like.shape)
             if t is not None:
@@ -180,11 +195,13 @@ class _InPlace(TorchFunctionMode):
             src, space = args[0], self.clones[0]
             if src.shape != space.param.shape or src.is_sparse:
                 return None
-            stride = _like_stride(src, kwargs)
+            shard = dtensors.local(src)
+            stride = _like_stride(shard, kwargs)
             if stride is None:
                 return None
             self.clones.pop(0)
-            t = space.take(src.dtype, src.shape, stride)
+            t = space.take(src.dtype, shard.shape, stride,
+                           dtensors.spec(src))
             if t is not None:
                 t.copy_(src)
             return t
@@ -282,7 +299,7 @@ class OptimizerOffload:
 
     def _estimate(self, p):
         """Device bytes p's state will take once it exists."""
-        return self._per_param * _round(p.numel() * p.element_size(), ALIGN)
+        return self._per_param * _round(_nbytes(p), ALIGN)
 
     def _check_fits_budget(self):
         """Refuse now what step() could never do: a parameter whose state
@@ -323,8 +340,7 @@ class OptimizerOffload:
             keys = self._offloadable(p, state)
             if not keys:
                 continue
-            size = sum(_round(state[k].numel() * state[k].element_size(),
-                              ALIGN) for k in keys)
+            size = sum(_round(_nbytes(state[k]), ALIGN) for k in keys)
             entry = (p, index_of[id(p)], state, keys, size)
             if size >= self.pack_below:
                 self._make_slot([entry])
@@ -366,13 +382,15 @@ class OptimizerOffload:
                                            device))
                         dtype = p.dtype if cast and \
                             p.is_floating_point() else v.dtype
-                        stride = views.layout_of(v)
-                        layout[k] = (offset, dtype, tuple(v.shape), stride)
-                        view = views.make(region, dtype, v.shape, offset,
+                        shard = dtensors.local(v)
+                        stride = views.layout_of(shard)
+                        layout[k] = (offset, dtype, tuple(shard.shape),
+                                     stride, dtensors.spec(v))
+                        view = views.make(region, dtype, shard.shape, offset,
                                           stride)
-                        view.copy_(v)
+                        view.copy_(shard)
                         views.empty(view)
-                        offset += _round(views.nbytes(dtype, v.shape),
+                        offset += _round(views.nbytes(dtype, shard.shape),
                                          ALIGN)
                     made.append((p, ParamState(self, slot, layout, plain,
                                                list(state))))
@@ -848,8 +866,7 @@ class OptimizerOffload:
                 continue
             for k, v in list(state.items()):
                 if torch.is_tensor(v) and v.layout == torch.strided and \
-                        v.numel() and any(lo <= v.data_ptr() < hi
-                                          for lo, hi in ranges):
+                        v.numel() and _within(v, ranges):
                     state[k] = v.clone()
             self._to_adopt.append(p)
 
@@ -879,19 +896,20 @@ class OptimizerOffload:
                 layout, plain = {}, {}
                 for k, v in list(state.items()):
                     here = torch.is_tensor(v) and v.layout == torch.strided \
-                        and v.numel() and lo <= v.data_ptr() < hi
+                        and v.numel() and _within(v, [(lo, hi)])
+                    shard = dtensors.local(v)
                     if k in keys and here and \
-                            v.stride() == views.layout_of(v):
-                        layout[k] = (v.data_ptr() - lo, v.dtype,
-                                     tuple(v.shape), v.stride())
+                            shard.stride() == views.layout_of(shard):
+                        layout[k] = (shard.data_ptr() - lo, v.dtype,
+                                     tuple(shard.shape), shard.stride(),
+                                     dtensors.spec(v))
                     elif k in keys:
                         moved = True
                     else:		# a scalar, say: never over the region
                         state[k] = plain[k] = v.clone() if here else v
                 if not keys:		# nothing for a region: stays plain
                     continue
-                size = sum(_round(state[k].numel() * state[k].element_size(),
-                                  ALIGN) for k in keys)
+                size = sum(_round(_nbytes(state[k]), ALIGN) for k in keys)
                 entries.append((p, index_of[id(p)], state, keys, size))
                 states.append((p, state, layout, plain))
             if not entries:
@@ -926,9 +944,8 @@ class OptimizerOffload:
         for p in params:
             state = self.optimizer.state.get(p, {})
             for k in self._offloadable(p, state):
-                v = state[k]
-                if not any(lo <= v.data_ptr() < hi for lo, hi in ranges):
-                    plain += v.numel() * v.element_size()
+                if not _within(state[k], ranges):
+                    plain += _nbytes(state[k])
         device = self.ctx.device_bytes()
         self.peak_plain = max(self.peak_plain, plain)
         self.peak_device = max(self.peak_device, device + plain)
@@ -979,7 +996,7 @@ class OptimizerOffload:
         keys = self._offloadable(p, saved)
         size = sum(_round(views.nbytes(p.dtype if p.is_floating_point()
                                        else saved[k].dtype,
-                                       saved[k].shape), ALIGN)
+                                       dtensors.local(saved[k]).shape), ALIGN)
                    for k in keys)
         if keys:
             self._make_slot([(p, index, saved, keys, size)], cast=True)

@@ -17,7 +17,7 @@ import copy
 
 import torch
 
-from . import views
+from . import dtensors, views
 
 
 class _Link:
@@ -110,6 +110,13 @@ def _state_copy(tensor, state, key):
     return out
 
 
+def _make(region, where):
+    """The state tensor layout entry where describes, over region."""
+    offset, dtype, shape, stride, like = where
+    return dtensors.wrap(views.make(region, dtype, shape, offset, stride),
+                         like)
+
+
 class _Slot:
     """One region holding the state of one or more parameters."""
 
@@ -128,9 +135,10 @@ GRANULE = 2 << 20	# device granularity of sim and the CUDA VMM backing
 
 class ParamState(collections.abc.MutableMapping):
     """A parameter's state: keys in layout live in slot's region at
-    (offset, dtype, shape, stride) (stride as torch lays out a copy of
-    the state: channels_last stays channels_last); the others are plain
-    values."""
+    (offset, dtype, shape, stride, like) (stride as torch lays out a copy
+    of the state: channels_last stays channels_last; like: a DTensor's
+    spec (dtensors.py), whose local shard is what the region holds, or
+    None); the others are plain values."""
 
     def __init__(self, offload, slot, layout, plain, order):
         self._offload = offload
@@ -146,8 +154,8 @@ class ParamState(collections.abc.MutableMapping):
     def _bind(self):
         self._bound = True
         region = self._slot.region
-        for key, (off, dtype, shape, stride) in self._layout.items():
-            self._live[key] = views.make(region, dtype, shape, off, stride)
+        for key, where in self._layout.items():
+            self._live[key] = _make(region, where)
 
     def _unbind(self):
         self._bound = False
@@ -157,8 +165,8 @@ class ParamState(collections.abc.MutableMapping):
 
     @property
     def nbytes(self):
-        return sum(views.nbytes(dtype, shape)
-                   for _, dtype, shape, _ in self._layout.values())
+        return sum(views.nbytes(where[1], where[2])
+                   for where in self._layout.values())
 
     # ---- the mapping ------------------------------------------------------
 
@@ -174,20 +182,21 @@ class ParamState(collections.abc.MutableMapping):
                 "(offload it with per_parameter=False)"
                 % type(self._offload.optimizer).__name__)
         if key in self._layout:
-            return _state_copy(self.to_dict(keys=[key])[key], self, key)
+            copy = self.to_dict(keys=[key])[key]
+            if dtensors.is_dtensor(copy):	# a plain copy, not linked
+                return copy
+            return _state_copy(copy, self, key)
         return self._plain[key]
 
     def __setitem__(self, key, value):
         if key in self._live:
             if value is not self._live[key]:
-                self._live[key].copy_(value)
+                dtensors.local(self._live[key]).copy_(dtensors.local(value))
         elif key in self._layout:
             with self._offload._held([self._slot]):
-                off, dtype, shape, stride = self._layout[key]
-                view = views.make(self._slot.region, dtype, shape, off,
-                                  stride)
+                view = _make(self._slot.region, self._layout[key])
                 try:
-                    view.copy_(value)
+                    dtensors.local(view).copy_(dtensors.local(value))
                 finally:
                     views.empty(view)
         else:
@@ -219,10 +228,9 @@ class ParamState(collections.abc.MutableMapping):
                 else contextlib.nullcontext():
             for key in keys:
                 if key in self._layout:
-                    off, dtype, shape, stride = self._layout[key]
                     view = self._live.get(key)
-                    src = view if view is not None else views.make(
-                        self._slot.region, dtype, shape, off, stride)
+                    src = view if view is not None else _make(
+                        self._slot.region, self._layout[key])
                     out[key] = src.to(device, copy=True) if device \
                         else src.clone()
                     if view is None:

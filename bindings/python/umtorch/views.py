@@ -12,6 +12,7 @@ import math
 
 import torch
 
+from . import dtensors
 from .errors import UmValueError, bad_type
 
 
@@ -124,7 +125,9 @@ def make(region, dtype, shape, offset, stride=None):
 
 
 def empty(tensor):
-    """Point tensor (if still alive) at no memory at all."""
+    """Point tensor (if still alive; a DTensor's local shard) at no memory
+    at all."""
+    tensor = dtensors.local(tensor)
     if tensor is not None:
         with torch.no_grad():
             tensor.set_(torch.empty(0, dtype=tensor.dtype,
