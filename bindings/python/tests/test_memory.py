@@ -114,7 +114,9 @@ def test_snapshot_frames_and_2_1_traces_as_torch_writes_them():
         assert "umtorch" not in frames[-1]["filename"], frames[-1]
         from torch.cuda import _memory_viz
         lines = _memory_viz.memory(snap, format_flamegraph=lambda s: s)
-        line = [x for x in lines.splitlines() if "_step_creating" in x][0]
+        # the program's frames, the call into umtorch, the allocation
+        line = [x for x in lines.splitlines() if "test_memory.py" in x][0]
+        assert ";optim.py:" in line and "_step_creating" not in line, line
         leaf = line.rsplit(" ", 1)[0].split(";")[-1]
         assert leaf.startswith("context.py:") and leaf.endswith(":alloc"), \
             line

@@ -13,6 +13,7 @@ per tier over steps with events marked; leak_check() names the regions
 whose count grows step over step.
 """
 
+import os
 import pickle
 import re
 import time
@@ -179,8 +180,7 @@ class History:
     def alloc(self, region):
         # innermost first, as torch records them (its viewer reverses)
         frames = [{"filename": f.filename, "line": f.lineno, "name": f.name}
-                  for f in reversed(traceback.extract_stack()[
-                      -self.stack_depth - 2:-2])]
+                  for f in reversed(_program_stack()[-self.stack_depth:])]
         self.frames[region.handle] = frames
         self.names[region.handle] = (region.name or hex(region.handle),
                                      region.nbytes, region.ptr)
@@ -224,9 +224,28 @@ class History:
         self.device_peak = 0
 
 
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _program_stack():
+    """The Python stack of the caller's caller, outermost first, with
+    umtorch's own frames left out but the first of each run of them (the
+    call the program made) and the innermost (where the region was
+    allocated): the depth recorded is the program's."""
+    stack = traceback.extract_stack()[:-3]
+    out, ours_before = [], False
+    for i, frame in enumerate(stack):
+        ours = frame.filename.startswith(_PACKAGE)
+        if not (ours and ours_before) or i == len(stack) - 1:
+            out.append(frame)
+        ours_before = ours
+    return out
+
+
 def record_history(ctx, enabled=True, max_entries=100000, stack_depth=8):
     """Start (or stop, enabled=False) recording ctx's history: allocs and
-    frees with the allocating Python stack, migrations, evictions,
+    frees with the allocating Python stack (stack_depth frames of the
+    program's, umtorch's own left out but the call into it), migrations, evictions,
     pressure and refusals with timestamps, and a sample of the bytes on
     each tier after every offloaded optimizer step."""
     if not isinstance(ctx, Context):

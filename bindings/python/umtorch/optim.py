@@ -254,7 +254,7 @@ class OptimizerOffload:
         self._hooks = []
         self._saved = {n: optimizer.__dict__[n] for n in _INSTALLED
                        if n in optimizer.__dict__}
-        self._step = type(optimizer).step.__get__(optimizer)
+        self._step = _own_step(optimizer)
         self._load = type(optimizer).load_state_dict.__get__(optimizer)
         self._sd = type(optimizer).state_dict.__get__(optimizer)
         self.steps = 0
@@ -955,10 +955,16 @@ class OptimizerOffload:
         (on the CPU: a checkpoint never needs the whole state on the
         device), one region at a time."""
         self._live("state_dict")
-        sd = self._sd()
+        post = "_optimizer_state_dict_post_hooks"
+        with _hooks_off(self.optimizer, post):
+            sd = self._sd()
         for index, state in list(sd["state"].items()):
             if isinstance(state, ParamState):
                 sd["state"][index] = state.to_dict(device="cpu")
+        # torch 2.x's post hooks, as its state_dict runs them, on the
+        # plain dict they would see without the offload
+        for hook in _hooks(self.optimizer, post):
+            sd = hook(self.optimizer, sd) or sd
         return sd
 
     def load_state_dict(self, state_dict):
@@ -969,9 +975,19 @@ class OptimizerOffload:
         if not isinstance(state_dict, dict) or "state" not in state_dict:
             raise bad_type("state_dict", state_dict,
                            "an optimizer state_dict")
+        # torch 2.x's hooks, as its load_state_dict runs them: the pre
+        # hooks on (a shallow copy of) the whole dict, the post hooks once
+        # the state is in
+        state_dict = state_dict.copy()
+        pre = "_optimizer_load_state_dict_pre_hooks"
+        post = "_optimizer_load_state_dict_post_hooks"
+        for hook in _hooks(self.optimizer, pre):
+            state_dict = hook(self.optimizer, state_dict) or state_dict
         self._settle_warm()
         self._drop_ahead()
-        self._load(dict(state_dict, state={}))	# checks the groups
+        with _hooks_off(self.optimizer, pre), \
+                _hooks_off(self.optimizer, post):
+            self._load(dict(state_dict, state={}))	# checks the groups
         self._free_slots()
         saved = [i for g in state_dict["param_groups"] for i in g["params"]]
         params = [p for g in self.optimizer.param_groups
@@ -991,6 +1007,8 @@ class OptimizerOffload:
         type(self.optimizer).__setstate__(self.optimizer, {
             "state": self.optimizer.state,
             "param_groups": self.optimizer.param_groups})
+        for hook in _hooks(self.optimizer, post):
+            hook(self.optimizer)
 
     def _load_one(self, p, index, saved):
         keys = self._offloadable(p, saved)
@@ -1177,12 +1195,52 @@ def _whole_message(optimizer, need, budget):
                 ", ".join(k.__name__ for k in _PER_PARAMETER), need, budget))
 
 
+def _own_step(optimizer):
+    """The optimizer's step for one bucket, bound: its class's, without the
+    wrapper torch 2.x's Optimizer puts around it (marked hooked) to run
+    the step hooks, which run once per step around all buckets
+    (_counting_step); other wrappers (no_grad) stay."""
+    step = type(optimizer).step
+    if getattr(step, "hooked", False) and hasattr(step, "__wrapped__"):
+        step = step.__wrapped__
+    return step.__get__(optimizer)
+
+
+def _hooks(optimizer, name):
+    """The hooks of torch 2.x's optimizer hook dict name (none on 1.13)."""
+    return list(getattr(optimizer, name, {}).values())
+
+
+@contextlib.contextmanager
+def _hooks_off(optimizer, name):
+    """optimizer's hooks name set aside for the with block (the offload
+    runs them itself, where torch would)."""
+    saved = optimizer.__dict__.get(name)
+    if saved is None:
+        yield
+        return
+    optimizer.__dict__[name] = type(saved)()
+    try:
+        yield
+    finally:
+        optimizer.__dict__[name] = saved
+
+
 def _counting_step(offload):
     """optimizer.step as LR schedulers want it: marked _with_counter, so a
     scheduler made later leaves it alone (offload.step counts) and one
-    made earlier sees no override."""
-    def step(closure=None):
-        return offload.step(closure)
+    made earlier sees no override. Wrapped as torch wraps an optimizer's
+    step (Optimizer.profile_hook_step: on 2.x, the global and the
+    optimizer's own step pre and post hooks, in torch's order, with the
+    arguments the caller gave), so they run once a step, not once a
+    bucket."""
+    def run(_optimizer, *args, **kwargs):
+        return offload.step(*args, **kwargs)
+    wrap = getattr(type(offload.optimizer), "profile_hook_step", None)
+    hooked = wrap(run) if wrap is not None else run
+
+    def step(*args, **kwargs):
+        return hooked(offload.optimizer, *args, **kwargs)
     step._with_counter = True
     step._umtorch_offload = True
     step.__doc__ = offload.step.__doc__
