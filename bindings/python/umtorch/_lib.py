@@ -30,6 +30,13 @@ def _load(env, name, dirs):
         # RTLD_GLOBAL: libumtorch.so (loaded by torch too) binds to this.
         return ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL), path
     except OSError as e:
+        if path == name:	# nowhere: say where it was looked for
+            raise ImportError(
+                "umtorch needs %s, which is not in %s nor where the dynamic "
+                "linker looks (%s): install um (make install, or the libum "
+                "Debian package), or set %s to its path"
+                % (name, " or ".join(os.path.normpath(d) for d in dirs),
+                   e, env)) from e
         if "static TLS" not in str(e):
             raise
         # A libum.so from before libum/Makefile linked the CUDA runtime
