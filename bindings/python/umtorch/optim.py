@@ -1241,6 +1241,12 @@ def _counting_step(offload):
 
     def step(*args, **kwargs):
         return hooked(offload.optimizer, *args, **kwargs)
+    disable = getattr(getattr(torch, "compiler", None), "disable", None)
+    if disable is not None:
+        # torch.compile of code that steps runs the step itself eagerly
+        # (a graph break): libum calls and regions bound for a bucket are
+        # nothing a graph can hold
+        step = disable(step)
     step._with_counter = True
     step._umtorch_offload = True
     step.__doc__ = offload.step.__doc__
