@@ -89,7 +89,10 @@ def _state_tensors(optimizer):
         return 1 if any_group("momentum") else 0
     if isinstance(optimizer, torch.optim.RMSprop):
         return 1 + any_group("momentum") + any_group("centered")
-    if isinstance(optimizer, torch.optim.Adagrad):
+    one = tuple(getattr(torch.optim, n) for n in ("Adagrad", "Adafactor",
+                                                  "Muon")
+                if hasattr(torch.optim, n))
+    if isinstance(optimizer, one):	# Adafactor: a 1-D one's variance
         return 1
     return 2
 
@@ -1136,7 +1139,10 @@ def _cast(param, value, key=None):
 # gradient and state alone: bucket by bucket is their unbucketed step.
 _PER_PARAMETER = tuple(getattr(torch.optim, n) for n in (
     "SGD", "Adam", "AdamW", "Adagrad", "Adadelta", "Adamax", "ASGD",
-    "NAdam", "RAdam", "RMSprop", "Rprop", "SparseAdam")
+    "NAdam", "RAdam", "RMSprop", "Rprop", "SparseAdam",
+    # torch 2.x's: factored second moments and an orthogonalized
+    # momentum, each of one parameter's own
+    "Adafactor", "Muon")
     if hasattr(torch.optim, n))
 # Known to scale every update by a norm over all parameters.
 _GLOBAL_NORM = ("FusedLAMB", "DistributedFusedLAMB",
