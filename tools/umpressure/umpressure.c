@@ -915,7 +915,7 @@ static void usage(void)
 	       "Allocate and touch memory on a NUMA node to create real pressure.\n\n"
 	       "  -n, --node N          node to fill (default: no binding, the machine)\n"
 	       "  -r, --rate MIB        MiB per second (default: as fast as possible)\n"
-	       "  -t, --target SIZE     stop at SIZE bytes held (K/M/G suffixes)\n"
+	       "  -t, --target SIZE     stop at SIZE bytes held (K/M/G/T/P/E)\n"
 	       "  -u, --until-level L   stop when umm.ko says node level L\n"
 	       "                        (low, medium, critical)\n"
 	       "  -H, --hold SECS       hold the memory that long (default 0)\n"
