@@ -491,7 +491,7 @@ static int acquire(struct um_context *ctx, um_region_t h, um_tier_t tier,
 		until = &deadline;
 	}
 	for (;;) {
-		ret = um__region_find(ctx, h, &r);
+		ret = um__region_find(ctx, "acquire", h, &r);
 		if (ret)
 			break;
 		ret = check_acquire_tier(ctx, r, tier);
@@ -591,7 +591,7 @@ int um_release(struct um_context *ctx, um_region_t h)
 
 	if (ret)
 		return ret;
-	ret = um__region_find(ctx, h, &r);
+	ret = um__region_find(ctx, "release", h, &r);
 	if (ret)
 		goto out;
 	if (!r->acquired) {

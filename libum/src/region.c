@@ -370,18 +370,19 @@ void um__regions_fini(struct um_context *ctx)
 		um__region_destroy(ctx, ctx->regions.next);
 }
 
-int um__region_find(struct um_context *ctx, um_region_t h,
+int um__region_find(struct um_context *ctx, const char *call, um_region_t h,
 		    struct um_region **out)
 {
 	*out = h ? um__region_get(ctx, h) : NULL;
 	if (*out)
 		return 0;
 	if (!h)
-		um__log(ctx, UM_LOG_ERR, "region handle 0 is no region");
+		um__log(ctx, UM_LOG_ERR, "%s: region handle 0 is no region",
+			call);
 	else
 		um__log(ctx, UM_LOG_ERR,
-			"region handle 0x%llx is not a region of this context (freed already, or another context's)",
-			(unsigned long long)h);
+			"%s: region handle 0x%llx is not a region of this context (freed already, or another context's)",
+			call, (unsigned long long)h);
 	return h ? -ENOENT : -EINVAL;
 }
 
@@ -392,7 +393,7 @@ int um_free(struct um_context *ctx, um_region_t h)
 
 	if (ret)
 		return ret;
-	ret = um__region_find(ctx, h, &r);
+	ret = um__region_find(ctx, "free", h, &r);
 	if (ret)
 		goto out;
 	if (r->acquired) {
@@ -590,7 +591,7 @@ int um_wait(struct um_context *ctx, um_region_t h)
 	if (ret)
 		return ret;
 	for (;;) {
-		ret = um__region_find(ctx, h, &r);
+		ret = um__region_find(ctx, "wait", h, &r);
 		if (ret)
 			break;
 		if (!r->pending) {
