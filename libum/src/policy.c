@@ -25,10 +25,12 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
+#include "util.h"
 #include "um_numa.h"
 
 static int64_t um__shed_locked(struct um_context *ctx, um_tier_t tier,
@@ -110,15 +112,23 @@ static void refuse(struct um_context *ctx, struct um_region *r,
 		   const char *why, bool expected)
 {
 	struct um_dev *d = &ctx->dev[r->device];
+	char size[UM_SIZE_STR], dev[UM_SIZE_STR], unit[UM_SIZE_STR];
+	char budget[UM_SIZE_STR], held_s[UM_SIZE_STR], took[96] = "";
 	uint64_t held;
 	uint32_t n;
 
 	held_summary(ctx, (int)r->device, &held, &n);
+	/* a small region under a small budget: the unit is the surprise */
+	if (r->dev_len > r->bytes)
+		snprintf(took, sizeof(took),
+			 ", %s on the device, whose memory comes in %s units",
+			 um__size_str(r->dev_len, dev),
+			 um__size_str(d->gran, unit));
 	um__log(ctx, expected ? UM_LOG_INFO : UM_LOG_ERR,
-		"acquire: region \"%s\" (%" PRIu64 " bytes, %zu on the device) does not fit device %u: budget %" PRIu64
-		", %" PRIu64 " bytes held by %u acquired region(s)%s",
-		r->name, r->bytes, r->dev_len, (unsigned int)r->device,
-		d->budget, held, n, why);
+		"acquire: region \"%s\" (%s%s) does not fit device %u: budget %s, %s held by %u acquired region(s)%s",
+		r->name, um__size_str(r->bytes, size), took,
+		(unsigned int)r->device, um__size_str(d->budget, budget),
+		um__size_str(held, held_s), n, why);
 	ctx->books.nomem++;
 	um__event(ctx, UM_EVENT_NOMEM, 0, r, r->residency,
 		  UM_TIER_GPU(r->device), r->bytes, -ENOMEM, 0);
