@@ -21,10 +21,15 @@
 /* The backend's (and pool's) log hook: never takes the context lock. */
 static void be_log(void *arg, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* The backend said why it failed in an ERR line: no second line for it. */
+static UM_TLS bool be_said_err;
+
 static void be_log(void *arg, int level, const char *fmt, ...)
 {
 	va_list ap;
 
+	if (level == UM_LOG_ERR)
+		be_said_err = true;
 	va_start(ap, fmt);
 	um__vlog(arg, level, fmt, ap);
 	va_end(ap);
@@ -351,10 +356,12 @@ int um_context_create(const struct um_config *cfg, struct um_context **out)
 		.sim_capacity = ctx->set.sim_capacity,
 		.device = 0,
 	};
+	be_said_err = false;
 	ret = ops->init(&ctx->be, &bc);
 	if (ret) {
-		um__log(ctx, UM_LOG_ERR, "backend %s: init failed: %s",
-			ops->name, strerror(-ret));
+		if (!be_said_err)
+			um__log(ctx, UM_LOG_ERR, "backend %s: init failed: %s",
+				ops->name, strerror(-ret));
 		ctx->be.ops = NULL;
 		goto fail;
 	}
