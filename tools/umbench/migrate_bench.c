@@ -180,13 +180,16 @@ static void report_text(const struct migrate_bench *mb, bool pass)
 			 mb->med[F_MEMCPY]);
 		t[0] = '\0';
 		if (f == F_MIGRATE)
-			snprintf(t, sizeof(t), ">= %.1fx %s",
-				 TARGET_MIGRATE_RATIO, pass ? "ok" : "MISS");
+			snprintf(t, sizeof(t), ">= %gx %s",
+				 bench_targets[T_MIGRATE_RATIO].limit,
+				 pass ? "ok" : "MISS");
 		ut_table_rowf(tb, 4, what[f], g, f == F_MEMCPY ? "" : v, t);
 	}
 	ut_table_print(tb);
-	printf("data after %u round trips: %s\n\n", mb->o->rounds + 1,
+	printf("data after %u round trips: %s\n", mb->o->rounds + 1,
 	       mb->data_ok ? "intact" : "CORRUPTED");
+	bench_target_say(T_MIGRATE_RATIO);
+	putchar('\n');
 }
 
 static void report_json(const struct migrate_bench *mb, bool pass)
@@ -206,8 +209,12 @@ static void report_json(const struct migrate_bench *mb, bool pass)
 	ut_json_dbl(j, "memcpy_gbps", mb->med[F_MEMCPY]);
 	ut_json_dbl(j, "ratio", mb->med[F_MIGRATE] / mb->med[F_MEMCPY]);
 	ut_json_dbl(j, "wall_ratio", mb->med[F_WALL] / mb->med[F_MEMCPY]);
-	ut_json_dbl(j, "target_ratio_min", TARGET_MIGRATE_RATIO);
+	ut_json_dbl(j, "target_ratio_min", bench_targets[T_MIGRATE_RATIO].limit);
 	ut_json_bool(j, "data_ok", mb->data_ok);
+	ut_json_arr_begin(j, "targets");
+	bench_target_json(j, T_MIGRATE_RATIO,
+			  mb->med[F_MIGRATE] / mb->med[F_MEMCPY], NULL);
+	ut_json_arr_end(j);
 	ut_json_bool(j, "pass", pass);
 	ut_json_obj_end(j);
 }
@@ -302,7 +309,8 @@ int bench_migrate(const struct bench_opts *o)
 	for (f = 0; f < F_COUNT; f++)
 		mb.med[f] = ut_median(mb.gbps[f], o->rounds);
 	pass = mb.data_ok &&
-	       mb.med[F_MIGRATE] >= TARGET_MIGRATE_RATIO * mb.med[F_MEMCPY];
+	       bench_target_met(T_MIGRATE_RATIO,
+				mb.med[F_MIGRATE] / mb.med[F_MEMCPY], NULL);
 	if (o->j)
 		report_json(&mb, pass);
 	else
