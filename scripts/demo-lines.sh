@@ -55,9 +55,12 @@ pretty() {
 					msg+=", $(eta_text "$eta" "$free" "$rate")"
 			fi
 			say "libum <- umm.ko  $msg" ;;
-		*"pressure: freed "*" bytes asked in "*)
-			read -r -a f <<<"${line#*pressure: freed }"
-			say "libum -> umm.ko  shed $((f[0] / mib)) MiB of $((f[2] / mib)) MiB asked in ${f[6]} ms; ACK $((f[0] / mib)) MiB"
+		*"pressure: freed "*" of "*" asked in "*)
+			# pressure: freed SIZE of SIZE asked in T ms (sizes in units)
+			local freed=${line#*pressure: freed } asked
+			asked=${freed#* of }
+			freed=${freed%% of *}
+			say "libum -> umm.ko  shed $freed of $asked; ACK $freed"
 			;;
 		"# umpressure: "*|*"expect-dmesg:"*) ;;
 		*"pressure: "*|*"numa: "*|*"spill: "*)

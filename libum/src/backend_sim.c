@@ -971,8 +971,8 @@ static void map_undo(struct sim *s, struct sim_map *m)
 		ret = err;
 	if (ret)
 		sim_log(s, UM_LOG_ERR,
-			"cannot take %llu bytes back from %p (%d): leaked",
-			(unsigned long long)m->len, (void *)m->va, ret);
+			"cannot take %s back from %p: %s; leaked",
+			UM_SIZE(m->len), (void *)m->va, strerror(-ret));
 	else
 		ext_free(s, m->off, m->len);
 }
@@ -1033,8 +1033,8 @@ static void sim_va_release(struct um_backend *be, void *va, size_t len)
 	while (r->maps) {
 		struct sim_map *m = r->maps;
 
-		sim_log(s, UM_LOG_WARN, "va_release with %llu bytes still mapped",
-			(unsigned long long)m->len);
+		sim_log(s, UM_LOG_WARN, "va_release with %s still mapped",
+			UM_SIZE(m->len));
 		map_undo(s, m);
 		r->maps = m->next;
 		free(m);

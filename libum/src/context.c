@@ -17,6 +17,7 @@
 #include "pressure.h"
 #include "spill.h"
 #include "um_numa.h"
+#include "util.h"
 
 /* The backend's (and pool's) log hook: never takes the context lock. */
 static void be_log(void *arg, int level, const char *fmt, ...)
@@ -90,14 +91,14 @@ static int choose_backend(struct um_context *ctx,
 		ops = backend_by_id(ctx->set.backend, &why);
 		if (!ops) {
 			um__log(ctx, UM_LOG_ERR,
-				"backend %s was asked for but is not available: %s",
+				"backend: %s was asked for but is not available: %s",
 				backend_name(ctx->set.backend), why);
 			return -ENODEV;
 		}
 		n = ops->probe(&why);
 		if (n <= 0) {
 			um__log(ctx, UM_LOG_ERR,
-				"backend %s was asked for but is not usable: %s",
+				"backend: %s was asked for but is not usable: %s",
 				ops->name, why ? why : "no device");
 			return n < 0 ? n : -ENODEV;
 		}
@@ -121,7 +122,7 @@ static int choose_backend(struct um_context *ctx,
 	*out = &um__backend_sim;
 	n = (*out)->probe(&why);
 	if (n <= 0) {
-		um__log(ctx, UM_LOG_ERR, "backend sim is not usable: %s",
+		um__log(ctx, UM_LOG_ERR, "backend: sim is not usable: %s",
 			why ? why : "?");
 		return n < 0 ? n : -ENODEV;
 	}
@@ -136,7 +137,7 @@ static int devices_init(struct um_context *ctx)
 	int n = be->ops->device_count(be);
 
 	if (n <= 0) {
-		um__log(ctx, UM_LOG_ERR, "backend %s has no device",
+		um__log(ctx, UM_LOG_ERR, "backend: %s has no device",
 			be->ops->name);
 		return n < 0 ? n : -ENODEV;
 	}
@@ -161,10 +162,9 @@ static int devices_init(struct um_context *ctx)
 			    total;
 		if (d->budget > total) {
 			um__log(ctx, UM_LOG_INFO,
-				"device %d: budget %llu is above its %llu bytes; using %llu",
-				i, (unsigned long long)d->budget,
-				(unsigned long long)total,
-				(unsigned long long)total);
+				"budget: %s for device %d is above its %s; using %s",
+				UM_SIZE(d->budget), i, UM_SIZE(total),
+				UM_SIZE(total));
 			d->budget = total;
 		}
 		ctx->books.tier.device[i].current = 0;
@@ -219,7 +219,8 @@ static int pool_init(struct um_context *ctx)
 	int ret = um__pool_create(&ctx->be, &pc, &ctx->pool);
 
 	if (ret) {
-		um__log(ctx, UM_LOG_ERR, "pool: cannot create (%d)", ret);
+		um__log(ctx, UM_LOG_ERR, "pool: cannot create: %s",
+			strerror(-ret));
 		return ret;
 	}
 	if (ctx->set.pool_size) {
@@ -227,8 +228,8 @@ static int pool_init(struct um_context *ctx)
 				       ctx->set.pool_size);
 		if (ret) {
 			um__log(ctx, UM_LOG_ERR,
-				"pool: cannot reserve %llu bytes (%d)",
-				(unsigned long long)ctx->set.pool_size, ret);
+				"pool: cannot reserve %s: %s",
+				UM_SIZE(ctx->set.pool_size), strerror(-ret));
 			return ret;
 		}
 	}
@@ -265,8 +266,8 @@ static int spill_init(struct um_context *ctx)
 		return 0;
 	}
 	if (ret)
-		um__log(ctx, UM_LOG_ERR, "spill: cannot use \"%s\" (%d)",
-			set->spill_dir, ret);
+		um__log(ctx, UM_LOG_ERR, "spill: cannot use \"%s\": %s",
+			set->spill_dir, strerror(-ret));
 	return ret;
 }
 
@@ -390,7 +391,8 @@ int um_context_create(const struct um_config *cfg, struct um_context **out)
 		(unsigned long long)ctx->set.chunk_bytes);
 	ret = um__pressure_start(ctx);
 	if (ret) {
-		um__log(ctx, UM_LOG_ERR, "pressure: cannot start (%d)", ret);
+		um__log(ctx, UM_LOG_ERR, "pressure: cannot start: %s",
+			strerror(-ret));
 		um__registry_del(ctx);
 		goto fail;
 	}

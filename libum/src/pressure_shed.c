@@ -305,8 +305,8 @@ uint64_t um__pressure_shed(struct um_pressure *pr, um_tier_t tier,
 	/* nothing to shed, or nowhere to put it: not worth a line each time */
 	if (got < 0 && got != -ENOENT && got != -EOPNOTSUPP && got != -ENOSPC)
 		um__log(ctx, UM_LOG_WARN,
-			"pressure: shedding %llu bytes from %s failed: %s",
-			(unsigned long long)bytes, host ? "host" : "device",
+			"pressure: shedding %s from %s failed: %s",
+			UM_SIZE(bytes), host ? "host" : "device",
 			strerror((int)-got));
 	return freed;
 }
@@ -658,9 +658,9 @@ static bool answer_cgroup(struct um_pressure *pr, const struct umm_event *ev,
 	t0 = um__now_ns();
 	*freed = um__pressure_shed(pr, UM_TIER_HOST_ANY, ask, UM_TIER_DISK);
 	um__log(pr->ctx, UM_LOG_DEBUG,
-		"pressure: cgroup %u: spilled and trimmed %llu of %llu bytes asked in %.1f ms",
-		ev->tier_id, (unsigned long long)*freed,
-		(unsigned long long)ask, (double)(um__now_ns() - t0) / 1e6);
+		"pressure: cgroup %u: spilled and trimmed %s of %s asked in %.1f ms",
+		ev->tier_id, UM_SIZE(*freed), UM_SIZE(ask),
+		(double)(um__now_ns() - t0) / 1e6);
 	pthread_mutex_lock(&pr->st_lock);
 	pr->st.cgroup_freed += *freed;
 	if (*freed < ask)
@@ -731,9 +731,8 @@ bool um__pressure_answer(struct um_pressure *pr, const struct umm_event *ev,
 	t0 = um__now_ns();
 	*freed = um__pressure_shed(pr, tier, ev->bytes_to_free, dest);
 	um__log(pr->ctx, UM_LOG_DEBUG,
-		"pressure: freed %llu of %llu bytes asked in %.1f ms",
-		(unsigned long long)*freed,
-		(unsigned long long)ev->bytes_to_free,
+		"pressure: freed %s of %s asked in %.1f ms",
+		UM_SIZE(*freed), UM_SIZE(ev->bytes_to_free),
 		(double)(um__now_ns() - t0) / 1e6);
 	/*
 	 * The caller ACKs, with the ask met; then the rest of what we hold

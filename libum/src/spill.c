@@ -193,9 +193,9 @@ static void scan_stale(struct um_spill *sp)
 	closedir(d);
 	if (sp->st.stale_files)
 		slog(sp, L_WARN,
-		     "spill: %llu stale file(s), %llu bytes, from dead processes in %s: %s",
+		     "spill: %llu stale file(s), %s, from dead processes in %s: %s",
 		     (unsigned long long)sp->st.stale_files,
-		     (unsigned long long)sp->st.stale_bytes, sp->dir,
+		     UM_SIZE(sp->st.stale_bytes), sp->dir,
 		     remove ? "removed" :
 			      "kept (LIBUM_SPILL_REMOVE_STALE=1 removes them)");
 }
@@ -715,8 +715,8 @@ int um__spill_write(struct um_spill *sp, uint64_t region, const void *src,
 		free(f);
 		sp->st.write_errors++;
 		slog(sp, L_ERR,
-		     "spill: writing region %llu (%zu bytes) to %s failed: %s; its bytes stay where they were",
-		     (unsigned long long)region, len, sp->dir, strerror(-ret));
+		     "spill: writing %s to %s failed: %s; its bytes stay where they were",
+		     UM_SIZE(len), sp->dir, strerror(-ret));
 		goto out;
 	}
 	f->region = region;

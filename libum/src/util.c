@@ -7,7 +7,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -129,26 +128,3 @@ void *um__map_aligned(size_t len, size_t align, int prot, int flags)
 	return p;
 }
 
-char *um__size_str(uint64_t bytes, char buf[UM_SIZE_STR])
-{
-	static const char *const unit[] = {
-		"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"
-	};
-	double v = (double)bytes;
-	int u = -1;
-
-	if (bytes < 1024) {
-		snprintf(buf, UM_SIZE_STR, "%llu bytes", (unsigned long long)bytes);
-		return buf;
-	}
-	while (v >= 1024.0 && u < 5) {
-		v /= 1024.0;
-		u++;
-	}
-	/* "2.0 MiB" says no more than "2 MiB" */
-	if (v >= 100.0 || v - (double)(uint64_t)v < 0.05)
-		snprintf(buf, UM_SIZE_STR, "%.0f %s", v, unit[u]);
-	else
-		snprintf(buf, UM_SIZE_STR, "%.1f %s", v, unit[u]);
-	return buf;
-}

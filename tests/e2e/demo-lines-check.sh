@@ -23,6 +23,7 @@ scene() {
 [1.3] L7 pressure: umm pressure seq 4 tier 1/0 level 3 ask 33554432 free 41943040 dest 1 eta 80647 ms
 [1.4] L7 pressure: umm pressure seq 5 tier 1/0 level 3 ask 33554432 free 83886080 dest 1 eta 2000 ms
 [1.5] L7 pressure: umm pressure seq 6 tier 3/0 level 2 ask 8388608 free 67108864 dest -1 eta 4294967295 ms
+[1.6] L7 pressure: freed 16 MiB of 32 MiB asked in 412.5 ms
 LOG
 }
 
@@ -31,7 +32,8 @@ etas_sane() {
 	out=$(scene | pretty)
 	! demo_lines_bad <<<"$out" >/dev/null &&
 		[ "$(grep -c 'not approaching critical' <<<"$out")" = 3 ] &&
-		grep -q 'critical in ~2.0 s' <<<"$out"
+		grep -q 'critical in ~2.0 s' <<<"$out" &&
+		grep -q 'shed 16 MiB of 32 MiB asked in 412.5 ms; ACK 16 MiB' <<<"$out"
 }
 
 # The judge itself: it finds a raw handle, a hex tier, an ETA in ms or

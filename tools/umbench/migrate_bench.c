@@ -135,11 +135,12 @@ static int round_once(struct migrate_bench *mb, unsigned int r)
 		return rc;
 	if (b.evict_bytes - a.evict_bytes != n * mb->o->regions ||
 	    b.restore_bytes - a.restore_bytes != n * mb->o->regions) {
-		ut_warn("migrate: libum moved %llu/%llu bytes, expected %llu "
-			"each way", (unsigned long long)(b.evict_bytes -
-							 a.evict_bytes),
-			(unsigned long long)(b.restore_bytes - a.restore_bytes),
-			(unsigned long long)(n * mb->o->regions));
+		char ev[UT_SIZE_STR], re[UT_SIZE_STR], want[UT_SIZE_STR];
+
+		ut_warn("migrate: libum moved %s out and %s back, expected %s each way",
+			ut_size_str(b.evict_bytes - a.evict_bytes, ev),
+			ut_size_str(b.restore_bytes - a.restore_bytes, re),
+			ut_size_str(n * mb->o->regions, want));
 		return -EPROTO;
 	}
 	mb->gbps[F_EVICT][r] = rate(b.evict_bytes - a.evict_bytes,
@@ -249,8 +250,10 @@ static int setup(struct migrate_bench *mb)
 		snprintf(name, sizeof(name), "umbench.%u", i);
 		rc = um_alloc(mb->ctx, &d, &mb->r[i]);
 		if (rc) {
-			ut_warn("migrate: um_alloc of %llu bytes: %s",
-				(unsigned long long)d.bytes, strerror(-rc));
+			char sz[UT_SIZE_STR];
+
+			ut_warn("migrate: um_alloc of %s: %s",
+				ut_size_str(d.bytes, sz), strerror(-rc));
 			return rc;
 		}
 	}

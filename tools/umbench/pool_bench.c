@@ -87,9 +87,11 @@ static int calibrate(struct pool_bench *pb)
 			if (one >= 0)
 				one = time_pairs(pb, m, pb->o->sizes[s], 16) ;
 			if (one < 0) {
-				ut_warn("pool: %s of %llu bytes failed: %s",
+				char sz[UT_SIZE_STR];
+
+				ut_warn("pool: %s of %s failed: %s",
 					method_names[m],
-					(unsigned long long)pb->o->sizes[s],
+					ut_size_str(pb->o->sizes[s], sz),
 					strerror((int)-one));
 				return (int)one;
 			}

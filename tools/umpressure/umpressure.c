@@ -1150,8 +1150,10 @@ int main(int argc, char **argv)
 	case ST_SIGNAL:
 		return 130;
 	default:
-		ut_warn("allocation failed after %llu bytes",
-			(unsigned long long)r.peak);
+		char held[UT_SIZE_STR];
+
+		ut_warn("allocation failed after %s",
+			ut_size_str(r.peak, held));
 		return 1;
 	}
 }
