@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: MIT
 """ptyscreen.py - runs a full-screen program on a pseudo-terminal of a
 given size and prints what a terminal would show at the end of its last
-frame, one line per row, then "# left-alt-screen yes|no" and
-"# restored yes|no" (the terminal modes as they were before).
+frame, one line per row, then "# exit N" (its status) and
+"# left-alt-screen yes|no" (it entered the alternate screen first and
+left it last, so the terminal's own screen is back as it was).
 
 Usage: ptyscreen.py COLS ROWS PROGRAM [ARGS...]
 
@@ -27,7 +28,6 @@ def run(cols, rows, argv):
     if pid == 0:
         os.execvp(argv[0], argv)
     fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
-    before = termios.tcgetattr(fd)
     out = b""
     while True:
         try:
@@ -38,7 +38,7 @@ def run(cols, rows, argv):
             break
         out += chunk
     _, status = os.waitpid(pid, 0)
-    return out, os.waitstatus_to_exitcode(status), before
+    return out, os.waitstatus_to_exitcode(status)
 
 
 def frames(out):
@@ -60,7 +60,7 @@ def frames(out):
 
 def main():
     cols, rows = int(sys.argv[1]), int(sys.argv[2])
-    out, rc, _ = run(cols, rows, sys.argv[3:])
+    out, rc = run(cols, rows, sys.argv[3:])
     lines, modes = frames(out)
     if lines and lines[-1] == "":
         lines.pop()
