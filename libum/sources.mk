@@ -10,8 +10,9 @@
 # where the toolkit is, or have none (backend_cuda_none.c);
 # LIBUM_NOCUDA_SRCS, what libum.so and the installed libum.a are made of,
 # load it (backend_load.c) from the plugin libum-cuda.so.0, made of
-# LIBUM_PLUGIN_SRCS. The backend asks the tier table (tier.c), which has no
-# context: the plugin, with no libum symbols to bind to, has its own copy.
+# LIBUM_PLUGIN_SRCS. The backend asks the tier table (tier.c) and writes
+# sizes with units.c, which have no context: the plugin, with no libum
+# symbols to bind to, has its own copy of each.
 LIBUM_SRCS := $(wildcard $(LIBUM_DIR)/src/*.c)
 LIBUM_NONE_SRC := $(LIBUM_DIR)/src/backend_cuda_none.c
 LIBUM_LOAD_SRC := $(LIBUM_DIR)/src/backend_load.c
@@ -20,7 +21,8 @@ LIBUM_CUDA_SRCS := $(filter-out $(LIBUM_NONE_SRC), \
 LIBUM_NOCUDA_SRCS := $(filter-out $(LIBUM_CUDA_SRCS) $(LIBUM_NONE_SRC), \
 	$(LIBUM_SRCS))
 LIBUM_PLUGIN_SRCS := $(filter-out %/backend_cuda_builtin.c,$(LIBUM_CUDA_SRCS)) \
-	$(LIBUM_DIR)/src/plugin/cuda_entry.c $(LIBUM_DIR)/src/tier.c
+	$(LIBUM_DIR)/src/plugin/cuda_entry.c $(LIBUM_DIR)/src/tier.c \
+	$(LIBUM_DIR)/src/units.c
 LIBUM_CPPFLAGS := -I$(LIBUM_DIR)/include -I$(LIBUM_DIR)/src
 LIBUM_LDLIBS :=
 

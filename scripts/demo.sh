@@ -64,53 +64,9 @@ t0=${EPOCHREALTIME/,/.}
 elapsed() { awk -v a="$t0" -v b="${EPOCHREALTIME/,/.}" 'BEGIN { printf "%5.1f", b - a }'; }
 say() { printf '[%s s] %s\n' "$(elapsed)" "$*"; }
 
-# Turns the scene's output into readable lines: the program's own "demo:"
-# lines as they are, libum's log lines about events and shedding reworded,
-# the rest (TAP, per-eviction debug lines, the kernel log) left out.
-pretty() {
-	local line lv=(invalid normal low medium critical) mib=1048576
-	local -a f
-	while IFS= read -r line; do
-		line=${line%$'\r'}
-		case "$line" in
-		demo:*)
-			# the guest's clock is the program's; ours is the one shown
-			line=${line#demo: }
-			line=$(sed 's/^ *[0-9.]* s  //' <<<"$line")
-			say "$line" ;;
-		*"pressure: umm "*" seq "*)
-			# pressure: umm TYPE seq S tier T/I level L ask A free F dest D eta E ms
-			read -r -a f <<<"${line#*pressure: umm }"
-			local type=${f[0]} seq=${f[2]} tier=${f[4]} level=${f[6]}
-			local ask=${f[8]} free=${f[10]} dest=${f[12]} eta=${f[14]}
-			local where=$tier has="node has" room="free"
-			case "$tier" in
-			1/*) where="node ${tier#1/}" ;;
-			2/*) where="gpu${tier#2/}" ;;
-			3/*) where="cgroup" has="cgroup has" room="of room" ;;
-			0/*) where="-" ;;
-			esac
-			local msg="event #$seq ${type^^} $where level ${lv[$level]:-$level}"
-			[ "$ask" != 0 ] && msg+=": free $((ask / mib)) MiB ($has $((free / mib)) MiB $room)"
-			if [ "$type" = pressure ]; then
-				[ "$dest" -ge 0 ] 2>/dev/null && msg+=", room on node $dest"
-				[ "$eta" != 0 ] && [ "$eta" != 4294967295 ] &&
-					msg+=", critical in ~$eta ms"
-			fi
-			say "libum <- umm.ko  $msg" ;;
-		*"pressure: freed "*" bytes asked in "*)
-			read -r -a f <<<"${line#*pressure: freed }"
-			say "libum -> umm.ko  shed $((f[0] / mib)) MiB of $((f[2] / mib)) MiB asked in ${f[6]} ms; ACK $((f[0] / mib)) MiB"
-			;;
-		"# umpressure: "*|*"expect-dmesg:"*) ;;
-		*"pressure: "*|*"numa: "*|*"spill: "*)
-			case "$line" in *"numa: host copies on node"*) continue ;; esac
-			say "libum: ${line#*] L? }" ;;
-		"# trainer DIED"*|*"Killed process"*|*"invoked oom-killer"*)
-			say "KERNEL: ${line#\# }" ;;
-		esac
-	done
-}
+# pretty (the scene's lines for a person) and demo_lines_bad (its judge)
+# shellcheck source=demo-lines.sh
+. "$top/scripts/demo-lines.sh"
 
 # Where the scene's "DEMO-RESULT k=v" lines are, get the value of k.
 val() { grep -h '^DEMO-' "$2" | grep -o "\b$1=[^ ]*" | tail -n 1 | cut -d= -f2; }

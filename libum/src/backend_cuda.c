@@ -17,6 +17,7 @@
 
 #include "backend_cuda.h"
 #include "um_numa.h"
+#include "util.h"
 
 static void cuda_log(struct um_backend *be, int level, const char *call,
 		    const char *what)
@@ -495,8 +496,8 @@ static int cuda_copy(struct um_backend *be, struct um_queue *q, void *dst,
 	if (cuda_pageable(dst) || cuda_pageable(src)) {
 		if (be->log)
 			be->log(be->log_arg, UM_LOG_ERR,
-				"cuda: copy of %zu bytes %p -> %p refused: %s is pageable host memory (the copy would be synchronous)",
-				len, src, dst,
+				"cuda: copy of %s %p -> %p refused: %s is pageable host memory (the copy would be synchronous)",
+				UM_SIZE(len), src, dst,
 				cuda_pageable(src) ? "the source" :
 						     "the destination");
 		return -EFAULT;

@@ -25,6 +25,7 @@
 #include "backend_cuda.h"
 #include "tier.h"
 #include "um_numa.h"
+#include "util.h"
 
 #define UM_CUDA_DEFAULT_GRAN (2ull << 20)
 
@@ -261,8 +262,8 @@ void um__cuda_host_free(struct um_backend *be, void *p, size_t len)
 	}
 	if (r->len != len && be->log)
 		be->log(be->log_arg, UM_LOG_WARN,
-			"cuda: host_free(%p): %zu bytes given, %zu registered",
-			p, len, r->len);
+			"cuda: host_free(%p): %s given, %s registered",
+			p, UM_SIZE(len), UM_SIZE(r->len));
 	(void)um__cuda_rt_check(be, cudaHostUnregister(p), "cudaHostUnregister");
 	um__numa_free(p, r->len);
 	free(r);
@@ -496,9 +497,8 @@ static int cuda_managed_take(struct um_backend *be, int dev, size_t len)
 	pthread_mutex_unlock(&c->lock);
 	if (be->log)
 		be->log(be->log_arg, UM_LOG_WARN,
-			"cuda: managed %zu bytes on device %d refused: %llu live, cap %llu (device memory free at first use)",
-			len, dev, (unsigned long long)live,
-			(unsigned long long)cap);
+			"cuda: managed %s on device %d refused: %s live, cap %s (device memory free at first use)",
+			UM_SIZE(len), dev, UM_SIZE(live), UM_SIZE(cap));
 	return -ENOMEM;
 }
 
@@ -589,8 +589,8 @@ void um__cuda_managed_free(struct um_backend *be, void *p, size_t len)
 		return;
 	if (ma->len != len && be->log)
 		be->log(be->log_arg, UM_LOG_WARN,
-			"cuda: managed_free(%p): %zu bytes given, %zu allocated",
-			p, len, ma->len);
+			"cuda: managed_free(%p): %s given, %s allocated",
+			p, UM_SIZE(len), UM_SIZE(ma->len));
 	cuda_managed_give(be, ma->dev, ma->len);
 	free(ma);
 }

@@ -971,8 +971,8 @@ static void map_undo(struct sim *s, struct sim_map *m)
 		ret = err;
 	if (ret)
 		sim_log(s, UM_LOG_ERR,
-			"cannot take %llu bytes back from %p (%d): leaked",
-			(unsigned long long)m->len, (void *)m->va, ret);
+			"cannot take %s back from %p: %s; leaked",
+			UM_SIZE(m->len), (void *)m->va, strerror(-ret));
 	else
 		ext_free(s, m->off, m->len);
 }
@@ -1033,8 +1033,8 @@ static void sim_va_release(struct um_backend *be, void *va, size_t len)
 	while (r->maps) {
 		struct sim_map *m = r->maps;
 
-		sim_log(s, UM_LOG_WARN, "va_release with %llu bytes still mapped",
-			(unsigned long long)m->len);
+		sim_log(s, UM_LOG_WARN, "va_release with %s still mapped",
+			UM_SIZE(m->len));
 		map_undo(s, m);
 		r->maps = m->next;
 		free(m);
@@ -1248,6 +1248,7 @@ static bool dontunmap_works(char *arena)
 static int sim_init(struct um_backend *be, const struct um_backend_config *cfg)
 {
 	uint64_t cap = SIM_DEFAULT_CAPACITY;
+	char a[UM_SIZE_STR], b[UM_SIZE_STR];
 	long ncpu;
 	struct sim *s;
 
@@ -1260,10 +1261,8 @@ static int sim_init(struct um_backend *be, const struct um_backend_config *cfg)
 	if (cap > SIM_MAX_BYTES) {
 		if (be->log)
 			be->log(be->log_arg, UM_LOG_ERR,
-				"sim: sim_capacity %llu is above the largest simulated device, %llu (%llu TiB)",
-				(unsigned long long)cap,
-				(unsigned long long)SIM_MAX_BYTES,
-				(unsigned long long)(SIM_MAX_BYTES >> 40));
+				"sim: sim_capacity %s is above the largest simulated device, %s",
+				um__size_str(cap, a), um__size_str(SIM_MAX_BYTES, b));
 		return -EINVAL;
 	}
 	cap = round_up(cap, SIM_GRAN);
@@ -1280,6 +1279,11 @@ static int sim_init(struct um_backend *be, const struct um_backend_config *cfg)
 	s->arena = um__map_aligned(cap, SIM_GRAN, PROT_READ | PROT_WRITE,
 				   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE);
 	if (!s->ext || !s->arena) {
+		/* the arena is address space only: a ulimit -v refuses it */
+		if (!s->arena && be->log)
+			be->log(be->log_arg, UM_LOG_ERR,
+				"sim: cannot reserve %s of address space for sim_capacity: %s",
+				um__size_str(cap, a), strerror(errno));
 		if (s->arena)
 			munmap(s->arena, cap);
 		free(s->ext);

@@ -554,12 +554,33 @@ static int resolve_one(struct um_context *ctx, const struct um_option *o,
 	return ret;
 }
 
+/*
+ * Names libum once read and reads no more: set, they would seem to work.
+ * Each gets a WARN line naming the one to use.
+ */
+static const struct {
+	const char *name, *use, *until;
+} retired[] = {
+	{ "UM_BACKEND", "LIBUM_BACKEND", "2026-12-02" },
+};
+
+static void warn_retired(struct um_context *ctx)
+{
+	for (size_t i = 0; i < sizeof(retired) / sizeof(retired[0]); i++)
+		if (getenv(retired[i].name))
+			um__log(ctx, UM_LOG_WARN,
+				"config: %s is no longer read (it was until %s); set %s instead",
+				retired[i].name, retired[i].until,
+				retired[i].use);
+}
+
 /* A LIBUM_ variable libum does not know is most likely a typo. */
 static void warn_unknown(struct um_context *ctx)
 {
 	extern char **environ;
 	size_t i, len;
 
+	warn_retired(ctx);
 	for (char **e = environ; e && *e; e++) {
 		if (strncmp(*e, "LIBUM_", 6))
 			continue;

@@ -17,14 +17,20 @@
 #include "pressure.h"
 #include "spill.h"
 #include "um_numa.h"
+#include "util.h"
 
 /* The backend's (and pool's) log hook: never takes the context lock. */
 static void be_log(void *arg, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* The backend said why it failed in an ERR line: no second line for it. */
+static UM_TLS bool be_said_err;
+
 static void be_log(void *arg, int level, const char *fmt, ...)
 {
 	va_list ap;
 
+	if (level == UM_LOG_ERR)
+		be_said_err = true;
 	va_start(ap, fmt);
 	um__vlog(arg, level, fmt, ap);
 	va_end(ap);
@@ -85,14 +91,14 @@ static int choose_backend(struct um_context *ctx,
 		ops = backend_by_id(ctx->set.backend, &why);
 		if (!ops) {
 			um__log(ctx, UM_LOG_ERR,
-				"backend %s was asked for but is not available: %s",
+				"backend: %s was asked for but is not available: %s",
 				backend_name(ctx->set.backend), why);
 			return -ENODEV;
 		}
 		n = ops->probe(&why);
 		if (n <= 0) {
 			um__log(ctx, UM_LOG_ERR,
-				"backend %s was asked for but is not usable: %s",
+				"backend: %s was asked for but is not usable: %s",
 				ops->name, why ? why : "no device");
 			return n < 0 ? n : -ENODEV;
 		}
@@ -116,7 +122,7 @@ static int choose_backend(struct um_context *ctx,
 	*out = &um__backend_sim;
 	n = (*out)->probe(&why);
 	if (n <= 0) {
-		um__log(ctx, UM_LOG_ERR, "backend sim is not usable: %s",
+		um__log(ctx, UM_LOG_ERR, "backend: sim is not usable: %s",
 			why ? why : "?");
 		return n < 0 ? n : -ENODEV;
 	}
@@ -131,7 +137,7 @@ static int devices_init(struct um_context *ctx)
 	int n = be->ops->device_count(be);
 
 	if (n <= 0) {
-		um__log(ctx, UM_LOG_ERR, "backend %s has no device",
+		um__log(ctx, UM_LOG_ERR, "backend: %s has no device",
 			be->ops->name);
 		return n < 0 ? n : -ENODEV;
 	}
@@ -156,10 +162,9 @@ static int devices_init(struct um_context *ctx)
 			    total;
 		if (d->budget > total) {
 			um__log(ctx, UM_LOG_INFO,
-				"device %d: budget %llu is above its %llu bytes; using %llu",
-				i, (unsigned long long)d->budget,
-				(unsigned long long)total,
-				(unsigned long long)total);
+				"budget: %s for device %d is above its %s; using %s",
+				UM_SIZE(d->budget), i, UM_SIZE(total),
+				UM_SIZE(total));
 			d->budget = total;
 		}
 		ctx->books.tier.device[i].current = 0;
@@ -214,7 +219,8 @@ static int pool_init(struct um_context *ctx)
 	int ret = um__pool_create(&ctx->be, &pc, &ctx->pool);
 
 	if (ret) {
-		um__log(ctx, UM_LOG_ERR, "pool: cannot create (%d)", ret);
+		um__log(ctx, UM_LOG_ERR, "pool: cannot create: %s",
+			strerror(-ret));
 		return ret;
 	}
 	if (ctx->set.pool_size) {
@@ -222,8 +228,8 @@ static int pool_init(struct um_context *ctx)
 				       ctx->set.pool_size);
 		if (ret) {
 			um__log(ctx, UM_LOG_ERR,
-				"pool: cannot reserve %llu bytes (%d)",
-				(unsigned long long)ctx->set.pool_size, ret);
+				"pool: cannot reserve %s: %s",
+				UM_SIZE(ctx->set.pool_size), strerror(-ret));
 			return ret;
 		}
 	}
@@ -260,8 +266,8 @@ static int spill_init(struct um_context *ctx)
 		return 0;
 	}
 	if (ret)
-		um__log(ctx, UM_LOG_ERR, "spill: cannot use \"%s\" (%d)",
-			set->spill_dir, ret);
+		um__log(ctx, UM_LOG_ERR, "spill: cannot use \"%s\": %s",
+			set->spill_dir, strerror(-ret));
 	return ret;
 }
 
@@ -351,10 +357,12 @@ int um_context_create(const struct um_config *cfg, struct um_context **out)
 		.sim_capacity = ctx->set.sim_capacity,
 		.device = 0,
 	};
+	be_said_err = false;
 	ret = ops->init(&ctx->be, &bc);
 	if (ret) {
-		um__log(ctx, UM_LOG_ERR, "backend %s: init failed: %s",
-			ops->name, strerror(-ret));
+		if (!be_said_err)
+			um__log(ctx, UM_LOG_ERR, "backend %s: init failed: %s",
+				ops->name, strerror(-ret));
 		ctx->be.ops = NULL;
 		goto fail;
 	}
@@ -383,7 +391,8 @@ int um_context_create(const struct um_config *cfg, struct um_context **out)
 		(unsigned long long)ctx->set.chunk_bytes);
 	ret = um__pressure_start(ctx);
 	if (ret) {
-		um__log(ctx, UM_LOG_ERR, "pressure: cannot start (%d)", ret);
+		um__log(ctx, UM_LOG_ERR, "pressure: cannot start: %s",
+			strerror(-ret));
 		um__registry_del(ctx);
 		goto fail;
 	}

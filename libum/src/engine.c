@@ -42,6 +42,7 @@
 #include "internal.h"
 #include "um_numa.h"
 #include "spill.h"
+#include "util.h"
 
 static bool paced(const struct um_context *ctx);
 static void pace_pump(struct um_context *ctx, int dev);
@@ -175,8 +176,8 @@ int um__engine_init(struct um_context *ctx)
 			ret = be->ops->queue_create(be, i, &d->q_restore);
 		if (ret) {
 			um__log(ctx, UM_LOG_ERR,
-				"engine: cannot create queues on device %d (%d)",
-				i, ret);
+				"engine: cannot create queues on device %d: %s",
+				i, strerror(-ret));
 			return ret;
 		}
 	}
@@ -281,8 +282,8 @@ void um__reaper_stop(struct um_context *ctx)
 	ctx->reaper_stop = true;
 	pthread_mutex_unlock(&ctx->lock);
 	if (write(ctx->reap_fd, &one, sizeof(one)) < 0)
-		um__log(ctx, UM_LOG_WARN, "engine: cannot wake the reaper (%d)",
-			-errno);
+		um__log(ctx, UM_LOG_WARN, "engine: cannot wake the reaper: %s",
+			strerror(errno));
 	pthread_join(ctx->reaper, NULL);
 	ctx->reaper_on = false;
 }
@@ -403,8 +404,8 @@ int um__host_block(struct um_context *ctx, struct um_region *r, int node,
 	if (ret) {
 		r->host = NULL;
 		um__log(ctx, UM_LOG_WARN,
-			"pool: no host copy of %llu bytes for \"%s\" (%d)",
-			(unsigned long long)r->bytes, r->name, ret);
+			"pool: no host copy of %s for \"%s\": %s",
+			UM_SIZE(r->bytes), r->name, strerror(-ret));
 		return ret == -EAGAIN ? -ENOMEM : ret;
 	}
 	r->host_node = node;
@@ -463,8 +464,8 @@ static int issue_failed(struct um_context *ctx, struct um_mig *m,
 			struct um_queue *q, int ret, const char *what)
 {
 	ctx->be.ops->queue_sync(&ctx->be, q);
-	um__log(ctx, UM_LOG_ERR, "engine: %s of \"%s\" failed to issue (%d)",
-		what, m->r->name, ret);
+	um__log(ctx, UM_LOG_ERR, "engine: %s of \"%s\" failed to issue: %s",
+		what, m->r->name, strerror(-ret));
 	/* a dead context: what was on the device is gone, say what */
 	if (ret == -ENOTRECOVERABLE)
 		report_lost(ctx, NULL);
@@ -561,8 +562,9 @@ static int map_device(struct um_context *ctx, struct um_region *r)
 				&r->phys);
 	if (ret) {
 		um__log(ctx, UM_LOG_WARN,
-			"engine: device %u refused %zu bytes for \"%s\" (%d)",
-			(unsigned int)r->device, r->dev_len, r->name, ret);
+			"engine: device %u refused %s for \"%s\": %s",
+			(unsigned int)r->device, UM_SIZE(r->dev_len), r->name,
+			strerror(-ret));
 		return ret;
 	}
 	r->mapped = true;
@@ -843,8 +845,8 @@ static void pace_failed(struct um_context *ctx, struct um_mig *m,
 {
 	ctx->be.ops->queue_sync(&ctx->be, q);
 	um__log(ctx, UM_LOG_ERR,
-		"engine: eviction of \"%s\" failed to issue at byte %llu (%d)",
-		m->r->name, (unsigned long long)m->issued, ret);
+		"engine: eviction of \"%s\" failed to issue after %s: %s",
+		m->r->name, UM_SIZE(m->issued), strerror(-ret));
 	m->err = ret;
 	m->issued = m->bytes;
 }
@@ -923,8 +925,8 @@ static int um__from_spill(struct um_context *ctx, struct um_region *r,
 	ret = um__spill_read(ctx->spill, r->handle, r->host, (size_t)r->bytes);
 	if (ret) {
 		um__log(ctx, UM_LOG_ERR,
-			"spill: reading \"%s\" back failed (%d); it stays in the spill tier",
-			r->name, ret);
+			"spill: reading \"%s\" back failed: %s; it stays in the spill tier",
+			r->name, strerror(-ret));
 		um__pool_free(ctx->pool, r->host);
 		r->host = NULL;
 		return ret;
@@ -950,8 +952,8 @@ int um__to_spill(struct um_context *ctx, struct um_region *r)
 			      (size_t)r->bytes);
 	if (ret) {
 		um__log(ctx, UM_LOG_WARN,
-			"spill: writing \"%s\" (%llu bytes) failed (%d); it stays on the host",
-			r->name, (unsigned long long)r->bytes, ret);
+			"spill: writing \"%s\" (%s) failed: %s; it stays on the host",
+			r->name, UM_SIZE(r->bytes), strerror(-ret));
 		return ret;
 	}
 	um__pool_free(ctx->pool, r->host);
@@ -1106,8 +1108,8 @@ static void report_lost(struct um_context *ctx, struct um_region *leaving)
 			continue;
 		r->error = -ENOTRECOVERABLE;
 		um__log(ctx, UM_LOG_ERR,
-			"engine: the GPU context is dead: \"%s\" (%llu bytes) is lost, its only copy was %s",
-			r->name, (unsigned long long)r->bytes,
+			"engine: the GPU context is dead: \"%s\" (%s) is lost, its only copy was %s",
+			r->name, UM_SIZE(r->bytes),
 			out ? "leaving the device" : "on the device");
 		um__event(ctx, UM_EVENT_ERROR, 0, r, r->residency,
 			  UM_TIER_NONE, r->bytes, -ENOTRECOVERABLE, 0);
@@ -1136,9 +1138,9 @@ static void finish(struct um_context *ctx, struct um_mig *m, int err)
 			report_lost(ctx, m->dir == UM_MIG_EVICT ? r : NULL);
 		else
 			um__log(ctx, UM_LOG_ERR,
-				"engine: %s of \"%s\" (%llu bytes) failed (%d); bytes kept where they were",
+				"engine: %s of \"%s\" (%s) failed: %s; bytes kept where they were",
 				m->dir == UM_MIG_EVICT ? "eviction" : "restore",
-				r->name, (unsigned long long)m->bytes, err);
+				r->name, UM_SIZE(m->bytes), strerror(-err));
 		if (err != -ENOTRECOVERABLE)
 			um__event(ctx, UM_EVENT_ERROR, 0, r, m->from, m->to,
 				  m->bytes, err, 0);
@@ -1260,8 +1262,8 @@ static int wait_mig(struct um_context *ctx, struct um_mig *m, bool stream,
 	if (stream)	/* ordered, not necessarily reached yet */
 		return ret;
 	/* reached but not reapable: the backend disagrees with itself */
-	um__log(ctx, UM_LOG_ERR, "engine: a reached fence is not reapable (%d)",
-		ret);
+	um__log(ctx, UM_LOG_ERR, "engine: a reached fence is not reapable: %s",
+		strerror(-ret));
 	return -EPROTO;
 }
 

@@ -113,7 +113,7 @@ static int refuse_inherited(const struct um_context *ctx)
 
 	if (!atomic_exchange(&copy->fork_told, true))
 		um__log(copy, UM_LOG_ERR,
-			"context created by pid %d used in pid %d, a child of fork(): its threads and device are not here; create a context in the child",
+			"fork: context created by pid %d used in pid %d, a child of fork(): its threads and device are not here; create a context in the child",
 			(int)ctx->creator_pid, (int)getpid());
 	return -ECHILD;
 }

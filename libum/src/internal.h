@@ -438,8 +438,11 @@ void um__config_init_0_1(struct um_config *cfg);
 
 /* region.c */
 struct um_region *um__region_get(struct um_context *ctx, um_region_t h);
-/* *out = the live region h: 0, -EINVAL for handle 0, -ENOENT otherwise. */
-int um__region_find(struct um_context *ctx, um_region_t h,
+/*
+ * *out = the live region h: 0, -EINVAL for handle 0, -ENOENT otherwise,
+ * with an ERR line that names the call ("free": a double free says so).
+ */
+int um__region_find(struct um_context *ctx, const char *call, um_region_t h,
 		    struct um_region **out);
 void um__regions_fini(struct um_context *ctx);
 

@@ -25,10 +25,12 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
+#include "util.h"
 #include "um_numa.h"
 
 static int64_t um__shed_locked(struct um_context *ctx, um_tier_t tier,
@@ -110,15 +112,23 @@ static void refuse(struct um_context *ctx, struct um_region *r,
 		   const char *why, bool expected)
 {
 	struct um_dev *d = &ctx->dev[r->device];
+	char size[UM_SIZE_STR], dev[UM_SIZE_STR], unit[UM_SIZE_STR];
+	char budget[UM_SIZE_STR], held_s[UM_SIZE_STR], took[96] = "";
 	uint64_t held;
 	uint32_t n;
 
 	held_summary(ctx, (int)r->device, &held, &n);
+	/* a small region under a small budget: the unit is the surprise */
+	if (r->dev_len > r->bytes)
+		snprintf(took, sizeof(took),
+			 ", %s on the device, whose memory comes in %s units",
+			 um__size_str(r->dev_len, dev),
+			 um__size_str(d->gran, unit));
 	um__log(ctx, expected ? UM_LOG_INFO : UM_LOG_ERR,
-		"acquire: region \"%s\" (%" PRIu64 " bytes, %zu on the device) does not fit device %u: budget %" PRIu64
-		", %" PRIu64 " bytes held by %u acquired region(s)%s",
-		r->name, r->bytes, r->dev_len, (unsigned int)r->device,
-		d->budget, held, n, why);
+		"acquire: region \"%s\" (%s%s) does not fit device %u: budget %s, %s held by %u acquired region(s)%s",
+		r->name, um__size_str(r->bytes, size), took,
+		(unsigned int)r->device, um__size_str(d->budget, budget),
+		um__size_str(held, held_s), n, why);
 	ctx->books.nomem++;
 	um__event(ctx, UM_EVENT_NOMEM, 0, r, r->residency,
 		  UM_TIER_GPU(r->device), r->bytes, -ENOMEM, 0);
@@ -170,9 +180,11 @@ static int64_t evict_to_fit(struct um_context *ctx, int dev, uint64_t need,
 		int ret = evict(ctx, v, UM_TIER_HOST_ANY);
 
 		um__log(ctx, UM_LOG_DEBUG,
-			"policy: evict \"%s\" (%s, priority %d, %zu bytes) from device %d: %d",
+			"policy: evict \"%s\" (%s, priority %d, %s) from device %d: %s",
 			v->name, um_kind_name((int)v->kind), v->priority,
-			v->dev_len, dev, ret);
+			UM_SIZE(v->dev_len), dev,
+			ret == UM__POOL_SHORT ? "the pool is short" :
+			ret < 0 ? strerror(-ret) : "issued");
 		if (ret == UM__POOL_SHORT)
 			return ret;	/* grown with the lock dropped, then again */
 		if (!ret && um__draining(v))
@@ -262,9 +274,9 @@ static int um__enforce_budget(struct um_context *ctx, int dev)
 
 		held_summary(ctx, dev, &held, &n);
 		um__log(ctx, UM_LOG_WARN,
-			"budget: device %d is %" PRId64 " bytes over its budget %" PRIu64
-			": %u acquired region(s) hold %" PRIu64 " bytes",
-			dev, over, d->budget, n, held);
+			"budget: device %d is %s over its budget of %s: %u acquired region(s) hold %s",
+			dev, UM_SIZE(over > 0 ? (uint64_t)over : 0),
+			UM_SIZE(d->budget), n, UM_SIZE(held));
 		return -EBUSY;
 	}
 	return over < 0 ? (int)over : 0;
@@ -392,8 +404,8 @@ static int order_stream(struct um_context *ctx, um_region_t h, void *stream)
 	if (!ret)
 		return 0;
 	r = um__region_get(ctx, h);
-	um__log(ctx, UM_LOG_ERR, "acquire: cannot order stream %p after \"%s\" (%d)",
-		stream, r ? r->name : "?", ret);
+	um__log(ctx, UM_LOG_ERR, "acquire: cannot order stream %p after \"%s\": %s",
+		stream, r ? r->name : "?", strerror(-ret));
 	if (r && r->error == ret)
 		r->error = 0;	/* reported here, not again by um_wait */
 	if (r && r->acquired && !--r->acquired) {
@@ -491,7 +503,7 @@ static int acquire(struct um_context *ctx, um_region_t h, um_tier_t tier,
 		until = &deadline;
 	}
 	for (;;) {
-		ret = um__region_find(ctx, h, &r);
+		ret = um__region_find(ctx, "acquire", h, &r);
 		if (ret)
 			break;
 		ret = check_acquire_tier(ctx, r, tier);
@@ -580,8 +592,8 @@ static void record_release(struct um_context *ctx, struct um_region *r)
 		return;
 	r->unfenced = true;
 	um__log(ctx, UM_LOG_WARN,
-		"release: cannot fence the %u stream(s) that held \"%s\" (%d); it stays on the device until released again",
-		r->nacq_streams, r->name, ret);
+		"release: cannot fence the %u stream(s) that held \"%s\": %s; it stays on the device until released again",
+		r->nacq_streams, r->name, strerror(-ret));
 }
 
 int um_release(struct um_context *ctx, um_region_t h)
@@ -591,7 +603,7 @@ int um_release(struct um_context *ctx, um_region_t h)
 
 	if (ret)
 		return ret;
-	ret = um__region_find(ctx, h, &r);
+	ret = um__region_find(ctx, "release", h, &r);
 	if (ret)
 		goto out;
 	if (!r->acquired) {
@@ -812,8 +824,8 @@ static bool short_retry(struct um_context *ctx, int *rounds, um_region_t busy)
 	++*rounds;
 	ctx->pool_need_bytes = 0;
 	um__log(ctx, UM_LOG_DEBUG,
-		"pool: short of %llu bytes while our memory cgroup nears its limit: spilled %lld bytes of host copies instead of growing",
-		(unsigned long long)need, (long long)got);
+		"pool: short of %s while our memory cgroup nears its limit: spilled %s of host copies instead of growing",
+		UM_SIZE(need), UM_SIZE(got > 0 ? (uint64_t)got : 0));
 	return true;
 }
 
@@ -917,8 +929,8 @@ int um_budget_set(struct um_context *ctx, unsigned int device, uint64_t bytes)
 	}
 	if (bytes > ctx->dev[device].total) {
 		um__log(ctx, UM_LOG_ERR,
-			"budget: %" PRIu64 " bytes is more than device %u has (%" PRIu64 ")",
-			bytes, device, ctx->dev[device].total);
+			"budget: %s is more than device %u has (%s)",
+			UM_SIZE(bytes), device, UM_SIZE(ctx->dev[device].total));
 		ret = -EINVAL;
 		goto out;
 	}

@@ -268,6 +268,14 @@ void um__pressure_steer_back(struct um_pressure *pr,
 			     const struct umm_event *ev);
 /* Between events: keep off hot nodes and a hot memory cgroup, look home. */
 void um__pressure_keep_away(struct um_pressure *pr);
+/*
+ * The log line of one move off node to dest that took ns: the region by
+ * its name (NULL: freed meanwhile), the tiers by theirs, the bytes that
+ * left the node (moved) and the time in units, or why nothing left (ret).
+ */
+void um__pressure_move_line(char *buf, size_t len, const char *name,
+			    int node, um_tier_t dest, int ret, uint64_t moved,
+			    uint64_t ns);
 
 /* ---- pressure_queue.c -------------------------------------------------- */
 

@@ -125,6 +125,53 @@ static int idle_copies(struct um_context *ctx, int node, struct idle_copy **out)
 	return n;
 }
 
+void um__pressure_move_line(char *buf, size_t len, const char *name,
+			    int node, um_tier_t dest, int ret, uint64_t moved,
+			    uint64_t ns)
+{
+	char to[32], size[UM_SIZE_STR];
+	double ms = (double)ns / 1e6;
+
+	if (um_tier_name(dest, to, sizeof(to)) < 0)
+		snprintf(to, sizeof(to), "an unknown tier");
+	if (!name)
+		snprintf(buf, len, "pressure: a region on node %d was freed before it could move to %s (%.1f ms)",
+			 node, to, ms);
+	else if (ret)
+		snprintf(buf, len, "pressure: region \"%s\" stays on node %d: moving it to %s failed: %s (%.1f ms)",
+			 name, node, to, strerror(-ret), ms);
+	else if (!moved)
+		snprintf(buf, len, "pressure: region \"%s\" stays on node %d: taken again before it could move to %s (%.1f ms)",
+			 name, node, to, ms);
+	else
+		snprintf(buf, len, "pressure: region \"%s\" moved off node %d to %s: %s in %.1f ms",
+			 name, node, to, um__size_str(moved, size), ms);
+}
+
+/*
+ * One idle host copy h off node to dest with um_evict: the bytes that left
+ * the node, or -errno (-ENOENT: freed meanwhile); says so in a debug line.
+ */
+static int64_t move_one(struct um_context *ctx, um_region_t h, int node,
+			um_tier_t dest)
+{
+	struct um_region_info ri = { .size = sizeof(ri) };
+	uint64_t t0 = um__now_ns(), moved = 0;
+	int ret = um_evict(ctx, h, dest), gone;
+	char line[256];
+
+	gone = um_region_info(ctx, h, &ri);
+	/* gone, taken again or still in flight meanwhile: nothing left */
+	if (!ret && !gone && ri.residency != UM_TIER_HOST_NODE((unsigned int)node))
+		moved = ri.bytes;
+	um__pressure_move_line(line, sizeof(line), gone ? NULL : ri.name,
+			       node, dest, ret, moved, um__now_ns() - t0);
+	um__log(ctx, UM_LOG_DEBUG, "%s", line);
+	if (gone && !ret)
+		ret = gone;
+	return ret ? ret : (int64_t)moved;
+}
+
 /*
  * Move up to bytes of our idle host copies off node to dest (another node
  * or the spill) with um_evict, one region per call, most recently used
@@ -145,35 +192,25 @@ static int64_t move_off(struct um_pressure *pr, int node, um_tier_t dest,
 	int n = idle_copies(ctx, node, &v), last = 0;
 
 	for (int i = 0; i < n && moved < bytes; i++) {
-		struct um_region_info ri = { .size = sizeof(ri) };
-		uint64_t t0;
-		int ret;
+		int64_t got;
 
 		/* an event came in: answer it first (keep_away goes on after) */
 		if (pr->keep_yields && um__pq_ready(&pr->q)) {
 			pr->keep_cut = true;
 			break;
 		}
-		t0 = um__now_ns();
-		ret = um_evict(ctx, v[i].h, dest);
-		um__log(ctx, UM_LOG_DEBUG,
-			"pressure: region %llu off node %d to tier 0x%x: %d in %.1f ms",
-			(unsigned long long)v[i].h, node, (unsigned int)dest,
-			ret, (double)(um__now_ns() - t0) / 1e6);
-
+		got = move_one(ctx, v[i].h, node, dest);
 		/*
-		 * gone, taken again or still in flight meanwhile: next one.
 		 * A move tells the module at once: while a fill outruns our
 		 * moves, its OOM notifier holds the OOM killer back as long
 		 * as REPORTs say the node gets its memory back.
 		 */
-		if (!ret && !um_region_info(ctx, v[i].h, &ri) &&
-		    ri.residency != UM_TIER_HOST_NODE((unsigned int)node)) {
-			moved += ri.bytes;
+		if (got > 0) {
+			moved += (uint64_t)got;
 			pr->report(pr, true);
-		} else if (ret && ret != -ENOENT && ret != -EBUSY &&
-			 ret != -EOPNOTSUPP)
-			last = ret;
+		} else if (got < 0 && got != -ENOENT && got != -EBUSY &&
+			   got != -EOPNOTSUPP)
+			last = (int)got;
 	}
 	free(v);
 	if (n < 0)
@@ -268,8 +305,8 @@ uint64_t um__pressure_shed(struct um_pressure *pr, um_tier_t tier,
 	/* nothing to shed, or nowhere to put it: not worth a line each time */
 	if (got < 0 && got != -ENOENT && got != -EOPNOTSUPP && got != -ENOSPC)
 		um__log(ctx, UM_LOG_WARN,
-			"pressure: shedding %llu bytes from %s failed: %s",
-			(unsigned long long)bytes, host ? "host" : "device",
+			"pressure: shedding %s from %s failed: %s",
+			UM_SIZE(bytes), host ? "host" : "device",
 			strerror((int)-got));
 	return freed;
 }
@@ -621,9 +658,9 @@ static bool answer_cgroup(struct um_pressure *pr, const struct umm_event *ev,
 	t0 = um__now_ns();
 	*freed = um__pressure_shed(pr, UM_TIER_HOST_ANY, ask, UM_TIER_DISK);
 	um__log(pr->ctx, UM_LOG_DEBUG,
-		"pressure: cgroup %u: spilled and trimmed %llu of %llu bytes asked in %.1f ms",
-		ev->tier_id, (unsigned long long)*freed,
-		(unsigned long long)ask, (double)(um__now_ns() - t0) / 1e6);
+		"pressure: cgroup %u: spilled and trimmed %s of %s asked in %.1f ms",
+		ev->tier_id, UM_SIZE(*freed), UM_SIZE(ask),
+		(double)(um__now_ns() - t0) / 1e6);
 	pthread_mutex_lock(&pr->st_lock);
 	pr->st.cgroup_freed += *freed;
 	if (*freed < ask)
@@ -694,9 +731,8 @@ bool um__pressure_answer(struct um_pressure *pr, const struct umm_event *ev,
 	t0 = um__now_ns();
 	*freed = um__pressure_shed(pr, tier, ev->bytes_to_free, dest);
 	um__log(pr->ctx, UM_LOG_DEBUG,
-		"pressure: freed %llu of %llu bytes asked in %.1f ms",
-		(unsigned long long)*freed,
-		(unsigned long long)ev->bytes_to_free,
+		"pressure: freed %s of %s asked in %.1f ms",
+		UM_SIZE(*freed), UM_SIZE(ev->bytes_to_free),
 		(double)(um__now_ns() - t0) / 1e6);
 	/*
 	 * The caller ACKs, with the ask met; then the rest of what we hold

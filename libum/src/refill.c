@@ -31,10 +31,12 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "internal.h"
 #include "um_numa.h"
+#include "util.h"
 
 /* No refill for this long after a trim gave host memory back, or after
  * the host refused to pin more. */
@@ -98,8 +100,8 @@ static void refill_round(struct um_context *ctx)
 	if (ret < 0) {
 		__atomic_fetch_add(&rf->failures, 1, __ATOMIC_RELAXED);
 		um__log(ctx, UM_LOG_DEBUG,
-			"pool: refill to %llu free bytes failed (%d)",
-			(unsigned long long)free_b, ret);
+			"pool: refill to %s free failed: %s",
+			UM_SIZE(free_b), strerror(-ret));
 	}
 }
 
@@ -218,8 +220,8 @@ bool um__pool_short_retry(struct um_context *ctx, int *rounds)
 		/* host memory is short: the retry sees -ENOMEM (spill, refuse) */
 		ctx->pool_grow_failed = true;
 		um__log(ctx, UM_LOG_DEBUG,
-			"pool: cannot grow by %llu bytes on node %d (%d)",
-			(unsigned long long)bytes, node, ret);
+			"pool: cannot grow by %s on node %d: %s",
+			UM_SIZE(bytes), node, strerror(-ret));
 	}
 	um__refill_kick(ctx);
 	return true;

@@ -15,6 +15,7 @@
 
 #include "internal.h"
 #include "spill.h"
+#include "util.h"
 
 /*
  * Default backing per kind. TIERED everywhere: on the H200 it beats MANAGED
@@ -137,17 +138,18 @@ static int check_desc(struct um_context *ctx, const struct um_region_desc *in,
 		return -EINVAL;
 	}
 	if ((int)d->device >= ctx->ndev) {
-		um__log(ctx, UM_LOG_ERR, "alloc: device %u does not exist (%d)",
+		um__log(ctx, UM_LOG_ERR,
+			"alloc: device %u does not exist (the context has %d)",
 			(unsigned int)d->device, ctx->ndev);
 		return -EINVAL;
 	}
 	if (d->bytes > UM_MAX_REGION_BYTES ||
 	    d->bytes > ctx->dev[d->device].total) {
 		um__log(ctx, UM_LOG_ERR,
-			"alloc: region \"%s\" of %llu bytes can never fit device %u (%llu bytes)",
-			d->name ? d->name : "", (unsigned long long)d->bytes,
+			"alloc: region \"%s\" of %s can never fit device %u (%s)",
+			d->name ? d->name : "", UM_SIZE(d->bytes),
 			(unsigned int)d->device,
-			(unsigned long long)ctx->dev[d->device].total);
+			UM_SIZE(ctx->dev[d->device].total));
 		return -E2BIG;
 	}
 	return 0;
@@ -161,7 +163,7 @@ static uint32_t resolve_backing(struct um_context *ctx, uint32_t kind,
 	if (backing == UM_BACKING_MANAGED && !ctx->be.ops->managed_alloc) {
 		if (!ctx->managed_logged)
 			um__log(ctx, UM_LOG_INFO,
-				"backend %s has no managed memory: MANAGED regions use TIERED",
+				"alloc: backend %s has no managed memory: MANAGED regions use TIERED",
 				ctx->be.ops->name);
 		ctx->managed_logged = true;
 		backing = UM_BACKING_TIERED;
@@ -185,10 +187,10 @@ static int managed_fits(struct um_context *ctx, struct um_region *r)
 	if (ctx->managed_bytes + r->dev_len <= free_b)
 		return 0;
 	um__log(ctx, UM_LOG_ERR,
-		"alloc: MANAGED region \"%s\" (%llu bytes, %zu on the device): with %llu managed bytes already, more than device %u has free (%llu)",
-		r->name, (unsigned long long)r->bytes, r->dev_len,
-		(unsigned long long)ctx->managed_bytes,
-		(unsigned int)r->device, (unsigned long long)free_b);
+		"alloc: MANAGED region \"%s\" (%s, %s on the device): with %s managed already, more than device %u has free (%s)",
+		r->name, UM_SIZE(r->bytes), UM_SIZE(r->dev_len),
+		UM_SIZE(ctx->managed_bytes), (unsigned int)r->device,
+		UM_SIZE(free_b));
 	return -ENOMEM;
 }
 
@@ -259,10 +261,10 @@ static int region_new(struct um_context *ctx, const struct um_region_desc *d,
 	ret = region_map_va(ctx, r);
 	if (ret) {
 		um__log(ctx, UM_LOG_ERR,
-			"alloc: region \"%s\" (%llu bytes, %zu on the device): %s failed (%d)",
-			r->name, (unsigned long long)r->bytes, r->dev_len,
+			"alloc: region \"%s\" (%s, %s on the device): %s failed: %s",
+			r->name, UM_SIZE(r->bytes), UM_SIZE(r->dev_len),
 			r->backing == UM_BACKING_MANAGED ?
-			"managed_alloc" : "va_reserve", ret);
+			"managed_alloc" : "va_reserve", strerror(-ret));
 		r->ptr = NULL;
 		um__rslab_put(&ctx->rslab, r, r->in_chunk);
 		return ret;
@@ -311,8 +313,8 @@ int um_alloc(struct um_context *ctx, const struct um_region_desc *desc,
 	um__counter_add(&ctx->books.kind[r->kind], r->bytes);
 	um__books_changed(ctx);
 	*out = r->handle;
-	um__log(ctx, UM_LOG_DEBUG, "alloc: \"%s\" %llu bytes kind %s at %p",
-		r->name, (unsigned long long)r->bytes, um_kind_name((int)r->kind),
+	um__log(ctx, UM_LOG_DEBUG, "alloc: \"%s\" %s kind %s at %p",
+		r->name, UM_SIZE(r->bytes), um_kind_name((int)r->kind),
 		r->ptr);
 out:
 	um__exit(ctx);
@@ -370,18 +372,19 @@ void um__regions_fini(struct um_context *ctx)
 		um__region_destroy(ctx, ctx->regions.next);
 }
 
-int um__region_find(struct um_context *ctx, um_region_t h,
+int um__region_find(struct um_context *ctx, const char *call, um_region_t h,
 		    struct um_region **out)
 {
 	*out = h ? um__region_get(ctx, h) : NULL;
 	if (*out)
 		return 0;
 	if (!h)
-		um__log(ctx, UM_LOG_ERR, "region handle 0 is no region");
+		um__log(ctx, UM_LOG_ERR, "%s: region handle 0 is no region",
+			call);
 	else
 		um__log(ctx, UM_LOG_ERR,
-			"region handle 0x%llx is not a region of this context (freed already, or another context's)",
-			(unsigned long long)h);
+			"%s: region handle 0x%llx is not a region of this context (freed already, or another context's)",
+			call, (unsigned long long)h);
 	return h ? -ENOENT : -EINVAL;
 }
 
@@ -392,7 +395,7 @@ int um_free(struct um_context *ctx, um_region_t h)
 
 	if (ret)
 		return ret;
-	ret = um__region_find(ctx, h, &r);
+	ret = um__region_find(ctx, "free", h, &r);
 	if (ret)
 		goto out;
 	if (r->acquired) {
@@ -590,7 +593,7 @@ int um_wait(struct um_context *ctx, um_region_t h)
 	if (ret)
 		return ret;
 	for (;;) {
-		ret = um__region_find(ctx, h, &r);
+		ret = um__region_find(ctx, "wait", h, &r);
 		if (ret)
 			break;
 		if (!r->pending) {

@@ -78,8 +78,14 @@ struct spill_file {
 struct um_spill {
 	pthread_mutex_t lock;
 	char *dir;
-	int dirfd;		/* dir.fd */
+	int dirfd;		/* dir.fd; -1 until made (deferred) */
 	struct um_spill_dir dir_held;
+	/*
+	 * Ours by name (UM_SPILL_OWN_DIR) and not there at open: made at
+	 * the first write, so that a process that never spills leaves no
+	 * empty directory behind, however it ends.
+	 */
+	bool deferred;
 	pid_t pid;
 	unsigned int ctx;
 	uint32_t flags;
@@ -193,11 +199,45 @@ static void scan_stale(struct um_spill *sp)
 	closedir(d);
 	if (sp->st.stale_files)
 		slog(sp, L_WARN,
-		     "spill: %llu stale file(s), %llu bytes, from dead processes in %s: %s",
+		     "spill: %llu stale file(s), %s, from dead processes in %s: %s",
 		     (unsigned long long)sp->st.stale_files,
-		     (unsigned long long)sp->st.stale_bytes, sp->dir,
+		     UM_SIZE(sp->st.stale_bytes), sp->dir,
 		     remove ? "removed" :
 			      "kept (LIBUM_SPILL_REMOVE_STALE=1 removes them)");
+}
+
+/*
+ * The directory, joined or made; our own by name (the default one) only
+ * where it is there already, else at the first write (dir_made).
+ */
+static int open_dir(struct um_spill *sp, const struct um_spill_config *cfg)
+{
+	struct stat st;
+	int ret;
+
+	if ((cfg->flags & UM_SPILL_OWN_DIR) && stat(cfg->dir, &st) &&
+	    errno == ENOENT) {
+		sp->deferred = true;
+		return 0;
+	}
+	ret = um__spill_dir_open(cfg->dir, &sp->dir_held);
+	sp->dirfd = sp->dir_held.fd;
+	return ret;
+}
+
+/*
+ * The deferred directory, made before the first file (under sp->lock); a
+ * failure is the write's, said in its line.
+ */
+static int dir_made(struct um_spill *sp)
+{
+	int ret;
+
+	if (sp->dirfd >= 0)
+		return 0;
+	ret = um__spill_dir_open(sp->dir, &sp->dir_held);
+	sp->dirfd = sp->dir_held.fd;
+	return ret;
 }
 
 /* What open made, in reverse (the ring is the caller's, when it exists). */
@@ -248,8 +288,7 @@ int um__spill_open(const struct um_spill_config *cfg, struct um_spill **out)
 		sp->bufs = NULL;
 		goto err;
 	}
-	ret = um__spill_dir_open(cfg->dir, &sp->dir_held);
-	sp->dirfd = sp->dir_held.fd;
+	ret = open_dir(sp, cfg);
 	if (ret) {
 		slog(sp, L_ERR, "spill: cannot use directory %s: %s%s",
 		     cfg->dir, strerror(-ret),
@@ -262,7 +301,8 @@ int um__spill_open(const struct um_spill_config *cfg, struct um_spill **out)
 		slog(sp, L_INFO,
 		     "spill: io_uring is refused here (%s; a seccomp profile?): pread and pwrite instead, one piece at a time",
 		     strerror(-ret));
-	scan_stale(sp);
+	if (!sp->deferred)
+		scan_stale(sp);
 	*out = sp;
 	return 0;
 err:
@@ -710,13 +750,15 @@ int um__spill_write(struct um_spill *sp, uint64_t region, const void *src,
 			goto out;
 		}
 	}
-	ret = write_file(sp, name, region, src, len, &sum);
+	ret = dir_made(sp);
+	if (!ret)
+		ret = write_file(sp, name, region, src, len, &sum);
 	if (ret) {
 		free(f);
 		sp->st.write_errors++;
 		slog(sp, L_ERR,
-		     "spill: writing region %llu (%zu bytes) to %s failed: %s; its bytes stay where they were",
-		     (unsigned long long)region, len, sp->dir, strerror(-ret));
+		     "spill: writing %s to %s failed: %s; its bytes stay where they were",
+		     UM_SIZE(len), sp->dir, strerror(-ret));
 		goto out;
 	}
 	f->region = region;

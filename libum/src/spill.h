@@ -49,8 +49,9 @@ typedef void (*um_spill_log_fn)(void *log_arg, int level, const char *fmt, ...)
 enum um_spill_flags {
 	UM_SPILL_REMOVE_STALE = 1u << 0,	/* unlink stale files at open */
 	UM_SPILL_NO_DIRECT = 1u << 1,		/* never try O_DIRECT */
-	UM_SPILL_OWN_DIR = 1u << 2,	/* ours by name: the last user removes
-					 * it, whoever made it */
+	UM_SPILL_OWN_DIR = 1u << 2,	/* ours by name: made at the first
+					 * write if not there, the last user
+					 * removes it, whoever made it */
 };
 
 struct um_spill_config {

@@ -95,7 +95,8 @@ void um__spill_dir_close(struct um_spill_dir *d, const char *path,
 }
 
 /*
- * /var/tmp/libum-<euid>: on disk where /tmp may be memory, kept across
+ * /var/tmp/libum-<euid>: on disk where /tmp may be memory, made at the
+ * first spill (spill.c defers it: UM_SPILL_OWN_DIR), kept across
  * reboots only as long as it holds something (the last user removes it).
  * A spill to tmpfs or ramfs would take as much memory as it frees, so none
  * there.

@@ -20,6 +20,7 @@
 #include "internal.h"
 #include "spill.h"
 #include "suballoc.h"
+#include "util.h"
 
 /* X(field in struct um_stats and struct um_books, JSON name) */
 #define UM_SCALAR_STATS(X)					\
@@ -295,8 +296,8 @@ int um__leak_report(struct um_context *ctx)
 
 		um_tier_name(r->residency, tier, sizeof(tier));
 		um__log(ctx, UM_LOG_WARN,
-			"leak: region \"%s\" (%" PRIu64 " bytes, %s, on %s%s) still alive at destroy",
-			r->name[0] ? r->name : "(unnamed)", r->bytes,
+			"leak: region \"%s\" (%s, %s, on %s%s) still alive at destroy",
+			r->name[0] ? r->name : "(unnamed)", UM_SIZE(r->bytes),
 			um_kind_name((int)r->kind), tier,
 			r->acquired ? ", acquired" : "");
 		n++;

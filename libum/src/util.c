@@ -127,3 +127,4 @@ void *um__map_aligned(size_t len, size_t align, int prot, int flags)
 		munmap(p + len, (size_t)(raw + len + align - (p + len)));
 	return p;
 }
+

@@ -47,6 +47,16 @@ bool um__ptrset_has(const struct um__ptrset *s, const void *p);
  */
 void um__thread_name(const char *name);
 
+/*
+ * bytes for a person: "0 bytes", "512 bytes", "4 KiB", "1.5 MiB" (one
+ * decimal below 100 of a unit, where it is not .0); returns buf. Every log
+ * line gives sizes this way (units.c; the message rule, libum(7) "Errors").
+ */
+#define UM_SIZE_STR 24
+char *um__size_str(uint64_t bytes, char buf[UM_SIZE_STR]);
+/* um__size_str into a buffer of the calling statement's own. */
+#define UM_SIZE(bytes) um__size_str((bytes), (char[UM_SIZE_STR]){ 0 })
+
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t um__now_ns(void);
 

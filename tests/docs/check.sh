@@ -14,7 +14,11 @@
 #                      and the ones libum(7) lists are the same set;
 #   release.*          VERSION is the one source of the release: um.h and
 #                      debian/changelog agree with it, and no source file
-#                      writes it as a quoted literal.
+#                      writes it as a quoted literal;
+#   docs.messages_*    every message libum logs and the tools print as an
+#                      error or a warning follows the rule of libum(7),
+#                      "Errors" (check-messages.py), and the check finds a
+#                      message that does not.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
@@ -24,7 +28,7 @@ mkdir -p "$out"
 # shellcheck source=../../tools/common/tap.sh
 . "$top/tools/common/tap.sh"
 
-tap_begin 11
+tap_begin 13
 x=$here/extract-example.sh
 "$x" "$top/README.md" >"$out/readme.c" 2>&1
 tap_result docs.example_in_readme "$([ -s "$out/readme.c" ] || echo "no trainer.c block in README.md")"
@@ -88,6 +92,24 @@ tap_result docs.every_variable_in_libum_7 "$(diff \
 	<(vars_of "$top/libum/src/config.c") \
 	<(grep -A1 '^\.TP' "$top/Documentation/man/libum.7" |
 	  sed -n 's/^\.B \(LIBUM_[A-Z_]*\)$/\1/p' | sort -u))"
+
+tap_result docs.messages_follow_the_rule "$("$here/check-messages.py" "$top" |
+	grep -v '^# ')"
+# a made-up tree with one offence of each rule: each is found
+fake=$out/msgtree
+mkdir -p "$fake/libum/src" "$fake/tools/x"
+cat >"$fake/libum/src/a.c" <<'EOF'
+void f(void) { um__log(ctx, UM_LOG_ERR, "no call named here"); }
+void g(void) { um__log(ctx, UM_LOG_ERR, "pool: %llu bytes", n); }
+void h(void) { um__log(ctx, UM_LOG_ERR, "pool: failed (%d)", ret); }
+EOF
+cat >"$fake/tools/x/x.c" <<'EOF'
+void t(void) { ut_warn("two\nlines"); }
+EOF
+found=$("$here/check-messages.py" "$fake" |
+	grep -c ': \(the call\|units\|the cause\|one line\)')
+tap_result docs.messages_rule_is_checked "$([ "$found" = 4 ] ||
+	echo "found $found of 4 offences in $fake")"
 
 if command -v man >/dev/null; then
 	tap_result docs.man_pages_fit_80_columns "$(man_wide)"

@@ -59,7 +59,7 @@ TEST(budget_smaller_than_one_region)
 	ASSERT_NE(0, big);
 	ASSERT_EQ(0, put_pattern(ctx, small, 2 * MiB, 5));
 	ASSERT_EQ(-ENOMEM, um_acquire(ctx, big, UM_TIER_GPU(0), NULL));
-	EXPECT_TRUE(logcap_has(UM_LOG_ERR, "adam.big", "6291456", "budget 4194304",
+	EXPECT_TRUE(logcap_has(UM_LOG_ERR, "adam.big", "(6 MiB)", "budget 4 MiB",
 			       "larger than the budget", NULL));
 	EXPECT_EQ(1, w.nomem);
 	EXPECT_EQ(0, w.over);

@@ -292,6 +292,14 @@ TEST(config_fields_checked)
 	EXPECT_EQ(-EINVAL, create(&cfg, &ctx));
 	EXPECT_TRUE(logcap_has(UM_LOG_ERR, "sim_capacity", "64 TiB", NULL));
 	EXPECT_FALSE(logcap_has(UM_LOG_ERR, "(-22)", NULL));
+	/* one line, in units: "backend sim: init failed: Invalid argument"
+	 * came after it, and the size in bytes */
+	logcap_reset();
+	cfg.sim_capacity = 1ull << 47;
+	EXPECT_EQ(-EINVAL, create(&cfg, &ctx));
+	EXPECT_EQ(1, g_log.err) TH_LOG("log: %s", g_log.text);
+	EXPECT_TRUE(logcap_has(UM_LOG_ERR, "sim: sim_capacity 128 TiB is above the largest simulated device, 64 TiB",
+			       NULL)) TH_LOG("log: %s", g_log.text);
 	cfg.sim_capacity = 16 * MiB;
 	EXPECT_NULL(ctx);
 	/* a newer caller's larger struct: unknown fields must be zero */

@@ -5,8 +5,8 @@
  * names the variable, its value and the form it takes, whether the
  * variable would be used or a field of the configuration wins (one rule:
  * field, else variable, else default); good values of every form pass;
- * UM_BACKEND, not a libum variable, is not read; an unknown LIBUM_ name
- * is a WARN. Without a log callback ERR lines reach stderr and nothing else
+ * UM_BACKEND, read until 2026-12-02, is not read and is a WARN naming
+ * LIBUM_BACKEND; an unknown LIBUM_ name is a WARN. Without a log callback ERR lines reach stderr and nothing else
  * does, unless LIBUM_LOG_LEVEL says otherwise (off: nothing). Each case
  * runs in a child of its own, so setenv stays there.
  */
@@ -207,13 +207,16 @@ static int backend_names(const void *arg)
 	if (um_context_create(&cfg, &ctx) ||
 	    um_context_backend(ctx) != UM_BACKEND_SIM || um_context_destroy(ctx))
 		return 1;
-	/* neither checked nor used, whatever it says */
+	/* neither checked nor used, whatever it says; but not silently */
 	logcap_reset();
 	setenv("UM_BACKEND", "tpu", 1);
 	if (um_context_create(&cfg, &ctx) ||
 	    um_context_backend(ctx) != UM_BACKEND_SIM ||
 	    um_context_destroy(ctx) || g_log.err)
 		return 2;
+	if (!logcap_has(UM_LOG_WARN, "config: UM_BACKEND is no longer read",
+			"set LIBUM_BACKEND instead", NULL))
+		return 5;
 	setenv("UM_BACKEND", "cuda", 1);
 	if (um_context_create(&cfg, &ctx) ||
 	    um_context_backend(ctx) != UM_BACKEND_SIM ||

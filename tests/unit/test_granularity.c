@@ -5,8 +5,8 @@
  * the context does not have; a region takes its size rounded up to the
  * unit on the device and in the budget (a 1-byte region and a 1 MiB one
  * fill a 4 MiB budget) while its host copy takes its own bytes only; the
- * log line of an acquire that does not fit shows the size asked and the
- * size on the device.
+ * log line of an acquire that does not fit shows the size asked, the
+ * size on the device and the unit, in units.
  */
 #include <stdbool.h>
 
@@ -68,8 +68,9 @@ TEST(regions_count_in_units)
 	logcap_reset();
 	/* 2 MiB + 1 takes two units: no room with both acquired */
 	EXPECT_EQ(-ENOMEM, um_acquire(ctx, b, UM_TIER_GPU(0), NULL));
-	EXPECT_TRUE(logcap_has(UM_LOG_INFO, "\"b\"", "2097153 bytes",
-			       "4194304 on the device", NULL));
+	EXPECT_TRUE(logcap_has(UM_LOG_INFO, "\"b\" (2 MiB, 4 MiB on the device, whose memory comes in 2 MiB units)",
+			       "budget 4 MiB, 4 MiB held by 2", NULL))
+		TH_LOG("log: %s", g_log.text);
 	/* once released and evicted, the host copy is the region's bytes */
 	ASSERT_EQ(0, um_release(ctx, a));
 	ASSERT_EQ(0, um_evict(ctx, a, UM_TIER_HOST_ANY));

@@ -22,6 +22,7 @@
 #include "internal.h"
 #include "pressure.h"
 #include "pressure_internal.h"
+#include "util.h"
 
 #define NO_DEV	"/nonexistent/umm"
 #define NO_PSI	"/nonexistent/pressure"
@@ -265,6 +266,47 @@ TEST(io_uring_refused_by_seccomp)
 	EXPECT_EQ(0, get_pattern(ctx, r, MiB, 5));
 	EXPECT_EQ(0, um_free(ctx, r));
 	EXPECT_EQ(0, um_context_destroy(ctx));
+}
+
+/*
+ * The debug line of a move off a node, which `make demo` shows: the region
+ * by its name, the tiers by theirs, bytes and time in units (it once read
+ * "region 281474993487878 off node 0 to tier 0x20001: 0 in 101.1 ms").
+ */
+TEST(move_line_names_region_tiers_and_units)
+{
+	char line[256];
+
+	um__pressure_move_line(line, sizeof(line), "adam.m", 0,
+			       UM_TIER_HOST_NODE(1), 0, 16ull << 20,
+			       101100000);
+	ASSERT_STREQ("pressure: region \"adam.m\" moved off node 0 to node1: 16 MiB in 101.1 ms",
+		     line);
+	um__pressure_move_line(line, sizeof(line), "adam.v", 0,
+			       UM_TIER_DISK, -EBUSY, 0, 2500000);
+	ASSERT_STREQ("pressure: region \"adam.v\" stays on node 0: moving it to spill failed: Device or resource busy (2.5 ms)",
+		     line);
+	um__pressure_move_line(line, sizeof(line), "w", 1,
+			       UM_TIER_HOST_NODE(0), 0, 0, 100000);
+	ASSERT_STREQ("pressure: region \"w\" stays on node 1: taken again before it could move to node0 (0.1 ms)",
+		     line);
+	um__pressure_move_line(line, sizeof(line), NULL, 0,
+			       UM_TIER_HOST_NODE(1), -ENOENT, 0, 0);
+	ASSERT_STREQ("pressure: a region on node 0 was freed before it could move to node1 (0.0 ms)",
+		     line);
+}
+
+TEST(size_str_units)
+{
+	char b[UM_SIZE_STR];
+
+	ASSERT_STREQ("0 bytes", um__size_str(0, b));
+	ASSERT_STREQ("1023 bytes", um__size_str(1023, b));
+	ASSERT_STREQ("1 KiB", um__size_str(1024, b));
+	ASSERT_STREQ("1.5 MiB", um__size_str(3ull << 19, b));
+	ASSERT_STREQ("2 MiB", um__size_str(2ull << 20, b));
+	ASSERT_STREQ("391 KiB", um__size_str(400000, b));
+	ASSERT_STREQ("16 EiB", um__size_str(UINT64_MAX, b));
 }
 
 TEST_HARNESS_MAIN

@@ -685,7 +685,7 @@ TEST(stale_files_reported_and_removed)
 	ASSERT_EQ(2, st.stale_files);
 	ASSERT_EQ(16384, st.stale_bytes);
 	ASSERT_EQ(1, lb.warn);
-	ASSERT_NE(NULL, strstr(lb.last, "2 stale file(s), 16384 bytes"));
+	ASSERT_NE(NULL, strstr(lb.last, "2 stale file(s), 16 KiB"));
 	ASSERT_NE(NULL, strstr(lb.last, "kept"));
 	um__spill_close(sp);
 	ASSERT_EQ(4, count_files(parent, "um-"));

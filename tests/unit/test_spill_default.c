@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Description: the spill tier a user who sets nothing gets:
- * /var/tmp/libum-<euid>, made 0700 on first use, shared by every context
- * and process of that user, removed by the last one to leave; spill_dir /
+ * /var/tmp/libum-<euid>, made 0700 at the first spill (a process that
+ * never spills, whether it destroys its context or not, leaves nothing
+ * behind), shared by every context and process of that user, removed by
+ * the last one to leave; spill_dir /
  * LIBUM_SPILL_DIR "off" for none; none, quietly and with the reason kept
  * for the ERR line of an unmet limit, where /var/tmp is memory (tmpfs) or
  * the directory is not safely ours. Each test runs in a mount namespace of
@@ -16,6 +18,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -95,13 +98,14 @@ TEST_F(vartmp, default_made_shared_and_removed_by_the_last)
 	ASSERT_NONNULL(a);
 	ASSERT_NONNULL(a->spill) TH_LOG("log: %s", g_log.text);
 	ASSERT_STREQ(self->dir, um__spill_dir(a->spill));
+	EXPECT_NE(0, access(self->dir, F_OK)) TH_LOG("made before a spill");
+	EXPECT_EQ(0, spill_round_trip(a, 11));
 	ASSERT_EQ(0, stat(self->dir, &st));
 	EXPECT_EQ(0700, st.st_mode & 07777);
 	EXPECT_EQ(geteuid(), st.st_uid);
 	b = plain_ctx(NULL);
 	ASSERT_NONNULL(b);
 	ASSERT_NONNULL(b->spill);
-	EXPECT_EQ(0, spill_round_trip(a, 11));
 	/* a made it; leaving first it must leave it to b */
 	EXPECT_EQ(0, um_context_destroy(a));
 	ASSERT_EQ(0, access(self->dir, F_OK));
@@ -109,6 +113,33 @@ TEST_F(vartmp, default_made_shared_and_removed_by_the_last)
 	EXPECT_EQ(0, um_context_destroy(b));
 	EXPECT_NE(0, access(self->dir, F_OK)) TH_LOG("left behind");
 	EXPECT_EQ(0, g_log.err) TH_LOG("log: %s", g_log.text);
+}
+
+/*
+ * A process that never spills leaves no directory, even one that ends
+ * without um_context_destroy (an exit, a kill): /var/tmp/libum-<euid> was
+ * made at create and stayed behind, empty.
+ */
+TEST_F(vartmp, nothing_left_without_a_spill)
+{
+	pid_t pid = fork();
+	int status;
+
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		struct um_context *ctx = plain_ctx(NULL);
+		um_region_t r;
+
+		if (!ctx || !ctx->spill)
+			_exit(1);
+		r = region(ctx, UM_KIND_OPTIMIZER_STATE, 0, N, "kept");
+		_exit(r && !um_evict(ctx, r, UM_TIER_HOST_ANY) &&
+		      !um_wait_all(ctx) ? 0 : 2);	/* no destroy */
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_EQ(0, WEXITSTATUS(status));
+	EXPECT_NE(0, access(self->dir, F_OK)) TH_LOG("left behind");
 }
 
 TEST_F(vartmp, off_means_none)

@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <libsmartcols/libsmartcols.h>
 
@@ -59,4 +60,42 @@ int ut_table_print(struct libscols_table *tb)
 void ut_table_free(struct libscols_table *tb)
 {
 	scols_unref_table(tb);
+}
+
+static int cell_width(struct libscols_cell *ce)
+{
+	const char *d = ce ? scols_cell_get_data(ce) : NULL;
+
+	return d ? (int)strlen(d) : 0;
+}
+
+int ut_table_col_width(struct libscols_table *tb, int i)
+{
+	struct libscols_column *cl = scols_table_get_column(tb, (size_t)i);
+	size_t n = scols_table_get_nlines(tb);
+	int w = cell_width(scols_column_get_header(cl));
+
+	for (size_t r = 0; r < n; r++) {
+		struct libscols_line *ln = scols_table_get_line(tb, r);
+		int c = cell_width(scols_line_get_cell(ln, (size_t)i));
+
+		if (c > w)
+			w = c;
+	}
+	return w;
+}
+
+const char *ut_table_col_name(struct libscols_table *tb, int i)
+{
+	struct libscols_column *cl = scols_table_get_column(tb, (size_t)i);
+
+	return scols_cell_get_data(scols_column_get_header(cl));
+}
+
+void ut_table_col_hide(struct libscols_table *tb, int i)
+{
+	struct libscols_column *cl = scols_table_get_column(tb, (size_t)i);
+
+	scols_column_set_flags(cl, scols_column_get_flags(cl) |
+			       SCOLS_FL_HIDDEN);
 }

@@ -17,6 +17,7 @@
 struct libscols_table {
 	int ncols;
 	unsigned int right;
+	unsigned int hidden;	/* ut_table_col_hide's columns */
 	char **cells;		/* row-major, the header is row 0 */
 	size_t nrows, cap;
 };
@@ -84,19 +85,48 @@ int ut_table_ncols(const struct libscols_table *tb)
 static void print_row(const struct libscols_table *tb, size_t r,
 		      const int *width)
 {
-	int i;
+	int i, lastcol = tb->ncols - 1;
 
-	for (i = 0; i < tb->ncols; i++) {
+	while (lastcol > 0 && (tb->hidden & (1u << lastcol)))
+		lastcol--;
+	for (i = 0; i <= lastcol; i++) {
 		const char *c = tb->cells[r * (size_t)tb->ncols + (size_t)i];
 		bool right = i < 32 && (tb->right & (1u << i));
-		bool last = i == tb->ncols - 1;
+		bool last = i == lastcol;
 
+		if (i < 32 && (tb->hidden & (1u << i)))
+			continue;
 		if (right)
 			printf("%*s", width[i], c);
 		else
 			printf("%-*s", last ? 0 : width[i], c);
 		putchar(last ? '\n' : ' ');
 	}
+}
+
+int ut_table_col_width(struct libscols_table *tb, int i)
+{
+	int w = 0;
+
+	for (size_t r = 0; r < tb->nrows; r++) {
+		int c = (int)strlen(tb->cells[r * (size_t)tb->ncols +
+					      (size_t)i]);
+
+		if (c > w)
+			w = c;
+	}
+	return w;
+}
+
+const char *ut_table_col_name(struct libscols_table *tb, int i)
+{
+	return tb->cells[i];
+}
+
+void ut_table_col_hide(struct libscols_table *tb, int i)
+{
+	if (i < 32)
+		tb->hidden |= 1u << i;
 }
 
 int ut_table_print(struct libscols_table *tb)

@@ -255,14 +255,45 @@ static int node_row(struct libscols_table *tb, int ncols,
 			     ev, rate);
 }
 
-/* Prints tb, or frees it when filling it failed (ret). */
-static int print_or_free(struct libscols_table *tb, int ret)
+/* ut_umm_fit's width and what it hid ("nodes: A B; gpus: C"). */
+static struct {
+	int cols;
+	char hidden[256];
+} fit;
+
+void ut_umm_fit(int cols)
 {
+	fit.cols = cols;
+	fit.hidden[0] = '\0';
+}
+
+const char *ut_umm_fit_hidden(void)
+{
+	return fit.hidden;
+}
+
+/*
+ * Prints tb (what: the table's name, prio: its columns' priorities, the
+ * lowest hidden first on a narrow screen), or frees it when filling it
+ * failed (ret).
+ */
+static int print_or_free(struct libscols_table *tb, int ret, const char *what,
+			 const unsigned char *prio)
+{
+	char hid[128] = "";
+	size_t used = strlen(fit.hidden);
+
 	if (ret) {
 		ut_table_free(tb);
 		return ret;
 	}
-	return ut_table_print(tb);
+	if (!fit.cols)
+		return ut_table_print(tb);
+	ret = ut_table_print_fit(tb, fit.cols, prio, hid, sizeof(hid));
+	if (hid[0])
+		snprintf(fit.hidden + used, sizeof(fit.hidden) - used,
+			 "%s%s: %s", used ? "; " : "", what, hid);
+	return ret;
 }
 
 int ut_umm_print_nodes(const struct ut_umm *s, const double *decline)
@@ -270,6 +301,10 @@ int ut_umm_print_nodes(const struct ut_umm *s, const double *decline)
 	static const char *const cols[] = {
 		"NODE", "LEVEL", "FREE", "TOTAL", "FREE%", "CRIT-EFF", "ETA",
 		"RESIDENT", "RECLAIMABLE", "EVENTS", "DECLINE",
+	};
+	/* what is left at 60 columns: the node, its level, free, ETA */
+	static const unsigned char prio[] = {
+		9, 8, 8, 3, 6, 2, 7, 4, 1, 2, 5,
 	};
 	struct libscols_table *tb;
 	size_t i;
@@ -283,7 +318,7 @@ int ut_umm_print_nodes(const struct ut_umm *s, const double *decline)
 	for (i = 0; i < s->nnodes && !ret; i++)
 		ret = node_row(tb, ncols, &s->nodes[i],
 			       decline ? decline[i] : 0);
-	return print_or_free(tb, ret);
+	return print_or_free(tb, ret, "nodes", prio);
 }
 
 static bool gpu_active(const struct ut_umm_gpu *g)
@@ -319,6 +354,7 @@ int ut_umm_print_gpus(const struct ut_umm *s, bool all)
 		"GPU", "LEVEL", "BUDGET", "USED", "USED%", "RECLAIMABLE",
 		"EVENTS",
 	};
+	static const unsigned char prio[] = { 9, 8, 7, 7, 6, 3, 2 };
 	struct libscols_table *tb;
 	size_t i, shown = 0;
 	int ret = 0;
@@ -337,12 +373,32 @@ int ut_umm_print_gpus(const struct ut_umm *s, bool all)
 		ut_table_free(tb);
 		return 0;
 	}
-	return print_or_free(tb, ret);
+	return print_or_free(tb, ret, "gpus", prio);
+}
+
+/*
+ * The BOOKS cell: "node0:64 MiB/32 MiB,gpu1:1 MiB/0 B" (resident/
+ * reclaimable per tier) from the module's bytes; "-" for none.
+ */
+static void books_str(const char *books, char *buf, size_t len)
+{
+	struct ut_umm_book b[UT_UMM_MAX_BOOKS];
+	char r[UT_SIZE_STR], c[UT_SIZE_STR];
+	int n = ut_umm_books(books, b, UT_UMM_MAX_BOOKS);
+	size_t used = 0;
+
+	snprintf(buf, len, "-");
+	for (int i = 0; i < n && used < len; i++)
+		used += (size_t)snprintf(buf + used, len - used, "%s%s:%s/%s",
+					 i ? "," : "", b[i].tier,
+					 ut_size_str(b[i].resident, r),
+					 ut_size_str(b[i].reclaimable, c));
 }
 
 static int client_row(struct libscols_table *tb, const struct ut_umm_client *c)
 {
 	char n[7][CELL], fr[UT_SIZE_STR], lat[CELL];
+	char books[sizeof(c->books) * 2];
 
 	snprintf(n[0], CELL, "%d", c->pid);
 	snprintf(n[1], CELL, "%d", c->priority);
@@ -352,10 +408,11 @@ static int client_row(struct libscols_table *tb, const struct ut_umm_client *c)
 	u64_str(c->drops, n[5]);
 	u64_str(c->acks, n[6]);
 	snprintf(lat, CELL, "%.3fms", (double)c->ack_ns_avg / 1e6);
+	books_str(c->books, books, sizeof(books));
 	return ut_table_rowf(tb, 12, n[0], c->name, n[1],
 			     c->ready ? "yes" : "no", n[2], n[3], n[4], n[5],
 			     n[6], ut_size_str(c->bytes_freed, fr), lat,
-			     c->books);
+			     books);
 }
 
 int ut_umm_print_clients(const struct ut_umm_client *c, size_t n)
@@ -363,6 +420,9 @@ int ut_umm_print_clients(const struct ut_umm_client *c, size_t n)
 	static const char *const cols[] = {
 		"PID", "NAME", "PRIO", "READY", "QLEN", "QUEUED", "EVENTS",
 		"DROPS", "ACKS", "FREED", "ACK-AVG", "BOOKS",
+	};
+	static const unsigned char prio[] = {
+		9, 8, 3, 4, 1, 2, 5, 2, 4, 6, 3, 1,
 	};
 	struct libscols_table *tb = ut_table_new(cols, 12, 0x7f5);
 	size_t i;
@@ -372,7 +432,7 @@ int ut_umm_print_clients(const struct ut_umm_client *c, size_t n)
 		return -ENOMEM;
 	for (i = 0; i < n && !ret; i++)
 		ret = client_row(tb, &c[i]);
-	return print_or_free(tb, ret);
+	return print_or_free(tb, ret, "clients", prio);
 }
 
 /*
@@ -407,6 +467,7 @@ int ut_umm_print_cgroups(const struct ut_umm_cgroup *c, size_t n)
 		"PATH", "USAGE", "LIMIT", "USED%", "ROOM", "LEVEL", "CLIENTS",
 		"ETA", "EVENTS",
 	};
+	static const unsigned char prio[] = { 9, 7, 6, 5, 8, 8, 2, 6, 3 };
 	struct libscols_table *tb = ut_table_new(cols, 9, 0x1de);
 	size_t i;
 	int ret = 0;
@@ -415,5 +476,5 @@ int ut_umm_print_cgroups(const struct ut_umm_cgroup *c, size_t n)
 		return -ENOMEM;
 	for (i = 0; i < n && !ret; i++)
 		ret = cgroup_row(tb, &c[i]);
-	return print_or_free(tb, ret);
+	return print_or_free(tb, ret, "cgroups", prio);
 }

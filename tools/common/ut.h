@@ -173,6 +173,20 @@ int ut_table_ncols(const struct libscols_table *tb);
 int ut_table_print(struct libscols_table *tb);
 /* Frees a table without printing it. */
 void ut_table_free(struct libscols_table *tb);
+/*
+ * Prints tb as ut_table_print, in at most width columns (0: any): whole
+ * columns are hidden, the lowest prio[i] first (the rightmost of equals),
+ * until the rest fits or one is left; a cell is never cut. The names of
+ * the hidden ones are appended to hidden (hlen bytes, a blank between
+ * them). Frees the table.
+ */
+int ut_table_print_fit(struct libscols_table *tb, int width,
+		       const unsigned char *prio, char *hidden, size_t hlen);
+/* For table_fit.c, from each table implementation: column i's widest cell
+ * (its header included), its header, and hiding it from the print. */
+int ut_table_col_width(struct libscols_table *tb, int i);
+const char *ut_table_col_name(struct libscols_table *tb, int i);
+void ut_table_col_hide(struct libscols_table *tb, int i);
 
 /* ---- umm.ko's knobs (knob.c, the rows in knobs.h) -------------------- */
 
@@ -408,6 +422,14 @@ int ut_umm_print_gpus(const struct ut_umm *s, bool all);
 int ut_umm_print_clients(const struct ut_umm_client *c, size_t n);
 /* USED% is the share of the limit not left as room, as levels judge it. */
 int ut_umm_print_cgroups(const struct ut_umm_cgroup *c, size_t n);
+/*
+ * The tables above in at most cols columns from now on (0, the default:
+ * any width), whole columns hidden by their priority (ut_table_print_fit);
+ * ut_umm_fit_hidden names those hidden since the last ut_umm_fit, table
+ * by table ("nodes: RECLAIMABLE; clients: BOOKS QLEN").
+ */
+void ut_umm_fit(int cols);
+const char *ut_umm_fit_hidden(void);
 
 /* ---- Prometheus text exposition (prom.c) ------------------------------- */
 

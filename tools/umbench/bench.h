@@ -19,11 +19,34 @@
 
 struct umbench_gpu;
 
-/* Targets: what umbench checks its ratios against (performance.rst). */
-#define TARGET_POOL_OVER_MALLOC	3.0	/* pool at most 3x malloc+free */
-#define TARGET_RAW_OVER_POOL	1000.0	/* raw at least 1000x the pool */
+/* Targets: what umbench checks its figures against (targets.c). */
+enum bench_target_id {
+	T_POOL_OVER_MALLOC,	/* pool alloc+free over malloc+free, at most */
+	T_RAW_OVER_POOL,	/* raw pinning over the pool, at least */
+	T_MIGRATE_RATIO,	/* evict+restore over memcpy, at least */
+	T_SUBALLOC_HIT_NS,	/* a cached block's alloc, at most */
+	T_SUBALLOC_PACKING,	/* device bytes over the blocks', at most */
+	T_COUNT
+};
 #define TARGET_RAW_FROM_BYTES	(1ull << 20)
-#define TARGET_MIGRATE_RATIO	0.8	/* migration at least 0.8x memcpy */
+
+struct bench_target {
+	const char *name;
+	double limit;
+	bool at_most;		/* else at least */
+	const char *reason;	/* why the limit sits where it does */
+};
+
+extern const struct bench_target bench_targets[T_COUNT];
+/* measured meets target id; *margin (may be NULL): how far inside the
+ * limit, as a fraction of it (negative: missed). */
+bool bench_target_met(int id, double measured, double *margin);
+/* One object of a "targets" array: target, at (NULL: null), measured,
+ * limit_is, limit, margin, pass, reason. */
+void bench_target_json(struct ut_json *j, int id, double measured,
+		       const char *at);
+/* "target NAME <= LIMIT: REASON" on stdout. */
+void bench_target_say(int id);
 
 struct bench_opts {
 	bool json, quick, quiet;

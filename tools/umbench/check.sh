@@ -144,10 +144,43 @@ version() {
 	grep -q "\"version\": \"${BASH_REMATCH[1]}\"" "$TMP/out.json"
 }
 
-tap_begin 20
+# Each section reports each target against its figure: the measured value,
+# the limit, the margin (how far inside, a fraction of the limit) and why
+# the limit sits there; a section passes when all its targets do.
+targets_reported() {
+	"$JC" "$TMP/out.json" 'pool.targets.*.target:string' \
+		'pool.targets.*.measured:number' 'pool.targets.*.limit:number' \
+		'pool.targets.*.margin:number' 'pool.targets.*.pass:bool' \
+		'pool.targets.*.reason:string' 'pool.targets.*.limit_is:string' \
+		migrate.targets.0.margin:number 'suballoc.targets.*.margin:number' \
+		|| return 1
+	python3 - "$TMP/out.json" <<-'PY'
+	import json, sys
+	d = json.load(open(sys.argv[1]))
+	bad = []
+	for sec in ("pool", "migrate", "suballoc"):
+	    ts = d[sec]["targets"]
+	    for t in ts:
+	        m, l = t["measured"], t["limit"]
+	        want = (l - m) / l if t["limit_is"] == "max" else (m - l) / l
+	        if abs(t["margin"] - want) > 1e-6 * max(1, abs(want)):
+	            bad.append("%s %s: margin %g, want %g" % (sec, t["target"], t["margin"], want))
+	        if t["pass"] != (t["margin"] >= 0):
+	            bad.append("%s %s: pass %s, margin %g" % (sec, t["target"], t["pass"], t["margin"]))
+	        if len(t["reason"]) < 40:
+	            bad.append("%s %s: no reason" % (sec, t["target"]))
+	    if not all(t["pass"] for t in ts) and d[sec]["pass"]:
+	        bad.append("%s passes with a target missed" % sec)
+	print("\n".join(bad))
+	sys.exit(1 if bad else 0)
+	PY
+}
+
+tap_begin 21
 tap_check "umbench --quick --json runs (exit 0 or 1)" runs
 tap_check "JSON valid with every key" keys
 tap_check "migrated data intact" data_intact
+tap_check "each target's figure, limit, margin and reason" targets_reported
 tap_check "exit status matches \"pass\"" status_matches_pass
 tap_check "one section, chosen sizes" one_section
 tap_check "text output has a table" text_table

@@ -135,11 +135,12 @@ static int round_once(struct migrate_bench *mb, unsigned int r)
 		return rc;
 	if (b.evict_bytes - a.evict_bytes != n * mb->o->regions ||
 	    b.restore_bytes - a.restore_bytes != n * mb->o->regions) {
-		ut_warn("migrate: libum moved %llu/%llu bytes, expected %llu "
-			"each way", (unsigned long long)(b.evict_bytes -
-							 a.evict_bytes),
-			(unsigned long long)(b.restore_bytes - a.restore_bytes),
-			(unsigned long long)(n * mb->o->regions));
+		char ev[UT_SIZE_STR], re[UT_SIZE_STR], want[UT_SIZE_STR];
+
+		ut_warn("migrate: libum moved %s out and %s back, expected %s each way",
+			ut_size_str(b.evict_bytes - a.evict_bytes, ev),
+			ut_size_str(b.restore_bytes - a.restore_bytes, re),
+			ut_size_str(n * mb->o->regions, want));
 		return -EPROTO;
 	}
 	mb->gbps[F_EVICT][r] = rate(b.evict_bytes - a.evict_bytes,
@@ -180,13 +181,16 @@ static void report_text(const struct migrate_bench *mb, bool pass)
 			 mb->med[F_MEMCPY]);
 		t[0] = '\0';
 		if (f == F_MIGRATE)
-			snprintf(t, sizeof(t), ">= %.1fx %s",
-				 TARGET_MIGRATE_RATIO, pass ? "ok" : "MISS");
+			snprintf(t, sizeof(t), ">= %gx %s",
+				 bench_targets[T_MIGRATE_RATIO].limit,
+				 pass ? "ok" : "MISS");
 		ut_table_rowf(tb, 4, what[f], g, f == F_MEMCPY ? "" : v, t);
 	}
 	ut_table_print(tb);
-	printf("data after %u round trips: %s\n\n", mb->o->rounds + 1,
+	printf("data after %u round trips: %s\n", mb->o->rounds + 1,
 	       mb->data_ok ? "intact" : "CORRUPTED");
+	bench_target_say(T_MIGRATE_RATIO);
+	putchar('\n');
 }
 
 static void report_json(const struct migrate_bench *mb, bool pass)
@@ -206,8 +210,12 @@ static void report_json(const struct migrate_bench *mb, bool pass)
 	ut_json_dbl(j, "memcpy_gbps", mb->med[F_MEMCPY]);
 	ut_json_dbl(j, "ratio", mb->med[F_MIGRATE] / mb->med[F_MEMCPY]);
 	ut_json_dbl(j, "wall_ratio", mb->med[F_WALL] / mb->med[F_MEMCPY]);
-	ut_json_dbl(j, "target_ratio_min", TARGET_MIGRATE_RATIO);
+	ut_json_dbl(j, "target_ratio_min", bench_targets[T_MIGRATE_RATIO].limit);
 	ut_json_bool(j, "data_ok", mb->data_ok);
+	ut_json_arr_begin(j, "targets");
+	bench_target_json(j, T_MIGRATE_RATIO,
+			  mb->med[F_MIGRATE] / mb->med[F_MEMCPY], NULL);
+	ut_json_arr_end(j);
 	ut_json_bool(j, "pass", pass);
 	ut_json_obj_end(j);
 }
@@ -242,8 +250,10 @@ static int setup(struct migrate_bench *mb)
 		snprintf(name, sizeof(name), "umbench.%u", i);
 		rc = um_alloc(mb->ctx, &d, &mb->r[i]);
 		if (rc) {
-			ut_warn("migrate: um_alloc of %llu bytes: %s",
-				(unsigned long long)d.bytes, strerror(-rc));
+			char sz[UT_SIZE_STR];
+
+			ut_warn("migrate: um_alloc of %s: %s",
+				ut_size_str(d.bytes, sz), strerror(-rc));
 			return rc;
 		}
 	}
@@ -302,7 +312,8 @@ int bench_migrate(const struct bench_opts *o)
 	for (f = 0; f < F_COUNT; f++)
 		mb.med[f] = ut_median(mb.gbps[f], o->rounds);
 	pass = mb.data_ok &&
-	       mb.med[F_MIGRATE] >= TARGET_MIGRATE_RATIO * mb.med[F_MEMCPY];
+	       bench_target_met(T_MIGRATE_RATIO,
+				mb.med[F_MIGRATE] / mb.med[F_MEMCPY], NULL);
 	if (o->j)
 		report_json(&mb, pass);
 	else

@@ -23,8 +23,6 @@
 #define SB_BLOCK	4096
 #define SB_CACHED	1000		/* blocks freed, then hit */
 #define SB_MAX_LIVES	3
-#define TARGET_HIT_NS	1000.0
-#define TARGET_PACKING	1.2
 
 struct sb_row {
 	unsigned int live;
@@ -154,11 +152,18 @@ static int sb_regions(const struct bench_opts *o, struct sb_row *row)
 	return rc;
 }
 
+/* Device bytes over the blocks' own, the first granule aside. */
+static double packing(const struct sb_row *row)
+{
+	double dev = (double)row->device_bytes - (double)row->gran;
+
+	return (dev > 0 ? dev : 0) / ((double)row->live * SB_BLOCK);
+}
+
 static bool sb_pass(const struct sb_row *row)
 {
-	return row->hit_ns <= TARGET_HIT_NS &&
-	       (double)row->device_bytes <=
-		TARGET_PACKING * row->live * SB_BLOCK + (double)row->gran;
+	return bench_target_met(T_SUBALLOC_HIT_NS, row->hit_ns, NULL) &&
+	       bench_target_met(T_SUBALLOC_PACKING, packing(row), NULL);
 }
 
 int bench_suballoc(const struct bench_opts *o)
@@ -188,8 +193,10 @@ int bench_suballoc(const struct bench_opts *o)
 		ut_json_obj_begin(j, "suballoc");
 		ut_json_u64(j, "block_bytes", SB_BLOCK);
 		ut_json_u64(j, "rounds", o->rounds);
-		ut_json_dbl(j, "target_hit_ns_max", TARGET_HIT_NS);
-		ut_json_dbl(j, "target_packing_max", TARGET_PACKING);
+		ut_json_dbl(j, "target_hit_ns_max",
+			    bench_targets[T_SUBALLOC_HIT_NS].limit);
+		ut_json_dbl(j, "target_packing_max",
+			    bench_targets[T_SUBALLOC_PACKING].limit);
 		ut_json_arr_begin(j, "live");
 		for (int i = 0; i < SB_MAX_LIVES; i++) {
 			const struct sb_row *w = &rows[i];
@@ -208,6 +215,17 @@ int bench_suballoc(const struct bench_opts *o)
 					    w->region_pair_ns);
 			ut_json_bool(j, "pass", sb_pass(w));
 			ut_json_obj_end(j);
+		}
+		ut_json_arr_end(j);
+		ut_json_arr_begin(j, "targets");
+		for (int i = 0; i < SB_MAX_LIVES; i++) {
+			char at[32];
+
+			snprintf(at, sizeof(at), "%u live", rows[i].live);
+			bench_target_json(j, T_SUBALLOC_HIT_NS,
+					  rows[i].hit_ns, at);
+			bench_target_json(j, T_SUBALLOC_PACKING,
+					  packing(&rows[i]), at);
 		}
 		ut_json_arr_end(j);
 		ut_json_bool(j, "pass", pass);
@@ -240,9 +258,9 @@ int bench_suballoc(const struct bench_opts *o)
 		}
 		if (tb)
 			ut_table_print(tb);
-		printf("targets: a cached hit <= 1 us; live blocks within "
-		       "%.1fx their bytes plus a granule on the device\n\n",
-		       TARGET_PACKING);
+		bench_target_say(T_SUBALLOC_HIT_NS);
+		bench_target_say(T_SUBALLOC_PACKING);
+		putchar('\n');
 	}
 	return pass ? 0 : 1;
 }

@@ -166,6 +166,17 @@ get_set() {
 	json_is "$TMP/g.json" interval_ms 250
 }
 
+# The refusals state the grammar umctl takes, not another ("not a number"
+# it said of enabled, which takes 0x1; and sizes without fractions, P or E).
+grammar_in_refusals() {
+	expect 2 'or a number that is 0 or 1)' u set enabled 0x2 &&
+	expect 2 'optional fraction and a K, M, G, T, P or E suffix' \
+		u set gpus/gpu3/budget_bytes 12Q &&
+	u set gpus/gpu3/budget_bytes 0.001P &&
+	file_is gpus/gpu3/budget_bytes 1125899906842 &&
+	u set gpus/gpu3/budget_bytes 1G
+}
+
 # The module's grammar (the ABI document's "Values"): hex, decimal with
 # leading zeros, boolean words in any case or a number that is 0 or 1.
 # Every knob of the table is known.
@@ -185,6 +196,7 @@ grammar() {
 	file_is gpus/gpu3/budget_bytes 536870912 &&
 	expect 2 'bad size' u set gpus/gpu3/budget_bytes 0x1G &&
 	expect 2 'bad value' u set queue_len +5 &&
+	grammar_in_refusals &&
 	u knobs >"$TMP/knobs" &&
 	grep -qx 'queue_len num 4 65536 256 0' "$TMP/knobs" &&
 	grep -qx 'gpus/gpuN/budget_bytes size 0 18446744073709551615 0 1048576' \

@@ -159,14 +159,14 @@ static void parse_value(const struct ut_knob *k, const char *name,
 		return;
 	switch (k->kind) {
 	case UT_KNOB_BOOL:
-		ut_die_usage("%s: bad value '%s' (a boolean: 1/0, y/n, yes/no, on/off, true/false; not a number)",
+		ut_die_usage("%s: bad value '%s' (a boolean: 1, y, yes, on, true or 0, n, no, off, false, in any case, or a number that is 0 or 1)",
 			     name, val);
 	case UT_KNOB_SIZE:
 		if (ret == -EDOM)
 			ut_die_usage("%s: %s is %" PRIu64 " bytes, under %s: a unit forgotten? (write e.g. %sG, or --force)",
 				     name, val, *out,
 				     ut_size_str(k->floor, fl), val);
-		ut_die_usage("%s: bad size '%s' (bytes, 0x hex, K/M/G/T suffixes%s)",
+		ut_die_usage("%s: bad size '%s' (bytes, 0x hex, or decimal with an optional fraction and a K, M, G, T, P or E suffix, as 1.5G%s)",
 			     name, val, size_range(k, range));
 	default:
 		ut_die_usage("%s: bad value '%s': a number (%" PRIu64 "..%" PRIu64 "), decimal or 0x hex",

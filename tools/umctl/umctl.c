@@ -230,7 +230,7 @@ static void usage_knobs(void)
 		col += len;
 	}
 	printf("\n  ('%s knobs': ranges). VALUE: decimal or 0x hex; sizes also\n"
-	       "  1.5G (K/M/G/T, binary); booleans 1/0, y/n, on/off, ...\n"
+	       "  1.5G (K/M/G/T/P/E, binary); booleans 1/0, y/n, on/off, ...\n"
 	       "  A byte knob under its floor needs --force. LEVEL: normal,\n"
 	       "  low, medium, critical.\n", ut_progname);
 }

@@ -351,7 +351,21 @@ text_output() {
 	[ ! -s "$TMP/q.out" ]
 }
 
-tap_begin 15
+# Without --node it fills the machine, and says so ("node -1" it said).
+text_all_nodes() {
+	mkdir -p "$TMP/all/proc"
+	printf 'MemTotal:        1048576 kB\nMemFree:           10240 kB\n' \
+		>"$TMP/all/proc/meminfo"
+	"$UMP" --sysroot "$TMP/all" >"$TMP/all.out"
+	grep -q '^umpressure: all nodes: held 0 B (stop: floor), free 10 MiB' \
+		"$TMP/all.out" && ! grep -q 'node -1' "$TMP/all.out" ||
+		{ cat "$TMP/all.out"; return 1; }
+	"$UMP" --sysroot "$TMP/nowhere" 2>"$TMP/all.err"
+	grep -q 'memory of all nodes under' "$TMP/all.err" ||
+		{ cat "$TMP/all.err"; return 1; }
+}
+
+tap_begin 16
 tap_check "umpressure.usage_errors" usage_errors
 tap_check "umpressure.floor_stops_before_goal" floor_stop
 tap_check "umpressure.floor_explicit" floor_explicit
@@ -362,6 +376,7 @@ tap_check "umpressure.missing_node" missing_node
 tap_check "umpressure.real_32m" real_run
 tap_check "umpressure.sigterm_releases" signal_releases
 tap_check "umpressure.text_and_quiet" text_output
+tap_check "umpressure.text_all_nodes" text_all_nodes
 tap_check "umpressure.cgroup_refusals" cgroup_refusals
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 	tap_check "umpressure.cgroup_permission" cgroup_permission

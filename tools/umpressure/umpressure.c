@@ -875,14 +875,24 @@ static void report_text_cgroup(const struct cgroup *cg)
 	       (unsigned long long)cg_delta(cg, CG_EV_MAX));
 }
 
+/* What the run filled, for a person: "node 1", or "all nodes" without --node. */
+static const char *where_str(const struct opts *o, char buf[16])
+{
+	if (o->node < 0)
+		return "all nodes";
+	snprintf(buf, 16, "node %d", o->node);
+	return buf;
+}
+
 static void report_text(const struct opts *o, const struct run *r)
 {
 	char a[UT_SIZE_STR], b[UT_SIZE_STR], c[UT_SIZE_STR], d[UT_SIZE_STR];
+	char w[16];
 
 	if (o->quiet)
 		return;
-	printf("umpressure: node %d: held %s (stop: %s), node free %s -> min %s, floor %s\n",
-	       o->node, ut_size_str(r->peak, a), stop_names[r->stop],
+	printf("umpressure: %s: held %s (stop: %s), free %s -> min %s, floor %s\n",
+	       where_str(o, w), ut_size_str(r->peak, a), stop_names[r->stop],
 	       ut_size_str(r->free_start, b), ut_size_str(r->free_min, c),
 	       ut_size_str(r->floor, d));
 	if (r->level_max != LV_NONE) {
@@ -905,7 +915,7 @@ static void usage(void)
 	       "Allocate and touch memory on a NUMA node to create real pressure.\n\n"
 	       "  -n, --node N          node to fill (default: no binding, the machine)\n"
 	       "  -r, --rate MIB        MiB per second (default: as fast as possible)\n"
-	       "  -t, --target SIZE     stop at SIZE bytes held (K/M/G suffixes)\n"
+	       "  -t, --target SIZE     stop at SIZE bytes held (K/M/G/T/P/E)\n"
 	       "  -u, --until-level L   stop when umm.ko says node level L\n"
 	       "                        (low, medium, critical)\n"
 	       "  -H, --hold SECS       hold the memory that long (default 0)\n"
@@ -1077,7 +1087,9 @@ int main(int argc, char **argv)
 	parse(argc, argv, &o, &pct);
 	ret = node_mem(&o, &r.free_start, &r.total);
 	if (ret) {
-		ut_warn("cannot read the memory of node %d%s%s", o.node,
+		char w[16];
+
+		ut_warn("cannot read the memory of %s%s%s", where_str(&o, w),
 			o.sysroot ? " under " : "", o.sysroot ? o.sysroot : "");
 		return o.node >= 0 ? 2 : 1;
 	}
@@ -1138,8 +1150,10 @@ int main(int argc, char **argv)
 	case ST_SIGNAL:
 		return 130;
 	default:
-		ut_warn("allocation failed after %llu bytes",
-			(unsigned long long)r.peak);
+		char held[UT_SIZE_STR];
+
+		ut_warn("allocation failed after %s",
+			ut_size_str(r.peak, held));
 		return 1;
 	}
 }

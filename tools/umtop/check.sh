@@ -168,14 +168,50 @@ screen_80x24_and_q() {
 	local rc=$?
 	[ $rc -eq 0 ] || { echo "exit $rc (124: q did not end it)"; return 1; }
 	# the last frame, escapes and carriage returns taken out
-	sed 's/\x1b\[[0-9;]*[A-Za-z]/\n/g; s/\r//g' "$TMP/s.raw" >"$TMP/s.txt"
+	sed 's/\x1b\[[?0-9;]*[A-Za-z]/\n/g; s/\r//g' "$TMP/s.raw" >"$TMP/s.txt"
 	awk 'length > 80 { print "too wide (" length "): " $0; bad = 1 }
 	     END { exit bad }' "$TMP/s.txt" || return 1
 	grep -q '^umtop - ' "$TMP/s.txt" && grep -q '30d12h' "$TMP/s.txt" ||
 		{ cat "$TMP/s.txt"; return 1; }
 }
 
-tap_begin 8
+# The full screen at COLS x ROWS on a pty (ptyscreen.py: the last frame as
+# a terminal shows it): on the alternate screen and back; no line wider
+# than the screen, no word cut (every word is one of the batch output's,
+# taken at any width), the memory cgroups' rows there, and a header line
+# that says which columns were left out.
+screen_fits() {
+	local cols=$1 rows=$2 f=$TMP/fit-$1x$2
+	fake_umm "$R"
+	t -b -n 1 | tr ' ' '\n' | sort -u >"$f.words"
+	"$here/ptyscreen.py" "$cols" "$rows" "$UMTOP" --sysfs-root "$R" -n 1 \
+		>"$f.txt" || { cat "$f.txt"; return 1; }
+	grep -qx '# exit 0' "$f.txt" && grep -qx '# left-alt-screen yes' "$f.txt" ||
+		{ echo "not on the alternate screen, or failed:"; cat "$f.txt"; return 1; }
+	grep -v '^# ' "$f.txt" >"$f.screen"
+	[ "$(wc -l <"$f.screen")" -le "$rows" ] &&
+	awk -v c="$cols" 'length > c { print "too wide: " $0; bad = 1 }
+	     END { exit bad }' "$f.screen" || { cat "$f.txt"; return 1; }
+	grep -q '^/slurm/job42 ' "$f.screen" &&
+	grep -q '^/system.slice/my trainer.service ' "$f.screen" &&
+	grep -q "^$cols columns, hidden: " "$f.screen" ||
+		{ echo "cgroup rows or the hidden columns' line missing:"; cat "$f.txt"; return 1; }
+	# the words of every line but the title (its clock) and the one
+	# about hidden columns
+	grep -v "^umtop - \|^$cols columns, hidden: " "$f.screen" |
+		tr ' ' '\n' | grep . | sort -u | comm -23 - "$f.words" >"$f.cut"
+	[ ! -s "$f.cut" ] || { echo "cut words:"; cat "$f.cut" "$f.txt"; return 1; }
+}
+
+# BOOKS in units, as every other byte count ("node0:67108864/33554432").
+books_in_units() {
+	fake_umm "$R"
+	t -b -n 1 >"$TMP/books.txt"
+	grep -q ' node0:64 MiB/32 MiB,gpu1:1 MiB/0 B$' "$TMP/books.txt" ||
+		{ cat "$TMP/books.txt"; return 1; }
+}
+
+tap_begin 11
 tap_check "umtop.batch_rates" batch
 tap_check "umtop.json_lines" json_lines
 tap_check "umtop.clients_missing_not_fatal" no_clients
@@ -184,4 +220,7 @@ tap_check "umtop.usage_errors" usage_errors
 tap_check "umtop.module_absent" no_module
 tap_check "umtop.survives_reload" survives_reload
 tap_check "umtop.screen_80x24_and_q" screen_80x24_and_q
+tap_check "umtop.screen_fits_80x24" screen_fits 80 24
+tap_check "umtop.screen_fits_60x12" screen_fits 60 12
+tap_check "umtop.books_in_units" books_in_units
 tap_end

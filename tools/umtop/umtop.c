@@ -7,8 +7,9 @@
  * Each sample reads the whole sysfs tree (and the debugfs client and cgroup
  * tables when it can); rates are the difference from the previous sample over the time
  * between them. On a terminal the screen is redrawn with plain ANSI
- * escapes, clipped to the terminal's size and redrawn when it changes; q
- * ends it. -b prints samples one after the other, --json one JSON object
+ * escapes on the alternate screen, fitted to the terminal's size (whole
+ * columns and sections left out, never a word cut) and redrawn when it
+ * changes; q ends it. -b prints samples one after the other, --json one JSON object
  * per line. A module that goes away (rmmod, a reload) is waited for: the
  * session goes on when it is back. Exit status: 0, 1 when umm.ko cannot be
  * read at the first sample, 2 bad usage.
@@ -213,13 +214,13 @@ static void print_header(const struct opts *o, const struct sample *x)
 	       (double)g[UT_UMM_G_ack_latency_ns_max] / 1e6);
 }
 
-static void print_body(const struct opts *o, const struct sample *x)
+static void print_gpus(const struct sample *x)
 {
-	print_header(o, x);
-	ut_umm_print_nodes(&x->s, x->decline);
-	putchar('\n');
-	if (!ut_umm_print_gpus(&x->s, false))
-		putchar('\n');
+	ut_umm_print_gpus(&x->s, false);
+}
+
+static void print_clients(const struct sample *x)
+{
 	if (x->clients_err)
 		printf("clients: %s\n", x->clients_err == -ENODEV ?
 		       "debugfs not mounted" : strerror(-x->clients_err));
@@ -227,48 +228,249 @@ static void print_body(const struct opts *o, const struct sample *x)
 		ut_umm_print_clients(x->c, x->nc);
 	else
 		printf("no clients\n");
-	/* a section only where there is one: no module, no debugfs, none */
+}
+
+/* a section only where there is one: no module, no debugfs, none */
+static void print_cgroups(const struct sample *x)
+{
 	if (!x->cgroups_err && x->ncg) {
-		printf("\ncgroups: %zu watched, least room first\n", x->ncg);
+		printf("cgroups: %zu watched, least room first\n", x->ncg);
 		ut_umm_print_cgroups(x->cg, x->ncg);
 	}
 }
 
+static void print_body(const struct opts *o, const struct sample *x)
+{
+	print_header(o, x);
+	ut_umm_print_nodes(&x->s, x->decline);
+	putchar('\n');
+	if (!ut_umm_print_gpus(&x->s, false))
+		putchar('\n');
+	print_clients(x);
+	if (!x->cgroups_err && x->ncg)
+		putchar('\n');
+	print_cgroups(x);
+}
+
+/* ---- the full screen ----------------------------------------------------- */
+
+/* A section of the screen: its lines, without their newlines. */
+struct lines {
+	char *buf;
+	char *v[256];
+	unsigned int n;
+};
+
+/* What fn(x) prints to stdout, as lines (stdout points to memory meanwhile). */
+static void render(struct lines *l, void (*fn)(const struct sample *),
+		   const struct sample *x)
+{
+	FILE *real = stdout, *mem;
+	size_t len = 0;
+	char *save = NULL, *line;
+
+	memset(l, 0, sizeof(*l));
+	mem = open_memstream(&l->buf, &len);
+	if (!mem)
+		return;
+	stdout = mem;
+	fn(x);
+	fflush(mem);
+	stdout = real;
+	fclose(mem);
+	for (line = strtok_r(l->buf, "\n", &save); line && l->n < 256;
+	     line = strtok_r(NULL, "\n", &save))
+		l->v[l->n++] = line;
+}
+
 /*
- * The screen: the frame is rendered into memory (the tables print to
- * stdout, so stdout points there meanwhile), then written clipped to the
- * terminal's columns and rows, as top does, with the cursor home first.
+ * line in at most cols columns, cut after a whole word (at the last blank
+ * that lets it fit) rather than inside one; the length to print.
+ */
+static int fit_words(const char *line, unsigned int cols)
+{
+	int len = (int)strlen(line), cut;
+
+	if (len <= (int)cols)
+		return len;
+	for (cut = (int)cols; cut > 0 && line[cut] != ' '; cut--)
+		;
+	while (cut > 0 && (line[cut - 1] == ' ' || line[cut - 1] == ','))
+		cut--;
+	return cut > 0 ? cut : (int)cols;
+}
+
+static const struct opts *screen_opts;
+
+static void sec_header(const struct sample *x)
+{
+	print_header(screen_opts, x);
+}
+
+static void sec_nodes(const struct sample *x)
+{
+	ut_umm_print_nodes(&x->s, x->decline);
+}
+
+enum { S_HEAD, S_NODES, S_GPUS, S_CLIENTS, S_CGROUPS, S_COUNT };
+
+/* The rows a frame takes with sections in (and a blank between two). */
+static unsigned int frame_rows(const struct lines *sec, const bool *in,
+			       bool blanks)
+{
+	unsigned int rows = 0, shown = 0;
+
+	for (int i = 0; i < S_COUNT; i++)
+		if (in[i] && sec[i].n) {
+			rows += sec[i].n;
+			shown++;
+		}
+	return rows + (blanks && shown ? shown - 1 : 0);
+}
+
+/*
+ * Which sections a screen of rows lines shows, as top does when it is
+ * short: first the counters under the title go (the title stays), then
+ * the blank lines, then the GPUs; then the client table is cut, so that
+ * the memory cgroups stay in view. Returns the client lines to leave out.
+ */
+static unsigned int plan(struct lines *sec, bool *in, bool *blanks,
+			 unsigned int rows)
+{
+	unsigned int need, over;
+
+	if (frame_rows(sec, in, *blanks) <= rows)
+		return 0;
+	if (sec[S_HEAD].n > 1)
+		sec[S_HEAD].n = 1;	/* the title line only */
+	if (frame_rows(sec, in, *blanks) <= rows)
+		return 0;
+	*blanks = false;
+	if (frame_rows(sec, in, *blanks) <= rows)
+		return 0;
+	in[S_GPUS] = false;
+	need = frame_rows(sec, in, *blanks);
+	if (need <= rows)
+		return 0;
+	over = need - rows + 1;	/* + the line that says so */
+	return over < sec[S_CLIENTS].n ? over : sec[S_CLIENTS].n;
+}
+
+/*
+ * The header line that says which columns the screen left out: their
+ * names where that fits one line, else how many per table.
+ */
+static void hidden_line(char *buf, size_t len, unsigned int cols)
+{
+	const char *h = ut_umm_fit_hidden(), *t;
+	size_t used;
+
+	buf[0] = '\0';
+	if (!h[0])
+		return;
+	snprintf(buf, len, "%u columns, hidden: %s", cols, h);
+	if (strlen(buf) <= cols)
+		return;
+	used = (size_t)snprintf(buf, len, "%u columns, hidden:", cols);
+	/* "nodes: A B; clients: C" as "nodes 2, clients 1" */
+	for (t = h; *t && used < len; ) {
+		size_t name = strcspn(t, ":"), end = strcspn(t, ";");
+		unsigned int n = 0;
+
+		for (size_t i = name + 1; i < end; i++)
+			n += t[i] == ' ' && t[i + 1] != ' ' && t[i + 1] != ';';
+		used += (size_t)snprintf(buf + used, len - used, "%s %.*s %u",
+					 t == h ? "" : ",", (int)name, t, n);
+		t += end;
+		t += *t == ';' ? 2 : 0;
+	}
+}
+
+/*
+ * Prints one line fitted to cols and counts it against *left; the newline
+ * goes before all but the first, so that the bottom row is used without
+ * scrolling the screen.
+ */
+static void put_line(const char *line, unsigned int cols, unsigned int *left,
+		     bool *first)
+{
+	if (!*left)
+		return;
+	printf("%s%.*s", *first ? "" : "\n", fit_words(line, cols), line);
+	*first = false;
+	(*left)--;
+}
+
+/* The section's lines but its last cut, and a line that says so. */
+static void put_section(const struct lines *l, unsigned int cut,
+			unsigned int cols, unsigned int *left, bool *first)
+{
+	char more[64];
+
+	for (unsigned int i = 0; i < l->n - cut; i++)
+		put_line(l->v[i], cols, left, first);
+	if (cut) {
+		snprintf(more, sizeof(more), "(%u row(s) not shown: no room)",
+			 cut < l->n ? cut : l->n - 1);
+		put_line(more, cols, left, first);
+	}
+}
+
+/*
+ * The screen, as top draws it: each section rendered in memory with its
+ * tables fitted to the terminal's columns (whole columns hidden, the
+ * header saying which), as many as its rows allow, the cursor home first.
  */
 static void print_screen(const struct opts *o, const struct sample *x,
 			 const char *note)
 {
+	static void (*const fn[S_COUNT])(const struct sample *) = {
+		sec_header, sec_nodes, print_gpus, print_clients,
+		print_cgroups,
+	};
 	struct winsize ws = { .ws_row = 24, .ws_col = 80 };
-	FILE *real = stdout, *mem;
-	char *buf = NULL, *line, *save = NULL;
-	size_t len = 0;
-	unsigned int rows = 0;
+	struct lines sec[S_COUNT];
+	bool in[S_COUNT], blanks = true, first = true, top = true;
+	unsigned int left, cut = 0;
+	char hidden[512];
 
 	if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) || !ws.ws_col || !ws.ws_row) {
 		ws.ws_row = 24;
 		ws.ws_col = 80;
 	}
-	mem = open_memstream(&buf, &len);
-	if (!mem)
-		return;
-	stdout = mem;
+	left = ws.ws_row;
+	screen_opts = o;
+	ut_umm_fit(ws.ws_col);
+	for (int i = 0; i < S_COUNT; i++) {
+		in[i] = x != NULL;
+		if (x)
+			render(&sec[i], fn[i], x);
+		else
+			memset(&sec[i], 0, sizeof(sec[i]));
+	}
+	hidden_line(hidden, sizeof(hidden), ws.ws_col);
+	ut_umm_fit(0);
+	/* the title line and the one about hidden columns are kept */
 	if (x)
-		print_body(o, x);
-	if (note)
-		printf("%s\n", note);
-	fflush(mem);
-	stdout = real;
-	fclose(mem);
+		cut = plan(sec, in, &blanks, left - (hidden[0] ? 1 : 0) -
+			   (note ? 1 : 0));
 	fputs("\033[H\033[2J", stdout);	/* home, clear */
-	for (line = strtok_r(buf, "\n", &save); line && rows < ws.ws_row - 1u;
-	     line = strtok_r(NULL, "\n", &save), rows++)
-		printf("%.*s\n", (int)ws.ws_col, line);
+	for (int i = 0; i < S_COUNT; i++) {
+		if (!in[i] || !sec[i].n)
+			continue;
+		if (!first && blanks)
+			put_line("", ws.ws_col, &left, &top);
+		put_section(&sec[i], i == S_CLIENTS ? cut : 0, ws.ws_col,
+			    &left, &top);
+		if (i == S_HEAD && hidden[0])
+			put_line(hidden, ws.ws_col, &left, &top);
+		first = false;
+	}
+	if (note)
+		put_line(note, ws.ws_col, &left, &top);
 	fflush(stdout);
-	free(buf);
+	for (int i = 0; i < S_COUNT; i++)
+		free(sec[i].buf);
 }
 
 static void print_text(const struct opts *o, const struct sample *x)
@@ -377,6 +579,27 @@ static void keys_end(void)
 }
 
 /*
+ * The full screen on the terminal's alternate screen, the cursor hidden,
+ * as top and less do: at the end the shell's screen is back as it was,
+ * not covered by the last frame.
+ */
+static void screen_begin(const struct opts *o)
+{
+	if (!o->batch && !o->json) {
+		fputs("\033[?1049h\033[?25l", stdout);
+		fflush(stdout);
+	}
+}
+
+static void screen_end(const struct opts *o)
+{
+	if (!o->batch && !o->json) {
+		fputs("\033[?25h\033[?1049l", stdout);
+		fflush(stdout);
+	}
+}
+
+/*
  * Wait s seconds for the next sample. On the full screen, q ends the
  * session and a resize redraws @x (the last sample) at once.
  */
@@ -474,7 +697,9 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGWINCH, &wa, NULL);
 	keys_begin(&o);
+	screen_begin(&o);
 	ret = run(&o);
+	screen_end(&o);
 	keys_end();
 	return ret;
 }
