@@ -303,6 +303,7 @@ static struct kobj_attribute node_##_name##_attr =			\
 
 UMM_NODE_FIGURE(level, "%s", umm_level_name(READ_ONCE(n->src.level)));
 UMM_NODE_FIGURE(free_bytes, "%llu", READ_ONCE(n->free_bytes));
+UMM_NODE_FIGURE(available_bytes, "%llu", READ_ONCE(n->avail_bytes));
 UMM_NODE_FIGURE(total_bytes, "%llu", READ_ONCE(n->total_bytes));
 UMM_NODE_FIGURE(resident_bytes, "%llu", umm_sum_read(&n->src.resident));
 UMM_NODE_FIGURE(reclaimable_bytes, "%llu",
@@ -319,6 +320,7 @@ static struct attribute *umm_node_attrs[] = {
 	&node_critical_effective_bytes_attr.attr,
 	&node_level_attr.attr,
 	&node_free_bytes_attr.attr,
+	&node_available_bytes_attr.attr,
 	&node_total_bytes_attr.attr,
 	&node_resident_bytes_attr.attr,
 	&node_reclaimable_bytes_attr.attr,

@@ -142,16 +142,13 @@ struct umm_source {
  * @low_bp:	watermarks in basis points of @total_bytes, low > medium >
  * @medium_bp:	> critical (written under umm.mutex).
  * @critical_bp:
- * @free_bytes:	last sample.
+ * @free_bytes:	free pages, last sample (MemFree of the node).
+ * @avail_bytes: available memory, last sample: what the node could give
+ *		without OOM (umm_node_avail(); the levels follow it).
  * @total_bytes: memory the page allocator manages on the node.
- * @kernel_high_bytes: sum of the zones' high watermarks (without a
- *		transient boost), last sample; the floor of the effective
- *		critical threshold (umm_node_critical_bytes()).
- * @kernel_min_bytes: sum of the zones' min watermarks, last sample: where
- *		allocations stall and the OOM killer comes next.
  * @sample_ns:	time of the last sample, 0 before the first.
- * @decline_bps: EWMA of the rate free memory falls, bytes per second
- *		(negative while it grows).
+ * @decline_bps: EWMA of the rate available memory falls, bytes per
+ *		second (negative while it grows).
  * @decline_now_bps: the same between the last two samples alone.
  * @eta_ms:	estimated ms to the critical watermark, or UMM_ETA_UNKNOWN.
  * @last_shrink_ns: rate limit of SHRINK events (umm.lock).
@@ -164,9 +161,8 @@ struct umm_node {
 	u32 medium_bp;
 	u32 critical_bp;
 	u64 free_bytes;
+	u64 avail_bytes;
 	u64 total_bytes;
-	u64 kernel_high_bytes;
-	u64 kernel_min_bytes;
 	u64 sample_ns;
 	s64 decline_bps;
 	s64 decline_now_bps;
@@ -200,10 +196,12 @@ struct umm_level_info;
  * @id:		cgroup_id().
  * @clients:	clients tied to it (umm.mutex); at 0 it is freed.
  * @usage_bytes: its memory usage, last sample.
+ * @wset_bytes:	its working set, last sample: usage less inactive file
+ *		pages (what reclaim takes back cheaply).
  * @limit_bytes: the lowest memory.max / memory.high on its path to the
  *		root, last sample; U64_MAX when there is none.
  * @room_bytes:	the least room left under any limit on that path (the
- *		limit less that cgroup's usage), U64_MAX when no limit.
+ *		limit less that cgroup's working set), U64_MAX when no limit.
  * @binding:	the cgroup on that path whose limit leaves @room_bytes, NULL
  *		when none (pinned by @memcg's reference: a cgroup holds its
  *		parent).
@@ -219,6 +217,7 @@ struct umm_cgroup {
 	u64 id;
 	u32 clients;
 	u64 usage_bytes;
+	u64 wset_bytes;
 	u64 limit_bytes;
 	u64 room_bytes;
 	struct mem_cgroup *binding;
@@ -456,7 +455,7 @@ static inline u64 umm_bp_of(u64 total, u32 bp)
  *
  *   main.c -> client.c | sysfs.c | debugfs.c -> inject.c
  *          -> monitor.c | reclaim.c -> memcg.c -> events.c -> ring.c
- *          -> state.c
+ *          -> state.c | compat.c
  */
 
 /* client.c: /dev/umm */
@@ -473,6 +472,21 @@ void umm_debugfs_exit(void);
 
 /* inject.c: the inject file (a test aid) */
 int umm_inject(const char *cmd);
+
+/* compat.c: the kernel's counters, in pages */
+struct umm_node_mem {
+	unsigned long free;
+	unsigned long managed;
+	unsigned long reserve;
+	unsigned long wmark_min;
+	unsigned long wmark_low;
+	unsigned long file;
+	unsigned long slab;
+};
+
+void umm_node_mem_read(int nid, struct umm_node_mem *m);
+unsigned long umm_memcg_counts(struct mem_cgroup *m, unsigned long *usage);
+unsigned long umm_memcg_inactive_file(struct mem_cgroup *m);
 
 /* monitor.c: node and GPU levels */
 void umm_monitor_init(void);
