@@ -348,6 +348,7 @@ static long umm_ioc_api(struct umm_client *c, struct umm_api __user *uarg,
 	smp_store_release(&c->ready, true);
 	spin_unlock(&umm.lock);
 	umm_memcg_follow(c);
+	umm_monitor_watch();
 unlock:
 	mutex_unlock(&umm.mutex);
 	return ret;

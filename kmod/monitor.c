@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Levels of the sources: available memory of every node against its
- * watermarks, sampled by a delayed work (which samples the watched memory
- * cgroups of memcg.c too, and comes sooner as a source nears its next
- * level), and clients' GPU usage against the GPU budgets; the enabled
- * switch; levels held by hand (for inject.c).
+ * watermarks, sampled by a delayed work while clients are ready (which
+ * samples the watched memory cgroups of memcg.c too, and comes sooner as
+ * a source nears its next level or fills fast), and clients' GPU usage
+ * against the GPU budgets; the enabled switch; levels held by hand (for
+ * inject.c).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -119,6 +120,24 @@ static u64 umm_node_avail(const struct umm_node_mem *m)
 	slab -= min(slab / 2, m->wmark_low);
 	avail += cache + slab;
 	return avail > 0 ? (u64)avail << PAGE_SHIFT : 0;
+}
+
+/*
+ * The fastest fill seen lately on any source. It falls to 1/e of itself
+ * in UMM_FILL_HALF_LIFE_MS without a faster fill (the decay is applied per
+ * sample, as h / (h + dt), which compounds to that), so one burst does not
+ * keep the sampling quick for ever.
+ */
+static void umm_fill_peak_decay(u64 now)
+{
+	u64 h = (u64)UMM_FILL_HALF_LIFE_MS * NSEC_PER_MSEC, dt;
+
+	if (umm.peak_ns && now > umm.peak_ns) {
+		dt = now - umm.peak_ns;
+		umm.fill_peak_bps = mul_u64_u64_div_u64(umm.fill_peak_bps, h,
+							h + dt);
+	}
+	umm.peak_ns = now;
 }
 
 static void umm_node_sample(struct umm_node *n, u64 now)
@@ -266,7 +285,7 @@ static void umm_node_update(struct umm_node *n, u64 now)
 /*
  * How soon a node needs its next sample: half the time it would take at
  * its current rate of decline to cross its next watermark, or at the
- * fastest fill seen on any source to use up its available memory
+ * fastest fill seen lately on any source to use up its available memory
  * (past that, allocations reclaim what is not cheap and the OOM killer is
  * near). So a sample lands inside the band between the critical threshold
  * and the OOM kill even where a fill crosses it in less than interval_ms,
@@ -311,6 +330,16 @@ static void umm_sample_after(unsigned long delay)
 	queue_delayed_work(system_highpri_wq, &umm.work, delay);
 }
 
+/*
+ * Every source is watched while a client is ready: any of them may be
+ * asked about a node, and a watched cgroup has a client in it. With none,
+ * nothing would hear a level, so the work stops until a handshake.
+ */
+static bool umm_watched(void)
+{
+	return umm.running && !list_empty(&umm.clients);
+}
+
 /* The least delay between samples: one jiffy at HZ=250 or lower. */
 #define UMM_SAMPLE_MIN_MS	2
 
@@ -323,6 +352,7 @@ static void umm_work_fn(struct work_struct *work)
 
 	mutex_lock(&umm.mutex);
 	now = ktime_get_ns();
+	umm_fill_peak_decay(now);
 	if (umm.due_ns && now > umm.due_ns) {
 		umm.late_ns_max = max(umm.late_ns_max, now - umm.due_ns);
 		if (now - umm.due_ns > UMM_LATE_NS)
@@ -345,7 +375,7 @@ static void umm_work_fn(struct work_struct *work)
 	umm.sample_ns_max = max(umm.sample_ns_max, took);
 	umm.sample_ns_last = took;
 	umm.next_ms_last = next_ms;
-	if (umm.running)
+	if (umm_watched())
 		umm_sample_after(msecs_to_jiffies(next_ms));
 	mutex_unlock(&umm.mutex);
 }
@@ -462,6 +492,19 @@ void umm_monitor_kick(void)
 }
 
 /**
+ * umm_monitor_watch() - a client became ready: sample now, and from now
+ * on, if the work stood still for want of clients.
+ *
+ * Context: umm.mutex held.
+ */
+void umm_monitor_watch(void)
+{
+	lockdep_assert_held(&umm.mutex);
+	if (umm_watched() && !delayed_work_pending(&umm.work))
+		umm_sample_after(0);
+}
+
+/**
  * umm_monitor_init() - prepare the sampling work (it is not started).
  */
 void umm_monitor_init(void)
@@ -470,8 +513,8 @@ void umm_monitor_init(void)
 }
 
 /**
- * umm_monitor_start() - take a first sample of every node, then sample
- * every interval_ms.
+ * umm_monitor_start() - take a first sample of every node; sampling goes
+ * on while clients are ready.
  */
 void umm_monitor_start(void)
 {
@@ -485,7 +528,7 @@ void umm_monitor_start(void)
 		n->src.level = umm_node_level(n);
 	}
 	umm.running = true;
-	umm_sample_after(msecs_to_jiffies(READ_ONCE(umm.interval_ms)));
+	umm_monitor_watch();
 	mutex_unlock(&umm.mutex);
 }
 

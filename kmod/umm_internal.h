@@ -364,11 +364,14 @@ struct umm_stats {
  * @cg_critical_bp: (low > medium > critical, umm.mutex).
  * @cgroups:	watched memory cgroups (struct umm_cgroup.list).
  * @nr_cgroups:	entries on @cgroups.
- * @fill_peak_bps: the fastest any source was seen to fill (bytes per
- *		second, at least UMM_FILL_BPS_MIN): how soon a source may
- *		reach its OOM point sets the next sample (umm.mutex).
+ * @fill_peak_bps: the fastest any source was seen to fill lately (bytes
+ *		per second; it halves every UMM_FILL_HALF_LIFE_MS without a
+ *		faster fill): how soon a source may reach its OOM point sets
+ *		the next sample (umm.mutex).
+ * @peak_ns:	when @fill_peak_bps last decayed (umm.mutex).
  * @work:	the sampling work.
- * @running:	the work may be queued (umm.mutex).
+ * @running:	the work may be queued (umm.mutex); it is, while a client
+ *		is ready (monitor.c).
  * @samples:	samples taken (umm.mutex).
  * @sample_ns_sum: time they took, ns (umm.mutex).
  * @sample_ns_max: the longest, ns.
@@ -407,6 +410,7 @@ struct umm_state {
 	struct list_head cgroups;
 	u32 nr_cgroups;
 	u64 fill_peak_bps;
+	u64 peak_ns;
 	struct delayed_work work;
 	bool running;
 	u64 samples;
@@ -426,6 +430,12 @@ struct umm_state {
  * several GB/s per thread.
  */
 #define UMM_FILL_BPS_MIN	(1ULL << 30)
+/*
+ * How fast the fill-rate estimate forgets a fill: a trainer's allocation
+ * bursts come seconds apart, so a burst keeps the sampling quick for the
+ * next one; a minute after the last, sampling is back at its idle pace.
+ */
+#define UMM_FILL_HALF_LIFE_MS	5000
 #define UMM_LATE_NS		(10 * NSEC_PER_MSEC)
 
 /* state.c: the one instance, with the knobs' defaults */
@@ -493,6 +503,7 @@ void umm_monitor_init(void);
 void umm_monitor_start(void);
 void umm_monitor_stop(void);
 void umm_monitor_kick(void);
+void umm_monitor_watch(void);
 int umm_node_check_wm(u32 low, u32 medium, u32 crit);
 u64 umm_node_critical_bytes(struct umm_node *n);
 void umm_gpu_check(struct umm_gpu *g, bool injected);

@@ -13,7 +13,8 @@
  * pages in) get CRITICAL before the OOM kill, of a cgroup and of a node;
  * what a sample costs with 100 watched cgroups. A cgroup full of clean
  * page cache reads NORMAL and raises nothing; a mixed fill is warned by
- * its anonymous part alone.
+ * its anonymous part alone. No sampling while no client is open; the
+ * fill-rate estimate falls again after a fill.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -44,6 +45,7 @@ TEST_TIMEOUT_SET(memory_high_below_max, 120);
 TEST_TIMEOUT_SET(thousands_of_clients_open_and_close, 300);
 TEST_TIMEOUT_SET(page_cache_reads_normal, 300);
 TEST_TIMEOUT_SET(mixed_fill_warned_by_its_anon_part, 300);
+TEST_TIMEOUT_SET(sampling_follows_clients_and_fills, 120);
 
 /* ---- cgroupfs --------------------------------------------------------- */
 
@@ -1052,7 +1054,9 @@ TEST_F(cg, sample_cost_with_100_cgroups)
 	usleep(2000000);
 	ASSERT_EQ(0, sample_stats(&s3));
 	EXPECT_EQ(N, s3.cgroups);
-	idle = (double)(s1.ns_sum - s0.ns_sum) / (s1.samples - s0.samples);
+	/* with no client there may be no sample at all */
+	idle = s1.samples > s0.samples ? (double)(s1.ns_sum - s0.ns_sum) /
+					 (s1.samples - s0.samples) : 0;
 	busy = (double)(s3.ns_sum - s2.ns_sum) / (s3.samples - s2.samples);
 	printf("# sample cost: %.1f us with 0 cgroups (%llu samples in 2 s), %.1f us with %d (%llu samples in 2 s, next in %u ms)\n",
 	       idle / 1000, s1.samples - s0.samples, busy / 1000, N,
@@ -1176,6 +1180,68 @@ TEST_F(cg, mixed_fill_warned_by_its_anon_part)
 	client_end(fd, pid);
 	unlink("/mnt/mx-cache");
 	EXPECT_EQ(0, cg_rm("mx"));
+}
+
+/* Samples taken over @ms, per second. */
+static double samples_per_s(int ms, struct sample_stats *end)
+{
+	struct sample_stats a;
+	uint64_t t0 = now_ns();
+
+	if (sample_stats(&a))
+		return -1;
+	usleep(ms * 1000);
+	if (sample_stats(end))
+		return -1;
+	return (end->samples - a.samples) * 1e9 / (now_ns() - t0);
+}
+
+/*
+ * No client: no sample at all. A client starts the sampling at once; a
+ * fill of node 0 quickens it and raises the fill-rate estimate, which
+ * falls again (below half within 8 s) once the fill is over; the last
+ * client gone, sampling stops. Prints samples/s idle, steady and filling.
+ */
+TEST_F(cg, sampling_follows_clients_and_fills)
+{
+	struct sample_stats s0, s1, s2, s3;
+	double idle, steady, filling, after;
+	uint64_t t0, peak;
+	struct hog h;
+	int fd;
+
+	usleep(300000);	/* the sample after the last close */
+	idle = samples_per_s(2000, &s0);
+	fd = umm_client("watch", 0, 0, 0);
+	ASSERT_LE(0, fd);
+	usleep(100000);
+	ASSERT_EQ(0, sample_stats(&s1));
+	EXPECT_LT(s0.samples, s1.samples) TH_LOG("a client did not wake it");
+	steady = samples_per_s(2000, &s1);
+	ASSERT_EQ(0, hog_start(&h, 0, 1000));
+	t0 = now_ns();
+	ASSERT_EQ(0, hog_step(&h, 192 * MiB));
+	ASSERT_EQ(0, sample_stats(&s2));
+	filling = (s2.samples - s1.samples) * 1e9 / (now_ns() - t0);
+	usleep(50000);
+	ASSERT_EQ(0, sample_stats(&s2));
+	peak = s2.peak;
+	hog_stop(&h);
+	usleep(8000000);
+	after = samples_per_s(1000, &s3);
+	close(fd);
+	usleep(300000);
+	ASSERT_EQ(0, sample_stats(&s0));
+	usleep(1000000);
+	ASSERT_EQ(0, sample_stats(&s1));
+	printf("# samples/s: %.1f idle, %.1f steady with a client, %.1f filling 192 MiB, %.1f after; fill estimate %llu MB/s after the fill, %llu MB/s 8 s later; %llu samples in 1 s after the close\n",
+	       idle, steady, filling, after,
+	       (unsigned long long)(peak / 1000000),
+	       s3.peak / 1000000, s1.samples - s0.samples);
+	EXPECT_EQ(0, idle) TH_LOG("samples with no client");
+	EXPECT_EQ(s0.samples, s1.samples) TH_LOG("samples after the close");
+	EXPECT_LT(0, peak) TH_LOG("the fill was not measured");
+	EXPECT_GT(peak / 2, s3.peak) TH_LOG("the fill-rate estimate never falls");
 }
 
 TEST_HARNESS_MAIN
