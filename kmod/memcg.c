@@ -96,7 +96,7 @@ static struct umm_cgroup *umm_cgroup_find(struct mem_cgroup *memcg)
 {
 	struct umm_cgroup *cg;
 
-	list_for_each_entry(cg, &umm.cgroups, list)
+	hash_for_each_possible(umm.cgroup_hash, cg, hash, (unsigned long)memcg)
 		if (cg->memcg == memcg)
 			return cg;
 	return NULL;
@@ -218,18 +218,22 @@ static void umm_cgroup_sample(struct umm_cgroup *cg, u64 now)
 /*
  * A watched cgroup above @cg whose path holds the limit that binds @cg
  * already tells @cg's clients (they are in its subtree): @cg stays quiet
- * rather than ask them twice for the same bytes.
+ * rather than ask them twice for the same bytes. The cgroups from @cg's
+ * parent up to the binding one are looked up by hash: the depth of @cg,
+ * not the number of watched cgroups, bounds the walk.
  */
 static bool umm_cgroup_covered(struct umm_cgroup *cg)
 {
-	struct umm_cgroup *up;
+	struct mem_cgroup *m;
 
-	if (!cg->binding)
+	if (!cg->binding || cg->memcg == cg->binding)
 		return false;
-	list_for_each_entry(up, &umm.cgroups, list)
-		if (up != cg && mem_cgroup_is_descendant(cg->memcg, up->memcg) &&
-		    mem_cgroup_is_descendant(up->memcg, cg->binding))
+	for (m = parent_mem_cgroup(cg->memcg); m; m = parent_mem_cgroup(m)) {
+		if (umm_cgroup_find(m))
 			return true;
+		if (m == cg->binding)
+			break;
+	}
 	return false;
 }
 
@@ -274,6 +278,7 @@ static void umm_cgroup_put(struct umm_cgroup *cg)
 	list_del(&cg->list);
 	umm.nr_cgroups--;
 	spin_unlock(&umm.lock);
+	hash_del(&cg->hash);
 	css_put(&cg->memcg->css);
 	kfree(cg);
 }
@@ -310,6 +315,8 @@ static int umm_memcg_tie(struct umm_client *c, struct mem_cgroup *memcg)
 			list_add_tail(&cg->list, &umm.cgroups);
 			umm.nr_cgroups++;
 			spin_unlock(&umm.lock);
+			hash_add(umm.cgroup_hash, &cg->hash,
+				 (unsigned long)memcg);
 		}
 		cg->clients++;
 	}

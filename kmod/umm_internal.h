@@ -26,6 +26,7 @@
 
 #include <linux/atomic.h>
 #include <linux/bits.h>
+#include <linux/hashtable.h>
 #include <linux/kernel.h>
 #include <linux/kobject.h>
 #include <linux/list.h>
@@ -192,6 +193,7 @@ struct umm_level_info;
  * struct umm_cgroup - a watched memory cgroup: one that holds clients
  * with UMM_FEATURE_CGROUP (memcg.c).
  * @list:	on umm.cgroups (changed under umm.mutex and umm.lock).
+ * @hash:	on umm.cgroup_hash, by @memcg (umm.mutex).
  * @memcg:	the cgroup; a css reference is held while it is watched.
  * @id:		cgroup_id().
  * @clients:	clients tied to it (umm.mutex); at 0 it is freed.
@@ -213,6 +215,7 @@ struct umm_level_info;
  */
 struct umm_cgroup {
 	struct list_head list;
+	struct hlist_node hash;
 	struct mem_cgroup *memcg;
 	u64 id;
 	u32 clients;
@@ -363,6 +366,7 @@ struct umm_stats {
  * @cg_medium_bp: limit: room below them is LOW, MEDIUM, CRITICAL
  * @cg_critical_bp: (low > medium > critical, umm.mutex).
  * @cgroups:	watched memory cgroups (struct umm_cgroup.list).
+ * @cgroup_hash: the same by struct mem_cgroup (umm.mutex).
  * @nr_cgroups:	entries on @cgroups.
  * @fill_peak_bps: the fastest any source was seen to fill lately (bytes
  *		per second; it halves every UMM_FILL_HALF_LIFE_MS without a
@@ -408,6 +412,7 @@ struct umm_state {
 	u32 cg_medium_bp;
 	u32 cg_critical_bp;
 	struct list_head cgroups;
+	DECLARE_HASHTABLE(cgroup_hash, 7);
 	u32 nr_cgroups;
 	u64 fill_peak_bps;
 	u64 peak_ns;
