@@ -6,9 +6,12 @@
  * helpers); what neither kernel exports to modules (checked in the
  * Module.symvers of Debian's 6.1.0 and 6.12.x: no node_page_state(), no
  * memcg_page_state(), no mem_cgroup_usage(), no lruvec_page_state() on
- * 6.12) is read here as a field, each with the kernels it was read on.
+ * 6.12, no mm_kobj on 6.12) is read here as a field, each with the
+ * kernels it was read on.
  */
 #include <linux/cgroup.h>
+#include <linux/kernfs.h>
+#include <linux/kobject.h>
 #include <linux/memcontrol.h>
 #include <linux/mm.h>
 #include <linux/mm_inline.h>
@@ -64,6 +67,34 @@ void umm_node_mem_read(int nid, struct umm_node_mem *m)
 	/* the node array counts the _B items in pages, as meminfo shows */
 	m->slab = umm_pgdat_state(pgdat, NR_SLAB_RECLAIMABLE_B) +
 		  umm_pgdat_state(pgdat, NR_KERNEL_MISC_RECLAIMABLE);
+}
+
+/**
+ * umm_mm_kobj_get() - /sys/kernel/mm, with a reference.
+ *
+ * mm_kobj is exported by 6.1, not by 6.12; Kbuild probes Module.symvers.
+ * Without the export the directory is found by name under /sys/kernel,
+ * and its kobject is the kernfs node's private pointer (kernfs_node.priv,
+ * 6.12): the one way to it a module has there.
+ *
+ * Return: the kobject, or NULL.
+ */
+struct kobject *umm_mm_kobj_get(void)
+{
+#ifdef UMM_HAVE_MM_KOBJ
+	return kobject_get(mm_kobj);
+#else
+	struct kobject *kobj = NULL;
+	struct kernfs_node *kn;
+
+	kn = kernfs_find_and_get(kernel_kobj->sd, "mm");
+	if (!kn)
+		return NULL;
+	if (kernfs_type(kn) == KERNFS_DIR && kn->priv)
+		kobj = kobject_get(kn->priv);
+	kernfs_put(kn);
+	return kobj;
+#endif
 }
 
 #ifdef CONFIG_MEMCG

@@ -500,6 +500,7 @@ struct umm_node_mem {
 };
 
 void umm_node_mem_read(int nid, struct umm_node_mem *m);
+struct kobject *umm_mm_kobj_get(void);
 unsigned long umm_memcg_counts(struct mem_cgroup *m, unsigned long *usage);
 unsigned long umm_memcg_inactive_file(struct mem_cgroup *m);
 
