@@ -348,6 +348,7 @@ static long umm_ioc_api(struct umm_client *c, struct umm_api __user *uarg,
 	smp_store_release(&c->ready, true);
 	spin_unlock(&umm.lock);
 	umm_memcg_follow(c);
+	umm_monitor_watch();
 unlock:
 	mutex_unlock(&umm.mutex);
 	return ret;
@@ -529,7 +530,7 @@ static long umm_ioc_query(struct umm_client *c, struct umm_query __user *uarg,
 	spin_lock(&umm.lock);
 	for_each_umm_node(n, nid) {
 		umm_level_fill(&li[total], UMM_TIER_HOST_NODE, nid, &n->src);
-		li[total].free_bytes = n->free_bytes;
+		li[total].free_bytes = n->avail_bytes;
 		li[total].total_bytes = n->total_bytes;
 		li[total].eta_ms = n->eta_ms;
 		total++;

@@ -291,7 +291,8 @@ u32 umm_source_event(struct umm_source *s, u32 rise_type, u64 now,
 }
 
 /**
- * umm_dest_node() - the node with most free memory above its low watermark.
+ * umm_dest_node() - the node with most available memory above its low
+ * watermark.
  * @exclude:	node not to name (the one under pressure), or -1.
  *
  * Only a node above its low watermark by the hysteresis band counts: one
@@ -311,7 +312,7 @@ int umm_dest_node(int exclude)
 	int nid;
 
 	for_each_umm_node(n, nid) {
-		u64 free = READ_ONCE(n->free_bytes);
+		u64 free = READ_ONCE(n->avail_bytes);
 		u64 low = umm_bp_of(READ_ONCE(n->total_bytes),
 				    READ_ONCE(n->low_bp) + band);
 

@@ -4,9 +4,11 @@
  * to the memory cgroup of the process that opened the file and follows it
  * when it moves (checked at every sample and every QUERY). Every cgroup
  * that holds such clients is watched: its room -- the least left under
- * any memory.max or memory.high on its path to the root -- is sampled
- * against thresholds in basis points of its effective limit (the lowest
- * of those limits), and PRESSURE goes to the clients in it and below it.
+ * any memory.max or memory.high on its path to the root by that cgroup's
+ * working set (its usage less its inactive file pages, which reclaim takes
+ * back cheaply: the kubelet's measure) -- is sampled against thresholds in
+ * basis points of its effective limit (the lowest of those limits), and
+ * PRESSURE goes to the clients in it and below it.
  *
  * A watched cgroup holds a css reference, so its struct mem_cgroup (and
  * every ancestor: a cgroup holds its parent) stays valid after rmdir; a
@@ -94,7 +96,7 @@ static struct umm_cgroup *umm_cgroup_find(struct mem_cgroup *memcg)
 {
 	struct umm_cgroup *cg;
 
-	list_for_each_entry(cg, &umm.cgroups, list)
+	hash_for_each_possible(umm.cgroup_hash, cg, hash, (unsigned long)memcg)
 		if (cg->memcg == memcg)
 			return cg;
 	return NULL;
@@ -145,6 +147,17 @@ static s64 umm_rate(u64 before, u64 after, u64 dt)
 			   S64_MAX);
 }
 
+/* Usage and working set of the cgroup itself, for QUERY and debugfs. */
+static void umm_cgroup_usage(struct umm_cgroup *cg)
+{
+	unsigned long use, wset;
+
+	umm_memcg_counts(cg->memcg, &use);
+	wset = use - min(use, umm_memcg_inactive_file(cg->memcg));
+	WRITE_ONCE(cg->usage_bytes, (u64)use << PAGE_SHIFT);
+	WRITE_ONCE(cg->wset_bytes, (u64)wset << PAGE_SHIFT);
+}
+
 static void umm_cgroup_sample(struct umm_cgroup *cg, u64 now)
 {
 	u64 limit = U64_MAX, room = U64_MAX, crit;
@@ -152,14 +165,12 @@ static void umm_cgroup_sample(struct umm_cgroup *cg, u64 now)
 
 	for (m = cg->memcg; m && !umm_memcg_is_root(m);
 	     m = parent_mem_cgroup(m)) {
-		unsigned long lim = min(READ_ONCE(m->memory.max),
-					READ_ONCE(m->memory.high));
-		unsigned long use;
+		unsigned long use, lim = umm_memcg_counts(m, &use);
 		u64 left;
 
 		if (lim >= PAGE_COUNTER_MAX)
 			continue;
-		use = page_counter_read(&m->memory);
+		use -= min(use, umm_memcg_inactive_file(m));
 		left = lim > use ? (u64)(lim - use) << PAGE_SHIFT : 0;
 		limit = min_t(u64, limit, (u64)lim << PAGE_SHIFT);
 		/* on a tie the higher one: watches above share it */
@@ -168,8 +179,7 @@ static void umm_cgroup_sample(struct umm_cgroup *cg, u64 now)
 			binding = m;
 		}
 	}
-	WRITE_ONCE(cg->usage_bytes,
-		   (u64)page_counter_read(&cg->memcg->memory) << PAGE_SHIFT);
+	umm_cgroup_usage(cg);
 
 	if (cg->sample_ns && now > cg->sample_ns && binding &&
 	    cg->room_bytes != U64_MAX) {
@@ -208,18 +218,22 @@ static void umm_cgroup_sample(struct umm_cgroup *cg, u64 now)
 /*
  * A watched cgroup above @cg whose path holds the limit that binds @cg
  * already tells @cg's clients (they are in its subtree): @cg stays quiet
- * rather than ask them twice for the same bytes.
+ * rather than ask them twice for the same bytes. The cgroups from @cg's
+ * parent up to the binding one are looked up by hash: the depth of @cg,
+ * not the number of watched cgroups, bounds the walk.
  */
 static bool umm_cgroup_covered(struct umm_cgroup *cg)
 {
-	struct umm_cgroup *up;
+	struct mem_cgroup *m;
 
-	if (!cg->binding)
+	if (!cg->binding || cg->memcg == cg->binding)
 		return false;
-	list_for_each_entry(up, &umm.cgroups, list)
-		if (up != cg && mem_cgroup_is_descendant(cg->memcg, up->memcg) &&
-		    mem_cgroup_is_descendant(up->memcg, cg->binding))
+	for (m = parent_mem_cgroup(cg->memcg); m; m = parent_mem_cgroup(m)) {
+		if (umm_cgroup_find(m))
 			return true;
+		if (m == cg->binding)
+			break;
+	}
 	return false;
 }
 
@@ -264,6 +278,7 @@ static void umm_cgroup_put(struct umm_cgroup *cg)
 	list_del(&cg->list);
 	umm.nr_cgroups--;
 	spin_unlock(&umm.lock);
+	hash_del(&cg->hash);
 	css_put(&cg->memcg->css);
 	kfree(cg);
 }
@@ -300,6 +315,8 @@ static int umm_memcg_tie(struct umm_client *c, struct mem_cgroup *memcg)
 			list_add_tail(&cg->list, &umm.cgroups);
 			umm.nr_cgroups++;
 			spin_unlock(&umm.lock);
+			hash_add(umm.cgroup_hash, &cg->hash,
+				 (unsigned long)memcg);
 		}
 		cg->clients++;
 	}

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Levels of the sources: free memory of every node against its
- * watermarks, sampled by a delayed work (which samples the watched memory
- * cgroups of memcg.c too, and comes sooner as a source nears its next
- * level), and clients' GPU usage against the GPU budgets; the enabled
- * switch; levels held by hand (for inject.c).
+ * Levels of the sources: available memory of every node against its
+ * watermarks, sampled by a delayed work while clients are ready (which
+ * samples the watched memory cgroups of memcg.c too, and comes sooner as
+ * a source nears its next level or fills fast), and clients' GPU usage
+ * against the GPU budgets; the enabled switch; levels held by hand (for
+ * inject.c).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -13,10 +14,8 @@
 #include <linux/math64.h>
 #include <linux/minmax.h>
 #include <linux/mm.h>
-#include <linux/mmzone.h>
 #include <linux/slab.h>
 #include <linux/string.h>
-#include <linux/vmstat.h>
 
 #include "umm_internal.h"
 
@@ -41,47 +40,24 @@ const char *umm_level_name(u32 level)
 	return umm_level_names[level];
 }
 
-/*
- * The critical threshold never sits below the kernel's high watermark plus a
- * quarter of it. Below high, kswapd is already reclaiming; at min,
- * allocations stall in direct reclaim and the OOM killer is next. On a small
- * node the kernel's watermarks are a large share of it (a 512 MiB node: min
- * 24 MiB, high 36 MiB), so a fixed 5% would arrive together with the OOM
- * killer or not at all; CRITICAL must come while a client can still act.
- */
-static u32 umm_node_critical_bp(struct umm_node *n)
-{
-	u64 total = READ_ONCE(n->total_bytes), floor;
-
-	if (!total)
-		return READ_ONCE(n->critical_bp);
-	floor = READ_ONCE(n->kernel_high_bytes);
-	floor += floor / 4;
-	floor = min_t(u64, DIV64_U64_ROUND_UP(floor * UMM_BP_MAX, total),
-		      UMM_BP_MAX);
-	return max_t(u32, READ_ONCE(n->critical_bp), floor);
-}
-
 /**
- * umm_node_critical_bytes() - the critical threshold in force on a node.
+ * umm_node_critical_bytes() - the critical threshold of a node.
  * @n:		the node.
  *
- * critical_bp of total_bytes, raised to the kernel's high watermark plus a
- * quarter where that is higher (see umm_node_critical_bp()).
+ * No floor is needed under it: available memory already leaves out the
+ * kernel's reserve (its high watermarks), so even a critical_bp of 1
+ * stands above the point where kswapd starts, and well above min, where
+ * allocations stall and the OOM killer is next.
  *
  * Context: any; reads the last sample without locks.
- * Return: bytes; the node is CRITICAL below them.
+ * Return: bytes of available memory; the node is CRITICAL below them.
  */
 u64 umm_node_critical_bytes(struct umm_node *n)
 {
-	return umm_bp_of(READ_ONCE(n->total_bytes), umm_node_critical_bp(n));
+	return umm_bp_of(READ_ONCE(n->total_bytes), READ_ONCE(n->critical_bp));
 }
 
-/*
- * The configured watermark of a level. An injected level acts as if free
- * memory sat here: injection exercises the knobs as written, so it does not
- * follow the floor of the effective critical threshold.
- */
+/* The watermark of a level; an injected level acts as if memory sat here. */
 static u32 umm_node_wm(struct umm_node *n, u32 level)
 {
 	switch (level) {
@@ -96,10 +72,10 @@ static u32 umm_node_wm(struct umm_node *n, u32 level)
 	}
 }
 
-/* Level of a node whose free memory is @free_bp basis points. */
+/* Level of a node whose available memory is @free_bp basis points. */
 static u32 umm_node_level_of(struct umm_node *n, s64 free_bp)
 {
-	if (free_bp < umm_node_critical_bp(n))
+	if (free_bp < n->critical_bp)
 		return UMM_LEVEL_CRITICAL;
 	if (free_bp < n->medium_bp)
 		return UMM_LEVEL_MEDIUM;
@@ -109,7 +85,7 @@ static u32 umm_node_level_of(struct umm_node *n, s64 free_bp)
 }
 
 /*
- * Rise at once; fall only once free memory is hysteresis_bp above the
+ * Rise at once; fall only once available memory is hysteresis_bp above the
  * watermark of the level left, so a node hovering at a watermark does not
  * flap.
  */
@@ -120,41 +96,67 @@ static u32 umm_node_level(struct umm_node *n)
 
 	if (!n->total_bytes)
 		return UMM_LEVEL_NORMAL;
-	free_bp = div64_u64(n->free_bytes * UMM_BP_MAX, n->total_bytes);
+	free_bp = div64_u64(n->avail_bytes * UMM_BP_MAX, n->total_bytes);
 	raw = umm_node_level_of(n, free_bp);
 	if (raw >= cur)
 		return raw;
 	return min(cur, umm_node_level_of(n, free_bp - umm.hysteresis_bp));
 }
 
+/*
+ * What a node could give without an OOM kill, as si_mem_available()
+ * reckons it for the whole machine: the free pages above the kernel's
+ * reserve (high watermarks and lowmem reserves), plus the page cache and
+ * the reclaimable kernel memory that reclaim drops cheaply, less the part
+ * of each that must stay (half of it, or the node's low watermarks,
+ * whichever is less).
+ */
+static u64 umm_node_avail(const struct umm_node_mem *m)
+{
+	unsigned long cache = m->file, slab = m->slab;
+	long avail = (long)m->free - (long)m->reserve;
+
+	cache -= min(cache / 2, m->wmark_low);
+	slab -= min(slab / 2, m->wmark_low);
+	avail += cache + slab;
+	return avail > 0 ? (u64)avail << PAGE_SHIFT : 0;
+}
+
+/*
+ * The fastest fill seen lately on any source. It falls to 1/e of itself
+ * in UMM_FILL_HALF_LIFE_MS without a faster fill (the decay is applied per
+ * sample, as h / (h + dt), which compounds to that), so one burst does not
+ * keep the sampling quick for ever.
+ */
+static void umm_fill_peak_decay(u64 now)
+{
+	u64 h = (u64)UMM_FILL_HALF_LIFE_MS * NSEC_PER_MSEC, dt;
+
+	if (umm.peak_ns && now > umm.peak_ns) {
+		dt = now - umm.peak_ns;
+		umm.fill_peak_bps = mul_u64_u64_div_u64(umm.fill_peak_bps, h,
+							h + dt);
+	}
+	umm.peak_ns = now;
+}
+
 static void umm_node_sample(struct umm_node *n, u64 now)
 {
-	unsigned long free = 0, managed = 0, high = 0, kmin = 0;
-	pg_data_t *pgdat = NODE_DATA(n->nid);
-	u64 free_bytes, crit;
+	struct umm_node_mem m;
+	u64 avail, crit;
 	s64 rate;
-	int z;
 
-	for (z = 0; z < MAX_NR_ZONES; z++) {
-		struct zone *zone = &pgdat->node_zones[z];
-
-		free += zone_page_state(zone, NR_FREE_PAGES);
-		managed += zone_managed_pages(zone);
-		/* not high_wmark_pages(): a boost is brief, no new level */
-		high += zone->_watermark[WMARK_HIGH];
-		kmin += zone->_watermark[WMARK_MIN];
-	}
-	free_bytes = (u64)free << PAGE_SHIFT;
+	umm_node_mem_read(n->nid, &m);
+	avail = umm_node_avail(&m);
 
 	if (n->sample_ns && now > n->sample_ns) {
 		u64 dt = now - n->sample_ns;
 
-		if (n->free_bytes >= free_bytes)
-			rate = mul_u64_u64_div_u64(n->free_bytes - free_bytes,
+		if (n->avail_bytes >= avail)
+			rate = mul_u64_u64_div_u64(n->avail_bytes - avail,
 						   NSEC_PER_SEC, dt);
 		else
-			rate = -(s64)mul_u64_u64_div_u64(free_bytes -
-							 n->free_bytes,
+			rate = -(s64)mul_u64_u64_div_u64(avail - n->avail_bytes,
 							 NSEC_PER_SEC, dt);
 		/* EWMA, weight 1/4: follows a fill within a few samples */
 		n->decline_bps += (rate - n->decline_bps) / 4;
@@ -163,34 +165,33 @@ static void umm_node_sample(struct umm_node *n, u64 now)
 			umm.fill_peak_bps = max_t(u64, umm.fill_peak_bps,
 						  n->decline_bps);
 	}
-	WRITE_ONCE(n->free_bytes, free_bytes);
-	WRITE_ONCE(n->total_bytes, (u64)managed << PAGE_SHIFT);
-	WRITE_ONCE(n->kernel_high_bytes, (u64)high << PAGE_SHIFT);
-	n->kernel_min_bytes = (u64)kmin << PAGE_SHIFT;
+	WRITE_ONCE(n->free_bytes, (u64)m.free << PAGE_SHIFT);
+	WRITE_ONCE(n->avail_bytes, avail);
+	WRITE_ONCE(n->total_bytes, (u64)m.managed << PAGE_SHIFT);
 	n->sample_ns = now;
 
 	crit = umm_node_critical_bytes(n);
-	if (free_bytes <= crit)
+	if (avail <= crit)
 		WRITE_ONCE(n->eta_ms, 0);
 	else if (n->decline_bps <= 0)
 		WRITE_ONCE(n->eta_ms, UMM_ETA_UNKNOWN);
 	else
 		WRITE_ONCE(n->eta_ms,
-			   min_t(u64, div64_u64((free_bytes - crit) * MSEC_PER_SEC,
+			   min_t(u64, div64_u64((avail - crit) * MSEC_PER_SEC,
 						n->decline_bps),
 				 UMM_ETA_UNKNOWN - 1));
 }
 
 static void umm_node_announce(struct umm_node *n, u64 now, bool injected)
 {
-	u64 free = n->free_bytes, target;
+	u64 free = n->avail_bytes, target;
 	struct umm_event ev;
 	u32 type;
 
 	type = umm_source_event(&n->src, UMM_EVENT_PRESSURE, now, injected);
 	if (!type)
 		return;
-	/* an injected level acts as if free memory sat at its watermark */
+	/* an injected level acts as if available memory sat at its watermark */
 	if (n->src.injected && n->src.injected != UMM_LEVEL_NORMAL)
 		free = min(free, umm_bp_of(n->total_bytes,
 					   umm_node_wm(n, n->src.injected)));
@@ -284,19 +285,19 @@ static void umm_node_update(struct umm_node *n, u64 now)
 /*
  * How soon a node needs its next sample: half the time it would take at
  * its current rate of decline to cross its next watermark, or at the
- * fastest fill seen on any source to reach the kernel's min watermark
- * (allocations stall there, the OOM killer is next). So a sample lands
- * inside the band between the critical threshold and the OOM kill even
- * where a fill crosses it in less than interval_ms, and a node far from
- * its watermarks, or not declining, costs one sample per interval_ms.
+ * fastest fill seen lately on any source to use up its available memory
+ * (past that, allocations reclaim what is not cheap and the OOM killer is
+ * near). So a sample lands inside the band between the critical threshold
+ * and the OOM kill even where a fill crosses it in less than interval_ms,
+ * and a node far from its watermarks, or not declining, costs one sample
+ * per interval_ms.
  */
 static u64 umm_node_next_ns(struct umm_node *n)
 {
 	s64 rate = max(n->decline_bps, n->decline_now_bps);
-	u64 free = n->free_bytes, at = 0, t, best;
+	u64 free = n->avail_bytes, at = 0, t, best;
 
-	t = free > n->kernel_min_bytes ? free - n->kernel_min_bytes : 0;
-	best = mul_u64_u64_div_u64(t, NSEC_PER_SEC,
+	best = mul_u64_u64_div_u64(free, NSEC_PER_SEC,
 				   max(umm.fill_peak_bps, UMM_FILL_BPS_MIN)) / 2;
 	switch (n->src.level) {
 	case UMM_LEVEL_NORMAL:
@@ -329,6 +330,16 @@ static void umm_sample_after(unsigned long delay)
 	queue_delayed_work(system_highpri_wq, &umm.work, delay);
 }
 
+/*
+ * Every source is watched while a client is ready: any of them may be
+ * asked about a node, and a watched cgroup has a client in it. With none,
+ * nothing would hear a level, so the work stops until a handshake.
+ */
+static bool umm_watched(void)
+{
+	return umm.running && !list_empty(&umm.clients);
+}
+
 /* The least delay between samples: one jiffy at HZ=250 or lower. */
 #define UMM_SAMPLE_MIN_MS	2
 
@@ -341,6 +352,7 @@ static void umm_work_fn(struct work_struct *work)
 
 	mutex_lock(&umm.mutex);
 	now = ktime_get_ns();
+	umm_fill_peak_decay(now);
 	if (umm.due_ns && now > umm.due_ns) {
 		umm.late_ns_max = max(umm.late_ns_max, now - umm.due_ns);
 		if (now - umm.due_ns > UMM_LATE_NS)
@@ -363,7 +375,7 @@ static void umm_work_fn(struct work_struct *work)
 	umm.sample_ns_max = max(umm.sample_ns_max, took);
 	umm.sample_ns_last = took;
 	umm.next_ms_last = next_ms;
-	if (umm.running)
+	if (umm_watched())
 		umm_sample_after(msecs_to_jiffies(next_ms));
 	mutex_unlock(&umm.mutex);
 }
@@ -480,6 +492,19 @@ void umm_monitor_kick(void)
 }
 
 /**
+ * umm_monitor_watch() - a client became ready: sample now, and from now
+ * on, if the work stood still for want of clients.
+ *
+ * Context: umm.mutex held.
+ */
+void umm_monitor_watch(void)
+{
+	lockdep_assert_held(&umm.mutex);
+	if (umm_watched() && !delayed_work_pending(&umm.work))
+		umm_sample_after(0);
+}
+
+/**
  * umm_monitor_init() - prepare the sampling work (it is not started).
  */
 void umm_monitor_init(void)
@@ -488,8 +513,8 @@ void umm_monitor_init(void)
 }
 
 /**
- * umm_monitor_start() - take a first sample of every node, then sample
- * every interval_ms.
+ * umm_monitor_start() - take a first sample of every node; sampling goes
+ * on while clients are ready.
  */
 void umm_monitor_start(void)
 {
@@ -503,7 +528,7 @@ void umm_monitor_start(void)
 		n->src.level = umm_node_level(n);
 	}
 	umm.running = true;
-	umm_sample_after(msecs_to_jiffies(READ_ONCE(umm.interval_ms)));
+	umm_monitor_watch();
 	mutex_unlock(&umm.mutex);
 }
 

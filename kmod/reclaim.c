@@ -80,7 +80,7 @@ void umm_shrink_node(int nid, u64 bytes, bool injected)
 
 	umm_event_init(&ev, UMM_EVENT_SHRINK, UMM_TIER_HOST_NODE, nid);
 	ev.level = READ_ONCE(n->src.level);
-	ev.bytes_free = READ_ONCE(n->free_bytes);
+	ev.bytes_free = READ_ONCE(n->avail_bytes);
 	ev.dest_node = umm_dest_node(nid);
 	ev.eta_ms = READ_ONCE(n->eta_ms);
 	if (injected)

@@ -8,7 +8,6 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/kernel.h>
-#include <linux/kernfs.h>
 #include <linux/kobject.h>
 #include <linux/math64.h>
 #include <linux/mm.h>
@@ -303,6 +302,7 @@ static struct kobj_attribute node_##_name##_attr =			\
 
 UMM_NODE_FIGURE(level, "%s", umm_level_name(READ_ONCE(n->src.level)));
 UMM_NODE_FIGURE(free_bytes, "%llu", READ_ONCE(n->free_bytes));
+UMM_NODE_FIGURE(available_bytes, "%llu", READ_ONCE(n->avail_bytes));
 UMM_NODE_FIGURE(total_bytes, "%llu", READ_ONCE(n->total_bytes));
 UMM_NODE_FIGURE(resident_bytes, "%llu", umm_sum_read(&n->src.resident));
 UMM_NODE_FIGURE(reclaimable_bytes, "%llu",
@@ -319,6 +319,7 @@ static struct attribute *umm_node_attrs[] = {
 	&node_critical_effective_bytes_attr.attr,
 	&node_level_attr.attr,
 	&node_free_bytes_attr.attr,
+	&node_available_bytes_attr.attr,
 	&node_total_bytes_attr.attr,
 	&node_resident_bytes_attr.attr,
 	&node_reclaimable_bytes_attr.attr,
@@ -473,29 +474,6 @@ static const struct attribute_group umm_cg_group = {
 };
 
 /* ---- setup ----------------------------------------------------------- */
-
-/*
- * /sys/kernel/mm. Newer kernels (6.12 here) no longer export mm_kobj, so
- * Kbuild probes Module.symvers; without the export the directory is found
- * by name under /sys/kernel, whose kernfs node points back at its kobject.
- */
-static struct kobject *umm_mm_kobj_get(void)
-{
-#ifdef UMM_HAVE_MM_KOBJ
-	return kobject_get(mm_kobj);
-#else
-	struct kobject *kobj = NULL;
-	struct kernfs_node *kn;
-
-	kn = kernfs_find_and_get(kernel_kobj->sd, "mm");
-	if (!kn)
-		return NULL;
-	if (kernfs_type(kn) == KERNFS_DIR && kn->priv)
-		kobj = kobject_get(kn->priv);
-	kernfs_put(kn);
-	return kobj;
-#endif
-}
 
 static int umm_add_node(int nid)
 {

@@ -26,6 +26,7 @@
 
 #include <linux/atomic.h>
 #include <linux/bits.h>
+#include <linux/hashtable.h>
 #include <linux/kernel.h>
 #include <linux/kobject.h>
 #include <linux/list.h>
@@ -142,16 +143,13 @@ struct umm_source {
  * @low_bp:	watermarks in basis points of @total_bytes, low > medium >
  * @medium_bp:	> critical (written under umm.mutex).
  * @critical_bp:
- * @free_bytes:	last sample.
+ * @free_bytes:	free pages, last sample (MemFree of the node).
+ * @avail_bytes: available memory, last sample: what the node could give
+ *		without OOM (umm_node_avail(); the levels follow it).
  * @total_bytes: memory the page allocator manages on the node.
- * @kernel_high_bytes: sum of the zones' high watermarks (without a
- *		transient boost), last sample; the floor of the effective
- *		critical threshold (umm_node_critical_bytes()).
- * @kernel_min_bytes: sum of the zones' min watermarks, last sample: where
- *		allocations stall and the OOM killer comes next.
  * @sample_ns:	time of the last sample, 0 before the first.
- * @decline_bps: EWMA of the rate free memory falls, bytes per second
- *		(negative while it grows).
+ * @decline_bps: EWMA of the rate available memory falls, bytes per
+ *		second (negative while it grows).
  * @decline_now_bps: the same between the last two samples alone.
  * @eta_ms:	estimated ms to the critical watermark, or UMM_ETA_UNKNOWN.
  * @last_shrink_ns: rate limit of SHRINK events (umm.lock).
@@ -164,9 +162,8 @@ struct umm_node {
 	u32 medium_bp;
 	u32 critical_bp;
 	u64 free_bytes;
+	u64 avail_bytes;
 	u64 total_bytes;
-	u64 kernel_high_bytes;
-	u64 kernel_min_bytes;
 	u64 sample_ns;
 	s64 decline_bps;
 	s64 decline_now_bps;
@@ -196,14 +193,17 @@ struct umm_level_info;
  * struct umm_cgroup - a watched memory cgroup: one that holds clients
  * with UMM_FEATURE_CGROUP (memcg.c).
  * @list:	on umm.cgroups (changed under umm.mutex and umm.lock).
+ * @hash:	on umm.cgroup_hash, by @memcg (umm.mutex).
  * @memcg:	the cgroup; a css reference is held while it is watched.
  * @id:		cgroup_id().
  * @clients:	clients tied to it (umm.mutex); at 0 it is freed.
  * @usage_bytes: its memory usage, last sample.
+ * @wset_bytes:	its working set, last sample: usage less inactive file
+ *		pages (what reclaim takes back cheaply).
  * @limit_bytes: the lowest memory.max / memory.high on its path to the
  *		root, last sample; U64_MAX when there is none.
  * @room_bytes:	the least room left under any limit on that path (the
- *		limit less that cgroup's usage), U64_MAX when no limit.
+ *		limit less that cgroup's working set), U64_MAX when no limit.
  * @binding:	the cgroup on that path whose limit leaves @room_bytes, NULL
  *		when none (pinned by @memcg's reference: a cgroup holds its
  *		parent).
@@ -215,10 +215,12 @@ struct umm_level_info;
  */
 struct umm_cgroup {
 	struct list_head list;
+	struct hlist_node hash;
 	struct mem_cgroup *memcg;
 	u64 id;
 	u32 clients;
 	u64 usage_bytes;
+	u64 wset_bytes;
 	u64 limit_bytes;
 	u64 room_bytes;
 	struct mem_cgroup *binding;
@@ -364,12 +366,16 @@ struct umm_stats {
  * @cg_medium_bp: limit: room below them is LOW, MEDIUM, CRITICAL
  * @cg_critical_bp: (low > medium > critical, umm.mutex).
  * @cgroups:	watched memory cgroups (struct umm_cgroup.list).
+ * @cgroup_hash: the same by struct mem_cgroup (umm.mutex).
  * @nr_cgroups:	entries on @cgroups.
- * @fill_peak_bps: the fastest any source was seen to fill (bytes per
- *		second, at least UMM_FILL_BPS_MIN): how soon a source may
- *		reach its OOM point sets the next sample (umm.mutex).
+ * @fill_peak_bps: the fastest any source was seen to fill lately (bytes
+ *		per second; it halves every UMM_FILL_HALF_LIFE_MS without a
+ *		faster fill): how soon a source may reach its OOM point sets
+ *		the next sample (umm.mutex).
+ * @peak_ns:	when @fill_peak_bps last decayed (umm.mutex).
  * @work:	the sampling work.
- * @running:	the work may be queued (umm.mutex).
+ * @running:	the work may be queued (umm.mutex); it is, while a client
+ *		is ready (monitor.c).
  * @samples:	samples taken (umm.mutex).
  * @sample_ns_sum: time they took, ns (umm.mutex).
  * @sample_ns_max: the longest, ns.
@@ -406,8 +412,10 @@ struct umm_state {
 	u32 cg_medium_bp;
 	u32 cg_critical_bp;
 	struct list_head cgroups;
+	DECLARE_HASHTABLE(cgroup_hash, 7);
 	u32 nr_cgroups;
 	u64 fill_peak_bps;
+	u64 peak_ns;
 	struct delayed_work work;
 	bool running;
 	u64 samples;
@@ -427,6 +435,12 @@ struct umm_state {
  * several GB/s per thread.
  */
 #define UMM_FILL_BPS_MIN	(1ULL << 30)
+/*
+ * How fast the fill-rate estimate forgets a fill: a trainer's allocation
+ * bursts come seconds apart, so a burst keeps the sampling quick for the
+ * next one; a minute after the last, sampling is back at its idle pace.
+ */
+#define UMM_FILL_HALF_LIFE_MS	5000
 #define UMM_LATE_NS		(10 * NSEC_PER_MSEC)
 
 /* state.c: the one instance, with the knobs' defaults */
@@ -456,7 +470,7 @@ static inline u64 umm_bp_of(u64 total, u32 bp)
  *
  *   main.c -> client.c | sysfs.c | debugfs.c -> inject.c
  *          -> monitor.c | reclaim.c -> memcg.c -> events.c -> ring.c
- *          -> state.c
+ *          -> state.c | compat.c
  */
 
 /* client.c: /dev/umm */
@@ -474,11 +488,28 @@ void umm_debugfs_exit(void);
 /* inject.c: the inject file (a test aid) */
 int umm_inject(const char *cmd);
 
+/* compat.c: the kernel's counters, in pages */
+struct umm_node_mem {
+	unsigned long free;
+	unsigned long managed;
+	unsigned long reserve;
+	unsigned long wmark_min;
+	unsigned long wmark_low;
+	unsigned long file;
+	unsigned long slab;
+};
+
+void umm_node_mem_read(int nid, struct umm_node_mem *m);
+struct kobject *umm_mm_kobj_get(void);
+unsigned long umm_memcg_counts(struct mem_cgroup *m, unsigned long *usage);
+unsigned long umm_memcg_inactive_file(struct mem_cgroup *m);
+
 /* monitor.c: node and GPU levels */
 void umm_monitor_init(void);
 void umm_monitor_start(void);
 void umm_monitor_stop(void);
 void umm_monitor_kick(void);
+void umm_monitor_watch(void);
 int umm_node_check_wm(u32 low, u32 medium, u32 crit);
 u64 umm_node_critical_bytes(struct umm_node *n);
 void umm_gpu_check(struct umm_gpu *g, bool injected);

@@ -551,6 +551,42 @@ int hog_stop(struct hog *h)
 	return status;
 }
 
+static int cache_child(const char *path, uint64_t bytes, int node)
+{
+	unsigned long mask = 1ul << (node & 63);
+	static char buf[1 << 20];
+	int fd;
+
+	if (node >= 0 &&
+	    syscall(SYS_set_mempolicy, MPOL_BIND, &mask, sizeof(mask) * 8))
+		return 20;
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return 21;
+	memset(buf, 0x5a, sizeof(buf));
+	for (uint64_t off = 0; off < bytes; off += sizeof(buf)) {
+		if (write(fd, buf, sizeof(buf)) != (ssize_t)sizeof(buf))
+			return 22;
+		if (!((off + sizeof(buf)) % (16 << 20)) && fsync(fd))
+			return 23;
+	}
+	return fsync(fd) || close(fd) ? 24 : 0;
+}
+
+int cache_fill(const char *path, uint64_t bytes, int node)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return -errno;
+	if (pid == 0)
+		_exit(cache_child(path, bytes, node));
+	if (waitpid(pid, &status, 0) < 0)
+		return -errno;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -ECHILD;
+}
+
 long long vmstat(const char *name)
 {
 	char key[64];

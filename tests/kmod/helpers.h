@@ -114,6 +114,14 @@ int hog_run_free(struct hog *h, uint64_t step);
 /* SIGKILL and reap; returns the wait status. */
 int hog_stop(struct hog *h);
 
+/*
+ * Clean page cache: a child whose memory is bound to @node (-1: not bound)
+ * writes @bytes to a new file at @path, 1 MiB at a time with an fsync every
+ * 16 MiB, so the cache holds clean pages that reclaim drops at once.
+ * Returns 0, -errno, or the child's exit status when it failed.
+ */
+int cache_fill(const char *path, uint64_t bytes, int node);
+
 /* A counter of /proc/vmstat (e.g. "oom_kill"), or -errno. */
 long long vmstat(const char *name);
 /* The sum of the "min" watermarks of @node's zones, in bytes. */

@@ -11,7 +11,10 @@
  * under an open client is let go; QUERY lists the watched cgroups, only to
  * clients that asked for them; fast fills (as fast as the VM can fault
  * pages in) get CRITICAL before the OOM kill, of a cgroup and of a node;
- * what a sample costs with 100 watched cgroups.
+ * what a sample costs with 100 watched cgroups. A cgroup full of clean
+ * page cache reads NORMAL and raises nothing; a mixed fill is warned by
+ * its anonymous part alone. No sampling while no client is open; the
+ * fill-rate estimate falls again after a fill.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -40,6 +43,9 @@ TEST_TIMEOUT_SET(sample_cost_with_100_cgroups, 300);
 TEST_TIMEOUT_SET(parent_limit_counts, 120);
 TEST_TIMEOUT_SET(memory_high_below_max, 120);
 TEST_TIMEOUT_SET(thousands_of_clients_open_and_close, 300);
+TEST_TIMEOUT_SET(page_cache_reads_normal, 300);
+TEST_TIMEOUT_SET(mixed_fill_warned_by_its_anon_part, 300);
+TEST_TIMEOUT_SET(sampling_follows_clients_and_fills, 120);
 
 /* ---- cgroupfs --------------------------------------------------------- */
 
@@ -1048,7 +1054,9 @@ TEST_F(cg, sample_cost_with_100_cgroups)
 	usleep(2000000);
 	ASSERT_EQ(0, sample_stats(&s3));
 	EXPECT_EQ(N, s3.cgroups);
-	idle = (double)(s1.ns_sum - s0.ns_sum) / (s1.samples - s0.samples);
+	/* with no client there may be no sample at all */
+	idle = s1.samples > s0.samples ? (double)(s1.ns_sum - s0.ns_sum) /
+					 (s1.samples - s0.samples) : 0;
 	busy = (double)(s3.ns_sum - s2.ns_sum) / (s3.samples - s2.samples);
 	printf("# sample cost: %.1f us with 0 cgroups (%llu samples in 2 s), %.1f us with %d (%llu samples in 2 s, next in %u ms)\n",
 	       idle / 1000, s1.samples - s0.samples, busy / 1000, N,
@@ -1062,6 +1070,178 @@ TEST_F(cg, sample_cost_with_100_cgroups)
 		EXPECT_EQ(0, cg_rm(name));
 	}
 	EXPECT_TRUE(watched_settles(0));
+}
+
+/* A child in @cg writes @bytes of clean page cache to @path. */
+static int cg_cache_fill(const char *cg, const char *path, uint64_t bytes)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return -errno;
+	if (pid == 0)
+		_exit(cg_enter(cg) ? 30 : cache_fill(path, bytes, -1));
+	if (waitpid(pid, &status, 0) < 0)
+		return -errno;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -ECHILD;
+}
+
+/* PRESSURE records queued on @fd now (read and dropped). */
+static int pressure_events(int fd)
+{
+	struct umm_event ev;
+	int n = 0;
+
+	while (umm_next_event(fd, &ev, 0) == 1)
+		n += ev.type == UMM_EVENT_PRESSURE;
+	return n;
+}
+
+/*
+ * memory.max 128 MiB and 320 MiB of file writes in it: memory.current sits
+ * at the limit, all of it clean page cache that reclaim takes back at
+ * once. The client in it hears nothing; its level stays NORMAL.
+ */
+TEST_F(cg, page_cache_reads_normal)
+{
+	const uint64_t limit = 128 * MiB;
+	uint64_t id, cur;
+	struct umm_level_info li;
+	int fd, events;
+	pid_t pid;
+
+	if (!getenv("UM_VM_DISK"))
+		SKIP(return, "no disk for page cache (runs in the VM rig)");
+	ASSERT_EQ(0, cg_make("pc", "134217728"));
+	id = cg_id("pc");
+	fd = client_in("pc", "pc", UMM_FEATURE_CGROUP, 0, &pid);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, umm_report_one(fd, UMM_TIER_HOST_NODE, 0, 16 * MiB, 0));
+	ASSERT_EQ(0, cg_cache_fill("pc", "/mnt/pc-cache", 320 * MiB));
+	usleep(300000);	/* samples of the full cgroup */
+	cur = cg_read_key("pc", "memory.stat", "file");
+	events = pressure_events(fd);
+	ASSERT_EQ(1, query_cgroup(fd, id, &li));
+	printf("# cgroup at %llu MiB of %llu: %llu MiB page cache (%llu inactive), level %s, %d PRESSURE\n",
+	       (unsigned long long)(li.used_bytes / MiB),
+	       (unsigned long long)(limit / MiB),
+	       (unsigned long long)(cur / MiB),
+	       (unsigned long long)(cg_read_key("pc", "memory.stat",
+						"inactive_file") / MiB),
+	       level_name(li.level), events);
+	EXPECT_LT(limit * 8 / 10, li.used_bytes)
+		TH_LOG("the cache did not fill the cgroup");
+	EXPECT_EQ(0, events) TH_LOG("warned of memory the cache lends");
+	EXPECT_EQ(UMM_LEVEL_NORMAL, li.level);
+	client_end(fd, pid);
+	unlink("/mnt/pc-cache");
+	EXPECT_EQ(0, cg_rm("pc"));
+}
+
+/*
+ * memory.max 192 MiB: 160 MiB of clean page cache, then a filler's
+ * anonymous memory in 4 MiB steps. The cache raises nothing; the first
+ * PRESSURE comes once the anonymous part nears the low threshold (80 % of
+ * the limit), within 24 MiB (the client, page tables, slab, active file).
+ */
+TEST_F(cg, mixed_fill_warned_by_its_anon_part)
+{
+	const uint64_t limit = 192 * MiB, at = limit * 8 / 10 - 24 * MiB;
+	int fd, cache_events, first = 0;
+	struct umm_event ev;
+	struct hog f;
+	pid_t pid;
+
+	if (!getenv("UM_VM_DISK"))
+		SKIP(return, "no disk for page cache (runs in the VM rig)");
+	ASSERT_EQ(0, cg_make("mx", "201326592"));
+	fd = client_in("mx", "mx", UMM_FEATURE_CGROUP, 0, &pid);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, umm_report_one(fd, UMM_TIER_HOST_NODE, 0, 16 * MiB, 0));
+	ASSERT_EQ(0, cg_cache_fill("mx", "/mnt/mx-cache", 160 * MiB));
+	usleep(300000);
+	cache_events = pressure_events(fd);
+	ASSERT_EQ(0, filler_start(&f, "mx"));
+	while (!first && f.bytes < limit - 16 * MiB) {
+		ASSERT_EQ(0, hog_step(&f, 4 * MiB)) TH_LOG("the filler died");
+		while (umm_next_event(fd, &ev, 150) == 1)
+			first |= ev.type == UMM_EVENT_PRESSURE &&
+				 ev.tier_type == UMM_TIER_CGROUP;
+	}
+	printf("# PRESSURE during 160 MiB of cache: %d; first PRESSURE at %llu MiB anonymous of %llu (expected from %llu)\n",
+	       cache_events, (unsigned long long)(f.bytes / MiB),
+	       (unsigned long long)(limit / MiB),
+	       (unsigned long long)(at / MiB));
+	EXPECT_EQ(0, cache_events) TH_LOG("the page cache was warned");
+	EXPECT_TRUE(first) TH_LOG("the anonymous part was never warned");
+	EXPECT_LE(at, f.bytes) TH_LOG("warned before the anonymous part reached low");
+	hog_stop(&f);
+	client_end(fd, pid);
+	unlink("/mnt/mx-cache");
+	EXPECT_EQ(0, cg_rm("mx"));
+}
+
+/* Samples taken over @ms, per second. */
+static double samples_per_s(int ms, struct sample_stats *end)
+{
+	struct sample_stats a;
+	uint64_t t0 = now_ns();
+
+	if (sample_stats(&a))
+		return -1;
+	usleep(ms * 1000);
+	if (sample_stats(end))
+		return -1;
+	return (end->samples - a.samples) * 1e9 / (now_ns() - t0);
+}
+
+/*
+ * No client: no sample at all. A client starts the sampling at once; a
+ * fill of node 0 quickens it and raises the fill-rate estimate, which
+ * falls again (below half within 8 s) once the fill is over; the last
+ * client gone, sampling stops. Prints samples/s idle, steady and filling.
+ */
+TEST_F(cg, sampling_follows_clients_and_fills)
+{
+	struct sample_stats s0, s1, s2, s3;
+	double idle, steady, filling, after;
+	uint64_t t0, peak;
+	struct hog h;
+	int fd;
+
+	usleep(300000);	/* the sample after the last close */
+	idle = samples_per_s(2000, &s0);
+	fd = umm_client("watch", 0, 0, 0);
+	ASSERT_LE(0, fd);
+	usleep(100000);
+	ASSERT_EQ(0, sample_stats(&s1));
+	EXPECT_LT(s0.samples, s1.samples) TH_LOG("a client did not wake it");
+	steady = samples_per_s(2000, &s1);
+	ASSERT_EQ(0, hog_start(&h, 0, 1000));
+	t0 = now_ns();
+	ASSERT_EQ(0, hog_step(&h, 192 * MiB));
+	ASSERT_EQ(0, sample_stats(&s2));
+	filling = (s2.samples - s1.samples) * 1e9 / (now_ns() - t0);
+	usleep(50000);
+	ASSERT_EQ(0, sample_stats(&s2));
+	peak = s2.peak;
+	hog_stop(&h);
+	usleep(8000000);
+	after = samples_per_s(1000, &s3);
+	close(fd);
+	usleep(300000);
+	ASSERT_EQ(0, sample_stats(&s0));
+	usleep(1000000);
+	ASSERT_EQ(0, sample_stats(&s1));
+	printf("# samples/s: %.1f idle, %.1f steady with a client, %.1f filling 192 MiB, %.1f after; fill estimate %llu MB/s after the fill, %llu MB/s 8 s later; %llu samples in 1 s after the close\n",
+	       idle, steady, filling, after,
+	       (unsigned long long)(peak / 1000000),
+	       s3.peak / 1000000, s1.samples - s0.samples);
+	EXPECT_EQ(0, idle) TH_LOG("samples with no client");
+	EXPECT_EQ(s0.samples, s1.samples) TH_LOG("samples after the close");
+	EXPECT_LT(0, peak) TH_LOG("the fill was not measured");
+	EXPECT_GT(peak / 2, s3.peak) TH_LOG("the fill-rate estimate never falls");
 }
 
 TEST_HARNESS_MAIN

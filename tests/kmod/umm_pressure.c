@@ -9,12 +9,18 @@
  * while the kernel still has room (no OOM kill happens, the child is alive
  * when it arrives). Node 1 holders hear nothing.
  *
+ * A node full of clean page cache is not short of memory: its holder hears
+ * nothing and the level stays NORMAL. A fill of page cache and then
+ * anonymous memory is warned only once the anonymous part alone brings the
+ * node to its low watermark.
+ *
  * The watermarks are set to 30/20/12 % for the test: in a 512 MiB node the
  * kernel's own min watermark is about 5 % (22 MiB), the default critical
  * watermark, so with the defaults the OOM killer and CRITICAL would race.
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -25,6 +31,8 @@
 #define INTERVAL_MS 20
 
 TEST_TIMEOUT_SET(node0_fills_up, 300);
+TEST_TIMEOUT_SET(node0_page_cache_reads_normal, 300);
+TEST_TIMEOUT_SET(mixed_fill_warned_by_its_anon_part, 300);
 
 FIXTURE(fill) {
 	uint64_t old_interval, old_wm[3];
@@ -153,6 +161,88 @@ TEST_F(fill, node0_fills_up)
 	EXPECT_LE(1, with_eta) TH_LOG("no time-to-critical while declining");
 	EXPECT_EQ(0, umm_drain_tier(self->other, UMM_TIER_HOST_NODE, 0))
 		TH_LOG("node 1's holder is not asked about node 0");
+}
+
+/*
+ * Clean page cache bound to node 0, half again the node's size: MemFree
+ * ends near the kernel's watermarks (below the low threshold), yet reclaim
+ * would give all of it back at once. No event, level NORMAL. The holder
+ * reports nothing reclaimable, so the shrinker has nothing to ask it.
+ */
+TEST(node0_page_cache_reads_normal)
+{
+	struct umm_tier_report t0 = {
+		.tier_type = UMM_TIER_HOST_NODE, .tier_id = 0,
+		.resident_bytes = 32 * MiB,
+	};
+	uint64_t total = node_attr_u64(0, "total_bytes"), low, free;
+	char level[32] = "";
+	int fd, events;
+
+	if (!getenv("UM_VM_DISK"))
+		SKIP(return, "no disk for page cache (runs in the VM rig)");
+	ASSERT_EQ(0, attr_write("enabled", "1"));
+	fd = umm_client("cache", 0, 0, 0);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, umm_report(fd, &t0, 1, 0));
+	ASSERT_EQ(0, cache_fill("/mnt/node0-cache", total + total / 2, 0));
+	usleep(300000);	/* samples of the full cache */
+	free = node_free_bytes(0);
+	low = total * node_attr_u64(0, "low_bp") / 10000;
+	events = umm_drain_tier(fd, UMM_TIER_HOST_NODE, 0);
+	ASSERT_LE(0, attr_read("nodes/node0/level", level, sizeof(level)));
+	printf("# node0 after %llu MiB of page cache: %llu MiB free, %llu MiB available, level %s, %d events\n",
+	       (unsigned long long)((total + total / 2) / MiB),
+	       (unsigned long long)(free / MiB),
+	       (unsigned long long)(node_attr_u64(0, "available_bytes") / MiB),
+	       level, events);
+	EXPECT_GT(low, free)
+		TH_LOG("the cache left node 0 above its low watermark");
+	EXPECT_EQ(0, events) TH_LOG("warned of memory the cache lends");
+	EXPECT_EQ(0, strncmp(level, "normal", 6));
+	close(fd);
+	unlink("/mnt/node0-cache");
+}
+
+/*
+ * Mixed: 256 MiB of clean page cache on node 0, then anonymous memory in
+ * 8 MiB steps. The cache alone raises nothing; the first PRESSURE comes
+ * once the anonymous part nears the node's free memory before the cache
+ * less the low watermark, within 96 MiB: the kernel's reserve (its high
+ * watermark, 36 MiB in the VM), the cache it keeps (up to its low
+ * watermark, 30 MiB), pages that came and went meanwhile.
+ */
+TEST_F(fill, mixed_fill_warned_by_its_anon_part)
+{
+	uint64_t total = node_attr_u64(0, "total_bytes"), free0, low, at;
+	int cache_events = 0, first = 0;
+	struct umm_event ev;
+
+	if (!getenv("UM_VM_DISK"))
+		SKIP(return, "no disk for page cache (runs in the VM rig)");
+	free0 = node_free_bytes(0);
+	low = total * node_attr_u64(0, "low_bp") / 10000;
+	ASSERT_LT(low + 128 * MiB, free0);
+	at = free0 - low - 96 * MiB;
+	ASSERT_EQ(0, cache_fill("/mnt/node0-mixed", 256 * MiB, 0));
+	usleep(3 * INTERVAL_MS * 1000);
+	while (umm_next_event(self->fd, &ev, 0) == 1)
+		cache_events += ev.type == UMM_EVENT_PRESSURE;
+	while (!first && self->hog.bytes + 8 * MiB < free0) {
+		ASSERT_EQ(0, hog_step(&self->hog, 8 * MiB));
+		usleep(3 * INTERVAL_MS * 1000);
+		while (umm_next_event(self->fd, &ev, 0) == 1)
+			first |= ev.type == UMM_EVENT_PRESSURE;
+	}
+	printf("# node0: %llu MiB free before, low watermark %llu MiB; PRESSURE during the cache: %d; first PRESSURE at %llu MiB anonymous (expected from %llu)\n",
+	       (unsigned long long)(free0 / MiB),
+	       (unsigned long long)(low / MiB), cache_events,
+	       (unsigned long long)(self->hog.bytes / MiB),
+	       (unsigned long long)(at / MiB));
+	EXPECT_EQ(0, cache_events) TH_LOG("the page cache was warned");
+	EXPECT_TRUE(first) TH_LOG("the anonymous part was never warned");
+	EXPECT_LE(at, self->hog.bytes) TH_LOG("warned before the anonymous part reached low");
+	unlink("/mnt/node0-mixed");
 }
 
 TEST_HARNESS_MAIN

@@ -57,6 +57,7 @@ static const struct file_spec node_files[] = {
 	{ "critical_effective_bytes", 0400, NUM },
 	{ "level", 0400, LEVEL },
 	{ "free_bytes", 0400, NUM },
+	{ "available_bytes", 0400, NUM },
 	{ "total_bytes", 0400, NUM },
 	{ "resident_bytes", 0400, NUM },
 	{ "reclaimable_bytes", 0400, NUM },

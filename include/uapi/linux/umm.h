@@ -131,8 +131,8 @@ enum umm_level {
  *			 they hold; 0 when the client is told only for
  *			 information, see UMM_FEATURE_ALL_PRESSURE). Sent on a
  *			 rise, and again every repeat_interval_ms while the
- *			 node stays at LOW or worse. bytes_free = free bytes on
- *			 the node; dest_node = the node with most headroom;
+ *			 node stays at LOW or worse. bytes_free = available
+ *			 bytes on the node; dest_node = the node with most headroom;
  *			 eta_ms = estimated ms until the critical level.
  *			 Or (UMM_FEATURE_CGROUP) a memory cgroup's level rose:
  *			 tier = the cgroup; sent only to clients in that
@@ -210,10 +210,11 @@ enum umm_event_type {
  *		only). UMM_EVENT_F_ACK is set exactly when it is non-zero.
  * @lost:	OVERFLOW only (shares storage with bytes_to_free): records
  *		dropped.
- * @bytes_free:	free bytes on the source now (node: free memory; GPU:
+ * @bytes_free:	free bytes on the source now (node: available memory, what
+ *		it could give without an OOM kill, page cache counted; GPU:
  *		budget left, 0 when over budget or no budget; cgroup: room
- *		left under its limit).
- * @dest_node:	a host node with headroom (most free bytes above its low
+ *		left under its limit by its working set).
+ * @dest_node:	a host node with headroom (most available bytes above its low
  *		watermark plus the hysteresis band) to move bytes to, or
  *		UMM_NODE_NONE (-1).
  * @eta_ms:	estimated ms until the source reaches the critical level at
@@ -395,8 +396,9 @@ struct umm_ack {
  * @tier_id:	node id, GPU id, or the low 32 bits of a cgroup's id.
  * @level:	enum umm_level.
  * @flags:	UMM_LEVEL_F_*.
- * @free_bytes:	node: free memory; GPU: budget left (0 if over or none);
- *		cgroup: room left under its limit, the least over it and its
+ * @free_bytes:	node: available memory; GPU: budget left (0 if over or
+ *		none); cgroup: room left under its limit by the working set
+ *		(usage less inactive file pages), the least over it and its
  *		ancestors (U64_MAX: no limit).
  * @total_bytes: node: its memory; GPU: budget_bytes (0: no budget);
  *		cgroup: the effective limit, the lowest memory.max or
