@@ -382,36 +382,9 @@ static int umm_report_check(const struct umm_tier_report *t, u32 count)
 	return 0;
 }
 
-/*
- * How far a REPORT lowers what @c holds on host nodes, node by node: the
- * host memory it gave back (moved to another node counts for the node it
- * left). Before the REPORT is applied.
- */
-static u64 umm_report_host_drop(const struct umm_client *c,
-				const struct umm_tier_report *t, u32 count,
-				bool update)
-{
-	u64 drop = 0, old, now;
-	u32 i;
-	int nid;
-
-	for (nid = 0; nid < nr_node_ids; nid++) {
-		old = c->nodes[nid].resident;
-		now = update ? old : 0;
-		for (i = 0; i < count; i++)
-			if (t[i].tier_type == UMM_TIER_HOST_NODE &&
-			    t[i].tier_id == nid)
-				now = t[i].resident_bytes;
-		if (old > now)
-			drop = umm_add_sat(drop, old - now);
-	}
-	return drop;
-}
-
 static long umm_ioc_report(struct umm_client *c, void __user *uarg,
 			   unsigned int cmd)
 {
-	u64 drop;
 	struct umm_tier_report *t = NULL;
 	struct umm_report r;
 	struct umm_book *b;
@@ -437,8 +410,6 @@ static long umm_ioc_report(struct umm_client *c, void __user *uarg,
 
 	mutex_lock(&umm.mutex);
 	spin_lock(&umm.lock);
-	drop = umm_report_host_drop(c, t, r.count,
-				    r.flags & UMM_REPORT_F_UPDATE);
 	umm_books_account(c, -1);
 	if (!(r.flags & UMM_REPORT_F_UPDATE)) {
 		memset(c->nodes, 0, nr_node_ids * sizeof(*c->nodes));
@@ -454,7 +425,6 @@ static long umm_ioc_report(struct umm_client *c, void __user *uarg,
 	}
 	umm_books_account(c, 1);
 	spin_unlock(&umm.lock);
-	umm_oom_given(drop);
 	umm_recheck_gpus();
 	mutex_unlock(&umm.mutex);
 

@@ -255,6 +255,41 @@ static void umm_cgroup_announce(struct umm_cgroup *cg, u64 now)
 		       UMM_ASK_RESIDENT | UMM_ASK_INFO);
 }
 
+/*
+ * OOM kills of tasks in @m or below, whichever OOM chose them (its own
+ * limit, an ancestor's, the whole system's): memory.events' oom_kill.
+ * memcg_memory_event() counts it in this array on 6.1 and 6.12, and no
+ * exported function reads it.
+ */
+static u64 umm_memcg_oom_kills(struct mem_cgroup *m)
+{
+	return atomic_long_read(&m->memory_events[MEMCG_OOM_KILL]);
+}
+
+/*
+ * The memory cgroup OOM path calls no notifier a module can join: its
+ * kills are found here, after the fact, and told to the clients in the
+ * cgroup (those that the kill spared).
+ */
+static void umm_cgroup_oom_check(struct umm_cgroup *cg)
+{
+	u64 kills = umm_memcg_oom_kills(cg->memcg);
+	struct umm_event ev;
+
+	if (kills == cg->oom_kills)
+		return;
+	cg->oom_kills = kills;
+	if (!READ_ONCE(umm.enabled))
+		return;
+	umm_event_init(&ev, UMM_EVENT_OOM, UMM_TIER_CGROUP,
+		       lower_32_bits(cg->id));
+	ev.level = cg->src.level;
+	ev.bytes_free = cg->room_bytes;
+	ev.eta_ms = cg->eta_ms;
+	if (umm_broadcast_within(&ev, cg->memcg, 0))
+		atomic64_inc(&cg->src.events);
+}
+
 static void umm_cgroup_put(struct umm_cgroup *cg)
 {
 	lockdep_assert_held(&umm.mutex);
@@ -294,6 +329,7 @@ static int umm_memcg_tie(struct umm_client *c, struct mem_cgroup *memcg)
 			cg->limit_bytes = U64_MAX;
 			cg->src.level = UMM_LEVEL_NORMAL;
 			cg->src.announced = UMM_LEVEL_NORMAL;
+			cg->oom_kills = umm_memcg_oom_kills(memcg);
 			atomic64_set(&cg->src.events, 0);
 			umm_cgroup_sample(cg, ktime_get_ns());
 			spin_lock(&umm.lock);
@@ -370,6 +406,8 @@ void umm_memcg_sample_all(u64 now)
 		umm_cgroup_sample(cg, now);
 	list_for_each_entry(cg, &umm.cgroups, list)
 		umm_cgroup_announce(cg, now);
+	list_for_each_entry(cg, &umm.cgroups, list)
+		umm_cgroup_oom_check(cg);
 }
 
 /**

@@ -7,17 +7,14 @@
  * sleeps and never waits for userspace (which may itself be waiting for
  * this reclaim).
  *
- * The OOM notifier queues its events too, then waits, holding no lock of
- * ours, up to oom_wait_ms for clients to give host memory back, and tells
- * out_of_memory() what they gave (its "freed" pages): the allocation is
- * retried instead of a task killed. A fill faster than clients can move
- * their bytes away (move_pages at 40-300 MiB/s in the VM rig, fills at
- * 256 MiB/s and more) is so held back to the pace of the clients while
- * they still give, and no longer: a wait that sees nothing given, or an
- * OOM put off for longer than UMM_OOM_WAITS_MAX waits in a row, lets the
- * OOM killer go on. The notifier chain may sleep (virtio_balloon's does
- * I/O there) and the wait is bounded, so a client that cannot run (its
- * own allocation may be the one waiting) costs a delay, not a deadlock.
+ * The OOM notifier queues its events too and returns at once. It sleeps
+ * for no one and tells out_of_memory() that nothing was freed: it runs
+ * under the kernel's oom_lock, which every memory cgroup's OOM of the
+ * system takes as well, and what a client says in a REPORT (bytes moved
+ * between nodes, say) is no page the kernel can see freed. The time
+ * clients get comes earlier, from the levels and SHRINK; an OOM that
+ * comes anyway goes ahead. What an OOM event asks for helps the next
+ * allocation, not this one.
  *
  * The shrinker API changed in 6.7 (shrinker_alloc/shrinker_register/
  * shrinker_free instead of an embedded struct and register_shrinker); Kbuild
@@ -32,22 +29,11 @@
 #include <linux/oom.h>
 #include <linux/sched.h>
 #include <linux/shrinker.h>
-#include <linux/wait.h>
 #include <linux/workqueue.h>
 
 #include "umm_internal.h"
 
 static u64 umm_oom_last_ns;	/* under umm.lock */
-
-/*
- * An OOM put off this many waits in a row goes ahead even while clients
- * say they give: bytes moved back and forth must not hold it off forever.
- */
-#define UMM_OOM_WAITS_MAX	16
-
-/* The OOM notifier's runs are serialised by the kernel's oom_lock. */
-static u64 umm_oom_put_off_ns;	/* first call put off in a row, or 0 */
-static u64 umm_oom_call_ns;	/* the previous call */
 
 /**
  * umm_shrink_node() - ask clients holding reclaimable bytes on a node for
@@ -163,36 +149,6 @@ static unsigned long umm_shrink_scan(struct shrinker *s,
 	return SHRINK_STOP;
 }
 
-/**
- * umm_oom_given() - a client gave host memory back: count it for the OOM
- * notifier and wake it if it waits.
- * @bytes:	how much its holdings on host nodes fell.
- *
- * Context: any; takes no lock.
- */
-void umm_oom_given(u64 bytes)
-{
-	if (!bytes)
-		return;
-	atomic64_set(&umm.oom_given_ns, ktime_get_ns());
-	atomic64_add(min_t(u64, bytes, S64_MAX >> 1), &umm.oom_given);
-	wake_up_all(&umm.oom_wq);
-}
-
-/* Does any client still declare host memory it could give back? */
-static bool umm_oom_anything_to_give(void)
-{
-	struct umm_node *n;
-	u64 sum = 0;
-	int nid;
-
-	spin_lock(&umm.lock);
-	for_each_umm_node(n, nid)
-		sum = umm_add_sat(sum, umm_sum_read(&n->src.reclaimable));
-	spin_unlock(&umm.lock);
-	return sum != 0;
-}
-
 /*
  * Sample now, so that a node the OOM killer is about to act for reads (and
  * is announced) CRITICAL first, however fast it filled since the last
@@ -205,50 +161,13 @@ static void umm_oom_sample_now(void)
 		mod_delayed_work(system_highpri_wq, &umm.work, 0);
 }
 
-/*
- * The pages to tell out_of_memory() it got back: what clients gave within
- * the wait (or in the wait before, not yet counted), else 0 and the OOM
- * killer goes on.
- */
-static unsigned long umm_oom_wait(void)
-{
-	u64 wait_ns = (u64)READ_ONCE(umm.oom_wait_ms) * NSEC_PER_MSEC;
-	u64 now = ktime_get_ns(), given;
-
-	if (!wait_ns || !READ_ONCE(umm.enabled))
-		goto go_on;
-	/* given before the previous call's wait, or long ago: not for this */
-	if (now - (u64)atomic64_read(&umm.oom_given_ns) > wait_ns)
-		atomic64_set(&umm.oom_given, 0);
-	if (!umm_oom_put_off_ns || now - umm_oom_call_ns > 2 * wait_ns)
-		umm_oom_put_off_ns = now;
-	umm_oom_call_ns = now;
-	if (now - umm_oom_put_off_ns > UMM_OOM_WAITS_MAX * wait_ns)
-		goto go_on;
-	if (!atomic64_read(&umm.oom_given) && !umm_oom_anything_to_give())
-		goto go_on;
-	wait_event_timeout(umm.oom_wq, atomic64_read(&umm.oom_given) > 0,
-			   nsecs_to_jiffies(wait_ns));
-	given = atomic64_xchg(&umm.oom_given, 0);
-	if (!given)
-		goto go_on;
-	atomic64_inc(&umm.stats.oom_deferred);
-	return max_t(unsigned long, given >> PAGE_SHIFT, 1);
-
-go_on:
-	umm_oom_put_off_ns = 0;
-	return 0;
-}
-
 static int umm_oom_notify(struct notifier_block *nb, unsigned long unused,
 			  void *arg)
 {
-	unsigned long *freed = arg;
-
+	/* @arg, the pages freed, is left alone: see the top of this file */
 	atomic64_inc(&umm.stats.oom_calls);
 	umm_oom(false);
 	umm_oom_sample_now();
-	*freed += umm_oom_wait();
 	return NOTIFY_OK;
 }
 

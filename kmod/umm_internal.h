@@ -12,10 +12,8 @@
  *  umm.lock	  spinlock: the client lists and the priority tree, every
  *		  client's books and umm_client.ask, the per-source sums and
  *		  rate-limit stamps.
- *		  This is all the shrinker and the OOM notifier take, so they
- *		  never wait for userspace holding a lock; the OOM notifier
- *		  alone then sleeps, holding none, on umm.oom_wq for at most
- *		  oom_wait_ms (reclaim.c says why).
+ *		  This is all the shrinker and the OOM notifier take; both
+ *		  return without sleeping or waiting for userspace.
  *  client->ring_lock spinlock: one client's ring, seq and pending ACKs.
  *		  Taken inside umm.lock when events are queued.
  *  client->read_mutex serialises readers of one file (so a record being
@@ -211,6 +209,7 @@ struct umm_level_info;
  * @fill_bps:	EWMA of the rate @room_bytes falls, bytes per second.
  * @fill_now_bps: the same between the last two samples alone.
  * @eta_ms:	estimated ms to the critical threshold, or UMM_ETA_UNKNOWN.
+ * @oom_kills:	its memory.events oom_kill when last sampled (umm.mutex).
  * @src:	level and counters (the books are the clients' own).
  */
 struct umm_cgroup {
@@ -226,6 +225,7 @@ struct umm_cgroup {
 	s64 fill_bps;
 	s64 fill_now_bps;
 	u32 eta_ms;
+	u64 oom_kills;
 	struct umm_source src;
 };
 
@@ -354,12 +354,8 @@ struct umm_stats {
  * @min_interval_ms: least time between two events of one source.
  * @repeat_ms:	while a source stays at LOW or worse, ask again this often
  *		(0: never).
- * @oom_wait_ms: how long the OOM notifier waits for clients to give host
- *		memory back before it lets the OOM killer choose (0: never).
- * @oom_given:	host bytes clients gave back (REPORTs that lowered their
- *		holdings on a node) since the OOM notifier last looked.
- * @oom_given_ns: when the last of those came.
- * @oom_wq:	the OOM notifier waits here for @oom_given.
+ * @oom_wait_ms: deprecated knob, kept for the tools that write it: the OOM
+ *		notifier no longer waits (reclaim.c).
  * @cg_low_bp:	thresholds of every watched cgroup, basis points of its
  * @cg_medium_bp: limit: room below them is LOW, MEDIUM, CRITICAL
  * @cg_critical_bp: (low > medium > critical, umm.mutex).
@@ -399,9 +395,6 @@ struct umm_state {
 	u32 min_interval_ms;
 	u32 repeat_ms;
 	u32 oom_wait_ms;
-	atomic64_t oom_given;
-	atomic64_t oom_given_ns;
-	wait_queue_head_t oom_wq;
 	u32 cg_low_bp;
 	u32 cg_medium_bp;
 	u32 cg_critical_bp;
@@ -501,7 +494,6 @@ int umm_reclaim_init(void);
 void umm_reclaim_exit(void);
 void umm_shrink_node(int nid, u64 bytes, bool injected);
 void umm_oom(bool injected);
-void umm_oom_given(u64 bytes);
 
 /* events.c: who is asked for what, and where to */
 #define UMM_ASK_RESIDENT	BIT(0)	/* then ask for non-reclaimable bytes */

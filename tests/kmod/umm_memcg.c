@@ -8,7 +8,8 @@
  * sibling cgroup hears nothing; a limit on the parent counts, as does a
  * memory.high below memory.max; the cgroup knobs refuse bad values; a
  * client follows its process to another cgroup, and a cgroup removed
- * under an open client is let go; QUERY lists the watched cgroups, only to
+ * under an open client is let go; an OOM kill by the cgroup's limit is
+ * told to the clients in that cgroup alone; QUERY lists the watched cgroups, only to
  * clients that asked for them; fast fills (as fast as the VM can fault
  * pages in) get CRITICAL before the OOM kill, of a cgroup and of a node;
  * what a sample costs with 100 watched cgroups.
@@ -38,6 +39,7 @@ TEST_TIMEOUT_SET(fast_cgroup_fill_gets_critical_first, 300);
 TEST_TIMEOUT_SET(fast_node_fill_gets_critical_first, 300);
 TEST_TIMEOUT_SET(sample_cost_with_100_cgroups, 300);
 TEST_TIMEOUT_SET(parent_limit_counts, 120);
+TEST_TIMEOUT_SET(cgroup_oom_kill_is_told, 120);
 TEST_TIMEOUT_SET(memory_high_below_max, 120);
 TEST_TIMEOUT_SET(thousands_of_clients_open_and_close, 300);
 
@@ -610,6 +612,68 @@ TEST_F(cg, sibling_hears_nothing)
 	hog_stop(&f);
 	EXPECT_LE(1, got_a) TH_LOG("the client in a hears of a");
 	EXPECT_EQ(0, got_b) TH_LOG("the client in b hears nothing");
+	client_end(a, pa);
+	client_end(b, pb);
+	EXPECT_EQ(0, cg_rm("par/a"));
+	EXPECT_EQ(0, cg_rm("par/b"));
+	EXPECT_EQ(0, cg_rm("par"));
+	EXPECT_TRUE(watched_settles(0));
+}
+
+/*
+ * A kill by the cgroup's own limit calls no OOM notifier: the clients in
+ * that cgroup hear of it all the same (OOM about the cgroup, asking for
+ * nothing), the sibling's client and a client without cgroup events do
+ * not.
+ */
+TEST_F(cg, cgroup_oom_kill_is_told)
+{
+	int a, b, node, status, got_b = 0, got_node = 0;
+	uint64_t ida, kills;
+	struct umm_event ev;
+	pid_t pa, pb;
+	struct hog f;
+
+	printf("# expect-dmesg: Memory cgroup out of memory|oom\n");
+	printf("# require-dmesg: Memory cgroup out of memory\n");
+	fflush(stdout);
+	ASSERT_EQ(0, cg_make("par", NULL));
+	ASSERT_EQ(0, cg_write("par", "cgroup.subtree_control", "+memory"));
+	ASSERT_EQ(0, cg_make("par/a", "67108864"));
+	ASSERT_EQ(0, cg_make("par/b", "67108864"));
+	ida = cg_id("par/a");
+	a = client_in("par/a", "in-a", UMM_FEATURE_CGROUP, 0, &pa);
+	b = client_in("par/b", "in-b", UMM_FEATURE_CGROUP, 0, &pb);
+	node = umm_client("node-only", 0, UMM_FEATURE_ALL_PRESSURE, 0);
+	ASSERT_LE(0, a);
+	ASSERT_LE(0, b);
+	ASSERT_LE(0, node);
+	kills = cg_read_key("par/a", "memory.events", "oom_kill");
+	ASSERT_EQ(0, filler_start(&f, "par/a"));
+	ASSERT_EQ(0, hog_run_free(&f, 8 * MiB));
+	ASSERT_EQ(f.pid, waitpid(f.pid, &status, 0));
+	f.pid = 0;
+	close(f.go);
+	close(f.done);
+	EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	EXPECT_EQ(kills + 1, cg_read_key("par/a", "memory.events",
+					 "oom_kill"));
+	ASSERT_EQ(1, umm_wait_tier(a, UMM_EVENT_OOM, UMM_TIER_CGROUP,
+				   (uint32_t)ida, &ev, 10000))
+		TH_LOG("the cgroup's OOM kill was not told");
+	EXPECT_EQ(0, ev.bytes_to_free);
+	EXPECT_EQ(0, ev.flags) TH_LOG("information: no ACK asked");
+	EXPECT_EQ(UMM_NODE_NONE, ev.dest_node);
+	usleep(300000);
+	while (umm_next_event(a, &ev, 0) == 1)
+		EXPECT_NE(UMM_EVENT_OOM, ev.type) TH_LOG("one kill, one event");
+	while (umm_next_event(b, &ev, 0) == 1)
+		got_b += ev.type == UMM_EVENT_OOM;
+	while (umm_next_event(node, &ev, 0) == 1)
+		got_node += ev.type == UMM_EVENT_OOM;
+	EXPECT_EQ(0, got_b) TH_LOG("the sibling's client hears nothing");
+	EXPECT_EQ(0, got_node) TH_LOG("not a system-wide OOM");
+	close(node);
 	client_end(a, pa);
 	client_end(b, pb);
 	EXPECT_EQ(0, cg_rm("par/a"));

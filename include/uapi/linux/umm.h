@@ -152,9 +152,25 @@ enum umm_level {
  *			 least 1/16 of all that was declared reclaimable on
  *			 the node), at most what the client declared
  *			 reclaimable there. Only those clients get it.
- * @UMM_EVENT_OOM:	 the kernel is about to OOM-kill. tier NONE;
- *			 level CRITICAL; bytes_to_free = everything the client
- *			 declared reclaimable on host nodes.
+ * @UMM_EVENT_OOM:	 an OOM, in one of two kinds:
+ *			 tier NONE: a system-wide OOM (the kernel's OOM
+ *			 notifier chain, which a memory cgroup's OOM does not
+ *			 call); the OOM killer goes on at once, without
+ *			 waiting for any client. level CRITICAL;
+ *			 bytes_to_free = everything the client declared
+ *			 reclaimable on host nodes, sent only to clients that
+ *			 declared some: giving it back helps the allocations
+ *			 after this one.
+ *			 tier CGROUP (UMM_FEATURE_CGROUP): the OOM killer
+ *			 killed a task in that watched cgroup or below it
+ *			 (its memory.events oom_kill rose), whichever OOM
+ *			 chose it: the cgroup's own limit, an ancestor's, or
+ *			 a system-wide OOM. Told after the kill, at the next
+ *			 sample, once however many kills came since the last
+ *			 sample, to every client in the cgroup or below it
+ *			 (a client in nested watched cgroups gets one per
+ *			 watched cgroup). level, bytes_free, eta_ms as for
+ *			 PRESSURE; bytes_to_free 0 (information).
  * @UMM_EVENT_GPU_BUDGET: the clients' resident bytes on a GPU exceed its
  *			 budget_bytes (or a level was injected). tier = the
  *			 GPU; bytes_to_free = this client's share of the
@@ -250,8 +266,8 @@ struct umm_event {
  *			     it to free bytes.
  * UMM_FEATURE_CGROUP:	     the client is tied to the memory cgroup (v2) of
  *			     the process that opened the file, and follows it
- *			     when it moves; it gets the PRESSURE (and, with
- *			     UMM_FEATURE_RELIEF, RELIEF) events of
+ *			     when it moves; it gets the PRESSURE and OOM (and,
+ *			     with UMM_FEATURE_RELIEF, RELIEF) events of
  *			     UMM_TIER_CGROUP about that cgroup and QUERY lists
  *			     the watched cgroups. Granted always; the reply
  *			     of the handshake carries it only where the memory
