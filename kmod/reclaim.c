@@ -1,11 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The kernel's own reclaim and OOM paths as sources: a
- * NUMA-aware shrinker whose objects are the pages clients declared
- * reclaimable on a node, and an OOM notifier. The shrinker only queues
- * events: it runs in reclaim context, so it takes spinlocks only, never
- * sleeps and never waits for userspace (which may itself be waiting for
- * this reclaim).
+ * The kernel's own reclaim and OOM paths as sources: a NUMA-aware
+ * shrinker and an OOM notifier.
+ *
+ * The shrinker has no objects: what clients declared reclaimable is
+ * theirs to free, later, and the kernel cannot take it back through us.
+ * So its count is always 0 (scan is never called), and the call itself is
+ * the news: reclaim runs on that node. The count marks the node in a
+ * nodemask and queues a work item, lockless and without walking anything;
+ * the work, in process context, asks the node's clients (SHRINK) if the
+ * node is short -- below its zones' high watermarks, where kswapd and
+ * direct reclaim run. drop_caches and proactive reclaim (memory.reclaim)
+ * call shrinkers on nodes that are not short, and ask nobody.
  *
  * The OOM notifier queues its events too and returns at once. It sleeps
  * for no one and tells out_of_memory() that nothing was freed: it runs
@@ -25,6 +31,8 @@
 #include <linux/ktime.h>
 #include <linux/minmax.h>
 #include <linux/mm.h>
+#include <linux/mmzone.h>
+#include <linux/nodemask.h>
 #include <linux/notifier.h>
 #include <linux/oom.h>
 #include <linux/sched.h>
@@ -39,12 +47,14 @@ static u64 umm_oom_last_ns;	/* under umm.lock */
  * umm_shrink_node() - ask clients holding reclaimable bytes on a node for
  * some of them back.
  * @nid:	the node.
- * @bytes:	what reclaim asked for. Since at most one SHRINK per node goes
- *		out per event_min_interval_ms, at least 1/16 of what the
- *		clients declared reclaimable there is asked for.
+ * @bytes:	how far the node is below its high watermarks. Since at most
+ *		one SHRINK per node goes out per event_min_interval_ms, at
+ *		least 1/16 of what the clients declared reclaimable there is
+ *		asked for.
  * @injected:	from the inject file: mark the events, ignore the rate limit.
  *
- * Context: any process context including direct reclaim; never sleeps.
+ * Context: process context (the shrinker's work, the inject file); never
+ * sleeps.
  */
 void umm_shrink_node(int nid, u64 bytes, bool injected)
 {
@@ -115,38 +125,63 @@ unlock:
 	spin_unlock(&umm.lock);
 }
 
+static nodemask_t umm_shrink_nodes;	/* reclaim seen, not looked at yet */
+
 /*
- * Reclaim (kswapd, direct, memory.reclaim) runs with a reclaim state;
- * drop_caches calls shrinkers without one. Nobody is short of memory then
- * and clients' bytes are no cache: each "echo 3 > drop_caches" asked every
- * client for what it declared.
+ * The node's free pages against its zones' high watermarks (boost
+ * included: a boosted zone is being reclaimed): bytes short, 0 for none.
  */
-static bool umm_in_reclaim(void)
+static u64 umm_node_short_bytes(int nid)
 {
-	return current->reclaim_state != NULL;
+	unsigned long free = 0, high = 0;
+	struct zone *zone;
+	int i;
+
+	for (i = 0; i < MAX_NR_ZONES; i++) {
+		zone = &NODE_DATA(nid)->node_zones[i];
+		if (!managed_zone(zone))
+			continue;
+		free += zone_page_state(zone, NR_FREE_PAGES);
+		high += high_wmark_pages(zone);
+	}
+	return free < high ? (u64)(high - free) << PAGE_SHIFT : 0;
 }
+
+static void umm_shrink_work_fn(struct work_struct *work)
+{
+	u64 bytes;
+	int nid;
+
+	for_each_node_mask(nid, umm_shrink_nodes) {
+		node_clear(nid, umm_shrink_nodes);
+		bytes = umm_node_short_bytes(nid);
+		if (bytes)
+			umm_shrink_node(nid, bytes, false);
+	}
+}
+
+static DECLARE_WORK(umm_shrink_work, umm_shrink_work_fn);
 
 static unsigned long umm_shrink_count(struct shrinker *s,
 				      struct shrink_control *sc)
 {
 	struct umm_node *n;
 
+	atomic64_inc(&umm.stats.shrinker_calls);
 	if (!READ_ONCE(umm.enabled) || sc->nid < 0 ||
-	    sc->nid >= nr_node_ids || !umm_in_reclaim())
+	    sc->nid >= nr_node_ids)
 		return 0;
 	n = umm.nodes[sc->nid];
-	return n ? umm_sum_read(&n->src.reclaimable) >> PAGE_SHIFT : 0;
+	if (n && umm_sum_read(&n->src.reclaimable) &&
+	    !node_test_and_set(sc->nid, umm_shrink_nodes))
+		queue_work(system_highpri_wq, &umm_shrink_work);
+	return 0;
 }
 
 static unsigned long umm_shrink_scan(struct shrinker *s,
 				     struct shrink_control *sc)
 {
-	atomic64_inc(&umm.stats.shrinker_calls);
-	if (!umm_in_reclaim())
-		return SHRINK_STOP;
-	umm_shrink_node(sc->nid, (u64)sc->nr_to_scan << PAGE_SHIFT, false);
-	/* nothing is freed here; userspace frees later, on its own time */
-	return SHRINK_STOP;
+	return SHRINK_STOP;	/* never called: the count is 0 */
 }
 
 /*
@@ -242,4 +277,5 @@ void umm_reclaim_exit(void)
 {
 	unregister_oom_notifier(&umm_oom_nb);
 	umm_shrinker_unregister();
+	cancel_work_sync(&umm_shrink_work);
 }

@@ -146,9 +146,12 @@ enum umm_level {
  * @UMM_EVENT_RELIEF:	 a source's level dropped (only with
  *			 UMM_FEATURE_RELIEF). tier, level (the new one),
  *			 bytes_free as for PRESSURE/GPU_BUDGET.
- * @UMM_EVENT_SHRINK:	 the kernel is reclaiming on a node (the umm
- *			 shrinker was called). tier = the node; bytes_to_free
- *			 = this client's share of what reclaim asked for (at
+ * @UMM_EVENT_SHRINK:	 the kernel is reclaiming on a node that is short of
+ *			 memory (the umm shrinker was called there, and the
+ *			 node is below its zones' high watermarks; not for
+ *			 drop_caches or memory.reclaim while it is not short).
+ *			 tier = the node; bytes_to_free = this client's share
+ *			 of how far the node is below those watermarks (at
  *			 least 1/16 of all that was declared reclaimable on
  *			 the node), at most what the client declared
  *			 reclaimable there. Only those clients get it.
