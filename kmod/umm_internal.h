@@ -6,14 +6,21 @@
  *
  *  umm.mutex	  serialises everything that may sleep and changes the books
  *		  or the policy: handshakes, REPORTs, client release, knob
- *		  writes, inject, the sampling work. Never taken from reclaim
- *		  or OOM context, so holding it across GFP_KERNEL allocations
- *		  is safe.
+ *		  writes, inject, the sampling work, QUERY, the cgroup watches
+ *		  and their sums. Never taken from reclaim or OOM context.
+ *		  Under it: no allocation that may enter reclaim (and so the
+ *		  shrinker or the OOM notifier): GFP_NOWAIT, or allocate
+ *		  before taking it; no user copy (a fault may wait on
+ *		  userfaultfd, and everyone would wait with it).
  *  umm.lock	  spinlock: the client lists and the priority tree, every
  *		  client's books and umm_client.ask, the per-source sums and
- *		  rate-limit stamps.
- *		  This is all the shrinker and the OOM notifier take; both
- *		  return without sleeping or waiting for userspace.
+ *		  rate-limit stamps. All that the OOM notifier takes, and only
+ *		  for the one walk it must make (the clients with something
+ *		  to give); the shrinker takes nothing of ours. Under it:
+ *		  bounded work only -- O(nodes + GPUs), or one walk of the
+ *		  clients for an event -- never a walk over cgroups x clients
+ *		  (QUERY sums per cgroup under umm.mutex alone), no sleeping,
+ *		  no allocation.
  *  client->ring_lock spinlock: one client's ring, seq and pending ACKs.
  *		  Taken inside umm.lock when events are queued.
  *  client->read_mutex serialises readers of one file (so a record being
@@ -485,9 +492,11 @@ void umm_gpu_hold(struct umm_gpu *g, u32 level);
 bool umm_memcg_available(void);
 void umm_memcg_untie(struct umm_client *c);
 void umm_memcg_follow(struct umm_client *c);
+void umm_memcg_books(struct umm_client *c, int sign);
 void umm_memcg_sample_all(u64 now);
 u64 umm_memcg_next_ns(void);
-u32 umm_memcg_level_info(struct umm_level_info *li, u32 room);
+u32 umm_memcg_level_info(struct umm_client *c, struct umm_level_info *li,
+			 u32 room);
 
 /* reclaim.c: shrinker and OOM notifier */
 int umm_reclaim_init(void);

@@ -38,6 +38,7 @@ TEST_TIMEOUT_SET(limit_approached_by_a_filler, 300);
 TEST_TIMEOUT_SET(fast_cgroup_fill_gets_critical_first, 300);
 TEST_TIMEOUT_SET(fast_node_fill_gets_critical_first, 300);
 TEST_TIMEOUT_SET(sample_cost_with_100_cgroups, 300);
+TEST_TIMEOUT_SET(query_cost_100_cgroups_1000_clients, 300);
 TEST_TIMEOUT_SET(parent_limit_counts, 120);
 TEST_TIMEOUT_SET(cgroup_oom_kill_is_told, 120);
 TEST_TIMEOUT_SET(memory_high_below_max, 120);
@@ -597,7 +598,10 @@ TEST_F(cg, sibling_hears_nothing)
 	ASSERT_LE(0, a);
 	ASSERT_LE(0, b);
 	EXPECT_EQ(1, query_cgroup(a, ida, NULL));
-	EXPECT_EQ(1, query_cgroup(a, idb, NULL)) TH_LOG("QUERY lists all");
+	EXPECT_EQ(0, query_cgroup(a, idb, NULL))
+		TH_LOG("QUERY lists the sibling's cgroup to a");
+	EXPECT_EQ(0, query_cgroup(b, ida, NULL))
+		TH_LOG("QUERY lists the sibling's cgroup to b");
 	ASSERT_EQ(0, filler_start(&f, "par/a"));
 	/* to 112 of 128 MiB: LOW (room under 20 %) */
 	while (f.bytes < 112 * MiB)
@@ -1078,6 +1082,110 @@ TEST_F(cg, fast_node_fill_gets_critical_first)
 	EXPECT_EQ(rounds, critical + starved)
 		TH_LOG("CRITICAL in every fast fill the sampler ran in time");
 	EXPECT_LE(1, critical);
+}
+
+/*
+ * A process in @cg holding @n clients with cgroup events, each declaring
+ * @recl reclaimable on node 0, until @hold's write end closes. Returns its
+ * pid after the clients are ready, or -errno.
+ */
+static pid_t clients_in(const char *cg, int n, uint64_t recl, int hold[2])
+{
+	int ready[2];
+	pid_t pid;
+	char c;
+
+	if (pipe(ready))
+		return -errno;
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		close(hold[1]);
+		close(ready[0]);
+		if (cg_enter(cg))
+			_exit(20);
+		for (int i = 0; i < n; i++) {
+			int fd = umm_client("many", 0, UMM_FEATURE_CGROUP, 0);
+
+			if (fd < 0 || umm_report_one(fd, UMM_TIER_HOST_NODE, 0,
+						     recl, recl))
+				_exit(21);
+		}
+		if (write(ready[1], "r", 1) != 1)
+			_exit(22);
+		while (read(hold[0], &c, 1) > 0)
+			;
+		_exit(0);
+	}
+	close(ready[1]);
+	if (read(ready[0], &c, 1) != 1)
+		pid = -EIO;
+	close(ready[0]);
+	return pid;
+}
+
+/*
+ * QUERY with 100 watched cgroups of 10 clients each (1000 clients): what
+ * one costs, asked by a client in the root cgroup (which sees every
+ * cgroup with CAP_SYS_ADMIN), and that each cgroup's reclaimable_bytes is
+ * the sum of what its clients declared (kept per cgroup as they report).
+ */
+TEST_F(cg, query_cost_100_cgroups_1000_clients)
+{
+	enum { N = 100, PER = 10, ROUNDS = 2000 };
+	static struct umm_level_info lv[N + 64];
+	static pid_t pids[N];
+	uint64_t t0, ns, ids[N];
+	int hold[2], fd, n, found = 0;
+	char name[32];
+
+	ASSERT_EQ(0, pipe(hold));
+	ASSERT_EQ(0, cg_make("qc", NULL));
+	ASSERT_EQ(0, cg_write("qc", "cgroup.subtree_control", "+memory"));
+	for (int i = 0; i < N; i++) {
+		snprintf(name, sizeof(name), "qc/q%d", i);
+		ASSERT_EQ(0, cg_make(name, "1073741824"));
+		ids[i] = cg_id(name);
+		pids[i] = clients_in(name, PER, (uint64_t)(i + 1) * MiB, hold);
+		ASSERT_LT(0, pids[i]);
+	}
+	close(hold[0]);
+	fd = umm_client("query", 0, UMM_FEATURE_CGROUP, 0);
+	ASSERT_LE(0, fd);
+	n = umm_query(fd, lv, N + 64, NULL);
+	ASSERT_LE(N, n);
+	for (int i = 0; i < n && i < N + 64; i++) {
+		uint64_t id = lv[i].tier_id |
+			      (uint64_t)lv[i].tier_id_hi << 32;
+
+		if (lv[i].tier_type != UMM_TIER_CGROUP)
+			continue;
+		for (int j = 0; j < N; j++) {
+			if (id != ids[j])
+				continue;
+			found++;
+			EXPECT_EQ((uint64_t)PER * (j + 1) * MiB,
+				  lv[i].reclaimable_bytes);
+		}
+	}
+	EXPECT_EQ(N, found);
+	t0 = now_ns();
+	for (int r = 0; r < ROUNDS; r++)
+		ASSERT_EQ(n, umm_query(fd, lv, N + 64, NULL));
+	ns = (now_ns() - t0) / ROUNDS;
+	printf("# QUERY with %d cgroups x %d clients: %.1f us each\n", N,
+	       N * PER, ns / 1e3);
+	close(fd);
+	close(hold[1]);
+	for (int i = 0; i < N; i++)
+		waitpid(pids[i], NULL, 0);
+	for (int i = 0; i < N; i++) {
+		snprintf(name, sizeof(name), "qc/q%d", i);
+		EXPECT_EQ(0, cg_rm(name));
+	}
+	EXPECT_EQ(0, cg_rm("qc"));
+	EXPECT_TRUE(watched_settles(0));
 }
 
 /*

@@ -454,9 +454,12 @@ struct umm_level_info {
  * @count:	(in) room at @levels, in entries (0 to only learn the
  *		number); (out) entries that exist: every node with memory,
  *		then every GPU with a budget or reported bytes, then (for a
- *		client with UMM_FEATURE_CGROUP) every watched memory cgroup,
- *		the cgroups that hold such clients. If larger than the room
- *		given, only that many were written.
+ *		client with UMM_FEATURE_CGROUP) the watched memory cgroups
+ *		(those that hold such clients) at or below the cgroup the
+ *		client follows: its own subtree, inside its cgroup namespace.
+ *		A client in the root cgroup sees them all with CAP_SYS_ADMIN,
+ *		none without. If larger than the room given, only that many
+ *		were written.
  * @enabled:	(out) 1 if the module's enabled knob is 1, else 0.
  * @levels:	(in) user pointer to @count struct umm_level_info.
  * @last_seq:	(out) seq of the last record this client was given (queued
