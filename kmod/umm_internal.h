@@ -41,6 +41,7 @@
 #include <linux/rbtree.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
+#include <linux/uidgid.h>
 #include <linux/wait.h>
 #include <linux/workqueue.h>
 #include <linux/umm.h>
@@ -262,6 +263,7 @@ struct umm_book {
  * @ask:	scratch for umm_ask(), under umm.lock.
  * @cg:		the watched memory cgroup of its process (UMM_FEATURE_CGROUP),
  *		or NULL; changed under umm.mutex and umm.lock.
+ * @uid:	the opener's real uid, whose ring_bytes_max the ring counts to.
  * @ring_lock:	protects the ring, @seq, @pending and the counters below.
  * @ring:	queue_len + 1 records: one slot is kept for OVERFLOW.
  * @queue_len:	records that events may fill.
@@ -295,6 +297,7 @@ struct umm_client {
 	struct umm_book gpus[UMM_MAX_GPUS];
 	u64 ask;
 	struct umm_cgroup *cg;
+	kuid_t uid;
 
 	spinlock_t ring_lock;		/* see the top of this file */
 	struct umm_event *ring;
@@ -354,8 +357,8 @@ struct umm_stats {
  * @enabled:	knob; 0 stops every event (figures keep being sampled).
  * @interval_ms: sampling period.
  * @queue_len:	ring length given to clients opened from now on.
- * @ring_bytes_max: the rings of all clients together may take this much
- *		(an open that would pass it fails with -ENOBUFS).
+ * @ring_bytes_max: the rings of one user's clients together may take this
+ *		much (an open that would pass it fails with -ENOBUFS).
  * @hysteresis_bp: how far above a watermark free memory must climb before
  *		the level drops.
  * @min_interval_ms: least time between two events of one source.

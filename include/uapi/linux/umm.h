@@ -21,9 +21,9 @@
  * -EBADFD.
  * poll(): EPOLLIN | EPOLLRDNORM when a record is queued; EPOLLERR before the
  * handshake.
- * open(): -ENOBUFS when the event rings of all clients together would pass
- * /sys/kernel/mm/umm/ring_bytes_max; a ring is charged to the opener's
- * memory cgroup.
+ * open(): -ENOBUFS when the event rings of the opener's user's clients
+ * (by real uid) together would pass /sys/kernel/mm/umm/ring_bytes_max; a
+ * ring is charged to the opener's memory cgroup.
  * An open file holds a reference on the module: rmmod fails while any
  * client exists, with EAGAIN (EWOULDBLOCK, "Resource temporarily
  * unavailable") at once, with or without O_NONBLOCK (the kernel no longer
