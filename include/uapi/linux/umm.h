@@ -57,6 +57,7 @@
 #ifndef _UAPI_LINUX_UMM_H
 #define _UAPI_LINUX_UMM_H
 
+#include <linux/const.h>
 #include <linux/ioctl.h>
 #include <linux/types.h>
 
@@ -209,8 +210,8 @@ enum umm_event_type {
 };
 
 /* struct umm_event.flags */
-#define UMM_EVENT_F_ACK		(1U << 0) /* asks to free: UMM_IOC_ACK it */
-#define UMM_EVENT_F_INJECTED	(1U << 1) /* caused by the inject file */
+#define UMM_EVENT_F_ACK		_BITUL(0) /* asks to free: UMM_IOC_ACK it */
+#define UMM_EVENT_F_INJECTED	_BITUL(1) /* caused by the inject file */
 
 /**
  * struct umm_event - one record read from /dev/umm. All fields (out).
@@ -278,9 +279,9 @@ struct umm_event {
  *			     no memory controller, or on cgroup v1, there are
  *			     no cgroup events).
  */
-#define UMM_FEATURE_RELIEF		(1ULL << 0)
-#define UMM_FEATURE_ALL_PRESSURE	(1ULL << 1)
-#define UMM_FEATURE_CGROUP		(1ULL << 2)
+#define UMM_FEATURE_RELIEF		_BITULL(0)
+#define UMM_FEATURE_ALL_PRESSURE	_BITULL(1)
+#define UMM_FEATURE_CGROUP		_BITULL(2)
 #define UMM_API_FEATURES	(UMM_FEATURE_RELIEF | UMM_FEATURE_ALL_PRESSURE | \
 				 UMM_FEATURE_CGROUP)
 
@@ -347,7 +348,7 @@ struct umm_tier_report {
 };
 
 /* struct umm_report.flags */
-#define UMM_REPORT_F_UPDATE	(1U << 0) /* change only the listed tiers */
+#define UMM_REPORT_F_UPDATE	_BITUL(0) /* change only the listed tiers */
 
 /**
  * struct umm_report - UMM_IOC_REPORT: the client's holdings per tier.
@@ -405,8 +406,8 @@ struct umm_ack {
 };
 
 /* struct umm_level_info.flags */
-#define UMM_LEVEL_F_BUDGET	(1U << 0) /* GPU: a budget; cgroup: a limit */
-#define UMM_LEVEL_F_INJECTED	(1U << 1) /* level held by the inject file */
+#define UMM_LEVEL_F_BUDGET	_BITUL(0) /* GPU: a budget; cgroup: a limit */
+#define UMM_LEVEL_F_INJECTED	_BITUL(1) /* level held by the inject file */
 
 /**
  * struct umm_level_info - one source in UMM_IOC_QUERY. All (out).
@@ -477,6 +478,11 @@ struct umm_query {
 	__u64 last_seq;
 };
 
+/*
+ * ioctl magic 0xE7, numbers 0x00-0x03: a line for the kernel's
+ * Documentation/userspace-api/ioctl/ioctl-number.rst (where 0xE7 is free
+ * as of 6.1) is in Documentation/design/umm.rst, "The ABI".
+ */
 #define UMM_IOC_MAGIC	0xE7
 #define UMM_IOC_API	_IOWR(UMM_IOC_MAGIC, 0x00, struct umm_api)
 #define UMM_IOC_REPORT	_IOW(UMM_IOC_MAGIC, 0x01, struct umm_report)
