@@ -242,6 +242,7 @@ static void umm_cgroup_announce(struct umm_cgroup *cg, u64 now)
 	if (!type)
 		return;
 	umm_event_init(&ev, type, UMM_TIER_CGROUP, lower_32_bits(cg->id));
+	ev.tier_id_hi = upper_32_bits(cg->id);
 	ev.level = cg->src.level;
 	ev.bytes_free = cg->room_bytes;
 	ev.eta_ms = cg->eta_ms;
@@ -284,6 +285,7 @@ static void umm_cgroup_oom_check(struct umm_cgroup *cg)
 		return;
 	umm_event_init(&ev, UMM_EVENT_OOM, UMM_TIER_CGROUP,
 		       lower_32_bits(cg->id));
+	ev.tier_id_hi = upper_32_bits(cg->id);
 	ev.level = cg->src.level;
 	ev.bytes_free = cg->room_bytes;
 	ev.eta_ms = cg->eta_ms;

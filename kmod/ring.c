@@ -254,6 +254,10 @@ static void umm_ring_push(struct umm_client *c, struct umm_event *ev)
  */
 void umm_client_queue(struct umm_client *c, struct umm_event *ev)
 {
+	/* callers give the whole id; clients built before it get none */
+	if (ev->tier_type == UMM_TIER_CGROUP &&
+	    !(c->features & UMM_FEATURE_CGROUP_ID64))
+		ev->dest_node = UMM_NODE_NONE;
 	spin_lock(&c->ring_lock);
 	umm_ring_push(c, ev);
 	spin_unlock(&c->ring_lock);

@@ -41,6 +41,7 @@ TEST_TIMEOUT_SET(sample_cost_with_100_cgroups, 300);
 TEST_TIMEOUT_SET(query_cost_100_cgroups_1000_clients, 300);
 TEST_TIMEOUT_SET(parent_limit_counts, 120);
 TEST_TIMEOUT_SET(cgroup_oom_kill_is_told, 120);
+TEST_TIMEOUT_SET(cgroup_ids_in_events_are_64_bit, 120);
 TEST_TIMEOUT_SET(memory_high_below_max, 120);
 TEST_TIMEOUT_SET(thousands_of_clients_open_and_close, 300);
 
@@ -621,6 +622,57 @@ TEST_F(cg, sibling_hears_nothing)
 	EXPECT_EQ(0, cg_rm("par/a"));
 	EXPECT_EQ(0, cg_rm("par/b"));
 	EXPECT_EQ(0, cg_rm("par"));
+	EXPECT_TRUE(watched_settles(0));
+}
+
+/*
+ * Cgroup events carry the whole 64-bit id to a client that asked for
+ * UMM_FEATURE_CGROUP_ID64 (the high half where dest_node would be); a
+ * client that did not reads UMM_NODE_NONE there, as before.
+ */
+TEST_F(cg, cgroup_ids_in_events_are_64_bit)
+{
+	int a, b, got_a = 0, got_b = 0;
+	struct umm_event ev;
+	uint64_t id;
+	pid_t pa, pb;
+	struct hog f;
+
+	ASSERT_EQ(0, cg_make("id64", "134217728"));
+	id = cg_id("id64");
+	a = client_in("id64", "id64", UMM_FEATURE_CGROUP |
+		      UMM_FEATURE_CGROUP_ID64 | UMM_FEATURE_ALL_PRESSURE, 0,
+		      &pa);
+	b = client_in("id64", "id32", UMM_FEATURE_CGROUP |
+		      UMM_FEATURE_ALL_PRESSURE, 0, &pb);
+	ASSERT_LE(0, a) TH_LOG("the handshake refused the feature");
+	ASSERT_LE(0, b);
+	ASSERT_EQ(0, filler_start(&f, "id64"));
+	/* to 112 of 128 MiB: LOW (room under 20 %) */
+	while (f.bytes < 112 * MiB)
+		ASSERT_EQ(0, hog_step(&f, 8 * MiB));
+	usleep(400000);
+	while (umm_next_event(a, &ev, 0) == 1) {
+		if (ev.type != UMM_EVENT_PRESSURE ||
+		    ev.tier_type != UMM_TIER_CGROUP)
+			continue;
+		got_a++;
+		EXPECT_EQ(id, ev.tier_id | (uint64_t)ev.tier_id_hi << 32);
+	}
+	while (umm_next_event(b, &ev, 0) == 1) {
+		if (ev.type != UMM_EVENT_PRESSURE ||
+		    ev.tier_type != UMM_TIER_CGROUP)
+			continue;
+		got_b++;
+		EXPECT_EQ((uint32_t)id, ev.tier_id);
+		EXPECT_EQ(UMM_NODE_NONE, ev.dest_node);
+	}
+	hog_stop(&f);
+	EXPECT_LE(1, got_a);
+	EXPECT_LE(1, got_b);
+	client_end(a, pa);
+	client_end(b, pb);
+	EXPECT_EQ(0, cg_rm("id64"));
 	EXPECT_TRUE(watched_settles(0));
 }
 

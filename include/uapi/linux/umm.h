@@ -224,7 +224,7 @@ enum umm_event_type {
  *		OVERFLOW record says how many).
  * @ts_ns:	CLOCK_MONOTONIC time the event was raised, in ns.
  * @tier_id:	node id or GPU id of the source (0 when tier_type is NONE);
- *		for a cgroup the low 32 bits of its id.
+ *		for a cgroup the low 32 bits of its id (see @tier_id_hi).
  * @level:	enum umm_level of the source now (CRITICAL for OOM).
  * @bytes_to_free: bytes this client is asked to give back (0: information
  *		only). UMM_EVENT_F_ACK is set exactly when it is non-zero.
@@ -235,7 +235,12 @@ enum umm_event_type {
  *		left under its limit).
  * @dest_node:	a host node with headroom (most free bytes above its low
  *		watermark plus the hysteresis band) to move bytes to, or
- *		UMM_NODE_NONE (-1).
+ *		UMM_NODE_NONE (-1); always UMM_NODE_NONE for a cgroup.
+ * @tier_id_hi:	for a cgroup (tier_type UMM_TIER_CGROUP), to a client
+ *		that asked for UMM_FEATURE_CGROUP_ID64: the high 32 bits of
+ *		its id (shares storage with @dest_node, which a cgroup event
+ *		does not use). Without the feature that storage reads
+ *		UMM_NODE_NONE, as for clients built before the feature.
  * @eta_ms:	estimated ms until the source reaches the critical level at
  *		the current rate of decline; 0 if it is critical already;
  *		UMM_ETA_UNKNOWN if it is not declining or not a node or
@@ -255,7 +260,10 @@ struct umm_event {
 		__u64 lost;
 	};
 	__u64 bytes_free;
-	__s32 dest_node;
+	union {
+		__s32 dest_node;
+		__u32 tier_id_hi;
+	};
 	__u32 eta_ms;
 };
 
@@ -269,8 +277,11 @@ struct umm_event {
  *			     only gets the PRESSURE/GPU_BUDGET events that ask
  *			     it to free bytes.
  * UMM_FEATURE_CGROUP:	     the client is tied to the memory cgroup (v2) of
- *			     the process that opened the file, and follows it
- *			     when it moves; it gets the PRESSURE and OOM (and,
+ *			     the process that opened the file (not of whoever
+ *			     holds the file later: a passed or inherited file
+ *			     stays with its opener's cgroup; once the opener
+ *			     exits, with the last one), and follows it when it
+ *			     moves; it gets the PRESSURE and OOM (and,
  *			     with UMM_FEATURE_RELIEF, RELIEF) events of
  *			     UMM_TIER_CGROUP about that cgroup and QUERY lists
  *			     the watched cgroups. Granted always; the reply
@@ -278,12 +289,18 @@ struct umm_event {
  *			     controller is on the cgroup v2 hierarchy (with
  *			     no memory controller, or on cgroup v1, there are
  *			     no cgroup events).
+ * UMM_FEATURE_CGROUP_ID64:  events about a cgroup carry the high 32 bits
+ *			     of its id in struct umm_event.tier_id_hi (where
+ *			     dest_node would be; tier_id has the low 32 bits
+ *			     as before). Without it, that field reads
+ *			     UMM_NODE_NONE.
  */
 #define UMM_FEATURE_RELIEF		_BITULL(0)
 #define UMM_FEATURE_ALL_PRESSURE	_BITULL(1)
 #define UMM_FEATURE_CGROUP		_BITULL(2)
+#define UMM_FEATURE_CGROUP_ID64		_BITULL(3)
 #define UMM_API_FEATURES	(UMM_FEATURE_RELIEF | UMM_FEATURE_ALL_PRESSURE | \
-				 UMM_FEATURE_CGROUP)
+				 UMM_FEATURE_CGROUP | UMM_FEATURE_CGROUP_ID64)
 
 /**
  * struct umm_api - UMM_IOC_API, the handshake. Must be the first ioctl on a
