@@ -96,6 +96,7 @@ static void umm_books_account(struct umm_client *c, int sign)
 		umm_source_account(&n->src, &c->nodes[nid], sign);
 	for (i = 0; i < UMM_MAX_GPUS; i++)
 		umm_source_account(&umm.gpus[i]->src, &c->gpus[i], sign);
+	umm_memcg_books(c, sign);
 }
 
 static void umm_recheck_gpus(void)
@@ -383,36 +384,9 @@ static int umm_report_check(const struct umm_tier_report *t, u32 count)
 	return 0;
 }
 
-/*
- * How far a REPORT lowers what @c holds on host nodes, node by node: the
- * host memory it gave back (moved to another node counts for the node it
- * left). Before the REPORT is applied.
- */
-static u64 umm_report_host_drop(const struct umm_client *c,
-				const struct umm_tier_report *t, u32 count,
-				bool update)
-{
-	u64 drop = 0, old, now;
-	u32 i;
-	int nid;
-
-	for (nid = 0; nid < nr_node_ids; nid++) {
-		old = c->nodes[nid].resident;
-		now = update ? old : 0;
-		for (i = 0; i < count; i++)
-			if (t[i].tier_type == UMM_TIER_HOST_NODE &&
-			    t[i].tier_id == nid)
-				now = t[i].resident_bytes;
-		if (old > now)
-			drop = umm_add_sat(drop, old - now);
-	}
-	return drop;
-}
-
 static long umm_ioc_report(struct umm_client *c, void __user *uarg,
 			   unsigned int cmd)
 {
-	u64 drop;
 	struct umm_tier_report *t = NULL;
 	struct umm_report r;
 	struct umm_book *b;
@@ -438,8 +412,6 @@ static long umm_ioc_report(struct umm_client *c, void __user *uarg,
 
 	mutex_lock(&umm.mutex);
 	spin_lock(&umm.lock);
-	drop = umm_report_host_drop(c, t, r.count,
-				    r.flags & UMM_REPORT_F_UPDATE);
 	umm_books_account(c, -1);
 	if (!(r.flags & UMM_REPORT_F_UPDATE)) {
 		memset(c->nodes, 0, nr_node_ids * sizeof(*c->nodes));
@@ -455,7 +427,6 @@ static long umm_ioc_report(struct umm_client *c, void __user *uarg,
 	}
 	umm_books_account(c, 1);
 	spin_unlock(&umm.lock);
-	umm_oom_given(drop);
 	umm_recheck_gpus();
 	mutex_unlock(&umm.mutex);
 
@@ -500,39 +471,26 @@ static void umm_level_fill(struct umm_level_info *li, u32 type, u32 id,
 		li->flags |= UMM_LEVEL_F_INJECTED;
 }
 
-static long umm_ioc_query(struct umm_client *c, struct umm_query __user *uarg,
-			  unsigned int cmd)
+/*
+ * The nodes' and GPUs' entries, the first @room of them written: O(nodes +
+ * GPUs) under umm.lock, the one walk QUERY does there.
+ */
+static u32 umm_query_sources(struct umm_level_info *li, u32 room)
 {
-	struct umm_level_info *li;
-	u32 total = 0, cgroups = 0, i;
-	struct umm_query q;
+	struct umm_level_info e;
 	struct umm_node *n;
-	long ret;
+	u32 total = 0, i;
 	int nid;
 
-	ret = umm_copy_arg(&q, sizeof(q), uarg, cmd);
-	if (ret)
-		return ret;
-	if (q.flags)
-		return -EINVAL;
-
-	mutex_lock(&umm.mutex);
-	/* the caller may have moved since the last sample */
-	umm_memcg_follow(c);
-	if (c->features & UMM_FEATURE_CGROUP)
-		cgroups = umm.nr_cgroups;
-	li = kcalloc(nr_node_ids + UMM_MAX_GPUS + cgroups, sizeof(*li),
-		     GFP_KERNEL);
-	if (!li) {
-		mutex_unlock(&umm.mutex);
-		return -ENOMEM;
-	}
 	spin_lock(&umm.lock);
 	for_each_umm_node(n, nid) {
-		umm_level_fill(&li[total], UMM_TIER_HOST_NODE, nid, &n->src);
-		li[total].free_bytes = n->avail_bytes;
-		li[total].total_bytes = n->total_bytes;
-		li[total].eta_ms = n->eta_ms;
+		memset(&e, 0, sizeof(e));
+		umm_level_fill(&e, UMM_TIER_HOST_NODE, nid, &n->src);
+		e.free_bytes = n->avail_bytes;
+		e.total_bytes = n->total_bytes;
+		e.eta_ms = n->eta_ms;
+		if (total < room)
+			li[total] = e;
 		total++;
 	}
 	for (i = 0; i < UMM_MAX_GPUS; i++) {
@@ -541,28 +499,80 @@ static long umm_ioc_query(struct umm_client *c, struct umm_query __user *uarg,
 
 		if (!g->budget_bytes && !used && !g->src.injected)
 			continue;
-		umm_level_fill(&li[total], UMM_TIER_GPU, i, &g->src);
-		li[total].total_bytes = g->budget_bytes;
+		memset(&e, 0, sizeof(e));
+		umm_level_fill(&e, UMM_TIER_GPU, i, &g->src);
+		e.total_bytes = g->budget_bytes;
 		if (g->budget_bytes) {
-			li[total].flags |= UMM_LEVEL_F_BUDGET;
+			e.flags |= UMM_LEVEL_F_BUDGET;
 			if (g->budget_bytes > used)
-				li[total].free_bytes = g->budget_bytes - used;
+				e.free_bytes = g->budget_bytes - used;
 		}
+		if (total < room)
+			li[total] = e;
 		total++;
 	}
-	if (cgroups)
-		total += umm_memcg_level_info(&li[total], cgroups);
 	spin_unlock(&umm.lock);
-	q.enabled = READ_ONCE(umm.enabled);
+	return total;
+}
+
+/*
+ * Every entry, the first @room written at @li. The caller's buffer was
+ * sized before umm.mutex was taken: allocations under it must not enter
+ * reclaim (umm_internal.h).
+ */
+static u32 umm_query_fill(struct umm_client *c, struct umm_level_info *li,
+			  u32 room, u32 *enabled)
+{
+	u32 total, done;
+
+	mutex_lock(&umm.mutex);
+	/* the caller may have moved since the last sample */
+	umm_memcg_follow(c);
+	total = umm_query_sources(li, room);
+	if (c->features & UMM_FEATURE_CGROUP) {
+		done = min(total, room);
+		total += umm_memcg_level_info(c, li + done,
+					       room - done);
+	}
+	*enabled = READ_ONCE(umm.enabled);
 	mutex_unlock(&umm.mutex);
+	return total;
+}
+
+static long umm_ioc_query(struct umm_client *c, struct umm_query __user *uarg,
+			  unsigned int cmd)
+{
+	struct umm_level_info *li = NULL;
+	struct umm_query q;
+	u32 total, room;
+	long ret;
+
+	ret = umm_copy_arg(&q, sizeof(q), uarg, cmd);
+	if (ret)
+		return ret;
+	if (q.flags)
+		return -EINVAL;
+
+	/* sources come and go: size again when more came than fit */
+	total = nr_node_ids + UMM_MAX_GPUS + READ_ONCE(umm.nr_cgroups);
+	for (;;) {
+		kfree(li);
+		room = min(q.count, total);
+		li = room ? kcalloc(room, sizeof(*li), GFP_KERNEL) : NULL;
+		if (room && !li)
+			return -ENOMEM;
+		total = umm_query_fill(c, li, room, &q.enabled);
+		if (total <= room || room == q.count)
+			break;
+	}
 
 	spin_lock(&c->ring_lock);
 	q.last_seq = c->seq;
 	spin_unlock(&c->ring_lock);
 
-	if (q.count &&
+	if (room &&
 	    copy_to_user(u64_to_user_ptr(q.levels), li,
-			 array_size(min(q.count, total), sizeof(*li)))) {
+			 array_size(min(room, total), sizeof(*li)))) {
 		ret = -EFAULT;
 		goto free_levels;
 	}

@@ -17,6 +17,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/capability.h>
 #include <linux/cgroup.h>
 #include <linux/kernel.h>
 #include <linux/math64.h>
@@ -255,6 +256,7 @@ static void umm_cgroup_announce(struct umm_cgroup *cg, u64 now)
 	if (!type)
 		return;
 	umm_event_init(&ev, type, UMM_TIER_CGROUP, lower_32_bits(cg->id));
+	ev.tier_id_hi = upper_32_bits(cg->id);
 	ev.level = cg->src.level;
 	ev.bytes_free = cg->room_bytes;
 	ev.eta_ms = cg->eta_ms;
@@ -267,6 +269,67 @@ static void umm_cgroup_announce(struct umm_cgroup *cg, u64 now)
 	umm_ask_within(&ev, cg->memcg,
 		       target > cg->room_bytes ? target - cg->room_bytes : 0,
 		       UMM_ASK_RESIDENT | UMM_ASK_INFO);
+}
+
+/*
+ * OOM kills of tasks in @m or below, whichever OOM chose them (its own
+ * limit, an ancestor's, the whole system's): memory.events' oom_kill.
+ * memcg_memory_event() counts it in this array on 6.1 and 6.12, and no
+ * exported function reads it.
+ */
+static u64 umm_memcg_oom_kills(struct mem_cgroup *m)
+{
+	return atomic_long_read(&m->memory_events[MEMCG_OOM_KILL]);
+}
+
+/*
+ * The memory cgroup OOM path calls no notifier a module can join: its
+ * kills are found here, after the fact, and told to the clients in the
+ * cgroup (those that the kill spared).
+ */
+static void umm_cgroup_oom_check(struct umm_cgroup *cg)
+{
+	u64 kills = umm_memcg_oom_kills(cg->memcg);
+	struct umm_event ev;
+
+	if (kills == cg->oom_kills)
+		return;
+	cg->oom_kills = kills;
+	if (!READ_ONCE(umm.enabled))
+		return;
+	umm_event_init(&ev, UMM_EVENT_OOM, UMM_TIER_CGROUP,
+		       lower_32_bits(cg->id));
+	ev.tier_id_hi = upper_32_bits(cg->id);
+	ev.level = cg->src.level;
+	ev.bytes_free = cg->room_bytes;
+	ev.eta_ms = cg->eta_ms;
+	if (umm_broadcast_within(&ev, cg->memcg, 0))
+		atomic64_inc(&cg->src.events);
+}
+
+/**
+ * umm_memcg_books() - add (@sign > 0) or take away what a client declared
+ * reclaimable on host nodes to or from its cgroup's sum.
+ * @c:		the client.
+ * @sign:	direction.
+ *
+ * Each watch sums its own clients (src.reclaimable), so that QUERY adds
+ * up cgroups, not clients.
+ *
+ * Context: umm.mutex and umm.lock held.
+ */
+void umm_memcg_books(struct umm_client *c, int sign)
+{
+	u64 v;
+
+	lockdep_assert_held(&umm.lock);
+	if (!c->cg)
+		return;
+	v = umm_client_host(c, true);
+	if (sign > 0)
+		umm_sum_add(&c->cg->src.reclaimable, v);
+	else
+		umm_sum_sub(&c->cg->src.reclaimable, v);
 }
 
 static void umm_cgroup_put(struct umm_cgroup *cg)
@@ -297,7 +360,8 @@ static int umm_memcg_tie(struct umm_client *c, struct mem_cgroup *memcg)
 		if (cg) {
 			css_put(&memcg->css);
 		} else {
-			cg = kzalloc(sizeof(*cg), GFP_KERNEL);
+			/* no reclaim under umm.mutex (umm_internal.h) */
+			cg = kzalloc(sizeof(*cg), GFP_NOWAIT | __GFP_NOWARN);
 			if (!cg) {
 				css_put(&memcg->css);
 				return -ENOMEM;
@@ -309,6 +373,7 @@ static int umm_memcg_tie(struct umm_client *c, struct mem_cgroup *memcg)
 			cg->limit_bytes = U64_MAX;
 			cg->src.level = UMM_LEVEL_NORMAL;
 			cg->src.announced = UMM_LEVEL_NORMAL;
+			cg->oom_kills = umm_memcg_oom_kills(memcg);
 			atomic64_set(&cg->src.events, 0);
 			umm_cgroup_sample(cg, ktime_get_ns());
 			spin_lock(&umm.lock);
@@ -321,7 +386,9 @@ static int umm_memcg_tie(struct umm_client *c, struct mem_cgroup *memcg)
 		cg->clients++;
 	}
 	spin_lock(&umm.lock);
+	umm_memcg_books(c, -1);
 	c->cg = cg;
+	umm_memcg_books(c, 1);
 	spin_unlock(&umm.lock);
 	if (old)
 		umm_cgroup_put(old);
@@ -387,6 +454,8 @@ void umm_memcg_sample_all(u64 now)
 		umm_cgroup_sample(cg, now);
 	list_for_each_entry(cg, &umm.cgroups, list)
 		umm_cgroup_announce(cg, now);
+	list_for_each_entry(cg, &umm.cgroups, list)
+		umm_cgroup_oom_check(cg);
 }
 
 /**
@@ -438,31 +507,61 @@ u64 umm_memcg_next_ns(void)
 	return best;
 }
 
+/* What the clients tied to @top and to watched cgroups below it declared. */
+static u64 umm_cgroup_subtree_reclaimable(struct umm_cgroup *top)
+{
+	struct umm_cgroup *cg;
+	u64 sum = 0;
+
+	list_for_each_entry(cg, &umm.cgroups, list)
+		if (mem_cgroup_is_descendant(cg->memcg, top->memcg))
+			sum = umm_add_sat(sum,
+					  umm_sum_read(&cg->src.reclaimable));
+	return sum;
+}
+
+/*
+ * Tenants apart: a client sees its own cgroup and those below it, which
+ * are inside its cgroup namespace too (the namespace's root is at or above
+ * its cgroup). A client tied to none is in the root cgroup: it sees them
+ * all only with CAP_SYS_ADMIN, as the host's administrator.
+ */
+static bool umm_cgroup_visible(struct umm_cgroup *cg, struct umm_client *c,
+			       bool admin)
+{
+	if (!c->cg)
+		return admin;
+	return mem_cgroup_is_descendant(cg->memcg, c->cg->memcg);
+}
+
 /**
- * umm_memcg_level_info() - QUERY's entries for the watched cgroups.
+ * umm_memcg_level_info() - QUERY's entries for the watched cgroups a
+ * client may see.
+ * @c:		the client asking (tied to its cgroup as of now).
  * @li:		room for @room entries, zeroed.
  * @room:	entries at @li.
  *
- * Context: umm.mutex and umm.lock held.
- * Return: the number of entries written (every watched cgroup that fits).
+ * O(watched cgroups^2), whatever the number of clients; umm.lock is not
+ * needed: the sums change under umm.mutex too.
+ *
+ * Context: umm.mutex held; the caller's process context (capable()).
+ * Return: the number of entries that exist; the first @room are written.
  */
-u32 umm_memcg_level_info(struct umm_level_info *li, u32 room)
+u32 umm_memcg_level_info(struct umm_client *c, struct umm_level_info *li,
+			 u32 room)
 {
+	bool admin = !c->cg && capable(CAP_SYS_ADMIN);
 	struct umm_cgroup *cg;
-	struct umm_client *c;
 	u32 n = 0;
 
-	lockdep_assert_held(&umm.lock);
+	lockdep_assert_held(&umm.mutex);
 	list_for_each_entry(cg, &umm.cgroups, list) {
-		u64 recl = 0;
-
-		if (n == room)
-			break;
-		list_for_each_entry(c, &umm.clients, list)
-			if (c->cg && mem_cgroup_is_descendant(c->cg->memcg,
-							      cg->memcg))
-				recl = umm_add_sat(recl,
-						   umm_client_host(c, true));
+		if (!umm_cgroup_visible(cg, c, admin))
+			continue;
+		if (n >= room) {
+			n++;
+			continue;
+		}
 		li[n].tier_type = UMM_TIER_CGROUP;
 		li[n].tier_id = lower_32_bits(cg->id);
 		li[n].tier_id_hi = upper_32_bits(cg->id);
@@ -472,7 +571,7 @@ u32 umm_memcg_level_info(struct umm_level_info *li, u32 room)
 		li[n].free_bytes = cg->room_bytes;
 		li[n].total_bytes = cg->binding ? cg->limit_bytes : 0;
 		li[n].used_bytes = cg->usage_bytes;
-		li[n].reclaimable_bytes = recl;
+		li[n].reclaimable_bytes = umm_cgroup_subtree_reclaimable(cg);
 		li[n].eta_ms = cg->eta_ms;
 		n++;
 	}
@@ -493,12 +592,17 @@ void umm_memcg_sample_all(u64 now)
 {
 }
 
+void umm_memcg_books(struct umm_client *c, int sign)
+{
+}
+
 u64 umm_memcg_next_ns(void)
 {
 	return U64_MAX;
 }
 
-u32 umm_memcg_level_info(struct umm_level_info *li, u32 room)
+u32 umm_memcg_level_info(struct umm_client *c, struct umm_level_info *li,
+			 u32 room)
 {
 	return 0;
 }

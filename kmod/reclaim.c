@@ -1,23 +1,26 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The kernel's own reclaim and OOM paths as sources: a
- * NUMA-aware shrinker whose objects are the pages clients declared
- * reclaimable on a node, and an OOM notifier. The shrinker only queues
- * events: it runs in reclaim context, so it takes spinlocks only, never
- * sleeps and never waits for userspace (which may itself be waiting for
- * this reclaim).
+ * The kernel's own reclaim and OOM paths as sources: a NUMA-aware
+ * shrinker and an OOM notifier.
  *
- * The OOM notifier queues its events too, then waits, holding no lock of
- * ours, up to oom_wait_ms for clients to give host memory back, and tells
- * out_of_memory() what they gave (its "freed" pages): the allocation is
- * retried instead of a task killed. A fill faster than clients can move
- * their bytes away (move_pages at 40-300 MiB/s in the VM rig, fills at
- * 256 MiB/s and more) is so held back to the pace of the clients while
- * they still give, and no longer: a wait that sees nothing given, or an
- * OOM put off for longer than UMM_OOM_WAITS_MAX waits in a row, lets the
- * OOM killer go on. The notifier chain may sleep (virtio_balloon's does
- * I/O there) and the wait is bounded, so a client that cannot run (its
- * own allocation may be the one waiting) costs a delay, not a deadlock.
+ * The shrinker has no objects: what clients declared reclaimable is
+ * theirs to free, later, and the kernel cannot take it back through us.
+ * So its count is always 0 (scan is never called), and the call itself is
+ * the news: reclaim runs on that node. The count marks the node in a
+ * nodemask and queues a work item, lockless and without walking anything;
+ * the work, in process context, asks the node's clients (SHRINK) if the
+ * node is short -- below its zones' high watermarks, where kswapd and
+ * direct reclaim run. drop_caches and proactive reclaim (memory.reclaim)
+ * call shrinkers on nodes that are not short, and ask nobody.
+ *
+ * The OOM notifier queues its events too and returns at once. It sleeps
+ * for no one and tells out_of_memory() that nothing was freed: it runs
+ * under the kernel's oom_lock, which every memory cgroup's OOM of the
+ * system takes as well, and what a client says in a REPORT (bytes moved
+ * between nodes, say) is no page the kernel can see freed. The time
+ * clients get comes earlier, from the levels and SHRINK; an OOM that
+ * comes anyway goes ahead. What an OOM event asks for helps the next
+ * allocation, not this one.
  *
  * The shrinker API changed in 6.7 (shrinker_alloc/shrinker_register/
  * shrinker_free instead of an embedded struct and register_shrinker); Kbuild
@@ -28,37 +31,30 @@
 #include <linux/ktime.h>
 #include <linux/minmax.h>
 #include <linux/mm.h>
+#include <linux/mmzone.h>
+#include <linux/nodemask.h>
 #include <linux/notifier.h>
 #include <linux/oom.h>
 #include <linux/sched.h>
 #include <linux/shrinker.h>
-#include <linux/wait.h>
 #include <linux/workqueue.h>
 
 #include "umm_internal.h"
 
 static u64 umm_oom_last_ns;	/* under umm.lock */
 
-/*
- * An OOM put off this many waits in a row goes ahead even while clients
- * say they give: bytes moved back and forth must not hold it off forever.
- */
-#define UMM_OOM_WAITS_MAX	16
-
-/* The OOM notifier's runs are serialised by the kernel's oom_lock. */
-static u64 umm_oom_put_off_ns;	/* first call put off in a row, or 0 */
-static u64 umm_oom_call_ns;	/* the previous call */
-
 /**
  * umm_shrink_node() - ask clients holding reclaimable bytes on a node for
  * some of them back.
  * @nid:	the node.
- * @bytes:	what reclaim asked for. Since at most one SHRINK per node goes
- *		out per event_min_interval_ms, at least 1/16 of what the
- *		clients declared reclaimable there is asked for.
+ * @bytes:	how far the node is below its high watermarks. Since at most
+ *		one SHRINK per node goes out per event_min_interval_ms, at
+ *		least 1/16 of what the clients declared reclaimable there is
+ *		asked for.
  * @injected:	from the inject file: mark the events, ignore the rate limit.
  *
- * Context: any process context including direct reclaim; never sleeps.
+ * Context: process context (the shrinker's work, the inject file); never
+ * sleeps.
  */
 void umm_shrink_node(int nid, u64 bytes, bool injected)
 {
@@ -129,68 +125,63 @@ unlock:
 	spin_unlock(&umm.lock);
 }
 
+static nodemask_t umm_shrink_nodes;	/* reclaim seen, not looked at yet */
+
 /*
- * Reclaim (kswapd, direct, memory.reclaim) runs with a reclaim state;
- * drop_caches calls shrinkers without one. Nobody is short of memory then
- * and clients' bytes are no cache: each "echo 3 > drop_caches" asked every
- * client for what it declared.
+ * The node's free pages against its zones' high watermarks (boost
+ * included: a boosted zone is being reclaimed): bytes short, 0 for none.
  */
-static bool umm_in_reclaim(void)
+static u64 umm_node_short_bytes(int nid)
 {
-	return current->reclaim_state != NULL;
+	unsigned long free = 0, high = 0;
+	struct zone *zone;
+	int i;
+
+	for (i = 0; i < MAX_NR_ZONES; i++) {
+		zone = &NODE_DATA(nid)->node_zones[i];
+		if (!managed_zone(zone))
+			continue;
+		free += zone_page_state(zone, NR_FREE_PAGES);
+		high += high_wmark_pages(zone);
+	}
+	return free < high ? (u64)(high - free) << PAGE_SHIFT : 0;
 }
+
+static void umm_shrink_work_fn(struct work_struct *work)
+{
+	u64 bytes;
+	int nid;
+
+	for_each_node_mask(nid, umm_shrink_nodes) {
+		node_clear(nid, umm_shrink_nodes);
+		bytes = umm_node_short_bytes(nid);
+		if (bytes)
+			umm_shrink_node(nid, bytes, false);
+	}
+}
+
+static DECLARE_WORK(umm_shrink_work, umm_shrink_work_fn);
 
 static unsigned long umm_shrink_count(struct shrinker *s,
 				      struct shrink_control *sc)
 {
 	struct umm_node *n;
 
+	atomic64_inc(&umm.stats.shrinker_calls);
 	if (!READ_ONCE(umm.enabled) || sc->nid < 0 ||
-	    sc->nid >= nr_node_ids || !umm_in_reclaim())
+	    sc->nid >= nr_node_ids)
 		return 0;
 	n = umm.nodes[sc->nid];
-	return n ? umm_sum_read(&n->src.reclaimable) >> PAGE_SHIFT : 0;
+	if (n && umm_sum_read(&n->src.reclaimable) &&
+	    !node_test_and_set(sc->nid, umm_shrink_nodes))
+		queue_work(system_highpri_wq, &umm_shrink_work);
+	return 0;
 }
 
 static unsigned long umm_shrink_scan(struct shrinker *s,
 				     struct shrink_control *sc)
 {
-	atomic64_inc(&umm.stats.shrinker_calls);
-	if (!umm_in_reclaim())
-		return SHRINK_STOP;
-	umm_shrink_node(sc->nid, (u64)sc->nr_to_scan << PAGE_SHIFT, false);
-	/* nothing is freed here; userspace frees later, on its own time */
-	return SHRINK_STOP;
-}
-
-/**
- * umm_oom_given() - a client gave host memory back: count it for the OOM
- * notifier and wake it if it waits.
- * @bytes:	how much its holdings on host nodes fell.
- *
- * Context: any; takes no lock.
- */
-void umm_oom_given(u64 bytes)
-{
-	if (!bytes)
-		return;
-	atomic64_set(&umm.oom_given_ns, ktime_get_ns());
-	atomic64_add(min_t(u64, bytes, S64_MAX >> 1), &umm.oom_given);
-	wake_up_all(&umm.oom_wq);
-}
-
-/* Does any client still declare host memory it could give back? */
-static bool umm_oom_anything_to_give(void)
-{
-	struct umm_node *n;
-	u64 sum = 0;
-	int nid;
-
-	spin_lock(&umm.lock);
-	for_each_umm_node(n, nid)
-		sum = umm_add_sat(sum, umm_sum_read(&n->src.reclaimable));
-	spin_unlock(&umm.lock);
-	return sum != 0;
+	return SHRINK_STOP;	/* never called: the count is 0 */
 }
 
 /*
@@ -205,50 +196,13 @@ static void umm_oom_sample_now(void)
 		mod_delayed_work(system_highpri_wq, &umm.work, 0);
 }
 
-/*
- * The pages to tell out_of_memory() it got back: what clients gave within
- * the wait (or in the wait before, not yet counted), else 0 and the OOM
- * killer goes on.
- */
-static unsigned long umm_oom_wait(void)
-{
-	u64 wait_ns = (u64)READ_ONCE(umm.oom_wait_ms) * NSEC_PER_MSEC;
-	u64 now = ktime_get_ns(), given;
-
-	if (!wait_ns || !READ_ONCE(umm.enabled))
-		goto go_on;
-	/* given before the previous call's wait, or long ago: not for this */
-	if (now - (u64)atomic64_read(&umm.oom_given_ns) > wait_ns)
-		atomic64_set(&umm.oom_given, 0);
-	if (!umm_oom_put_off_ns || now - umm_oom_call_ns > 2 * wait_ns)
-		umm_oom_put_off_ns = now;
-	umm_oom_call_ns = now;
-	if (now - umm_oom_put_off_ns > UMM_OOM_WAITS_MAX * wait_ns)
-		goto go_on;
-	if (!atomic64_read(&umm.oom_given) && !umm_oom_anything_to_give())
-		goto go_on;
-	wait_event_timeout(umm.oom_wq, atomic64_read(&umm.oom_given) > 0,
-			   nsecs_to_jiffies(wait_ns));
-	given = atomic64_xchg(&umm.oom_given, 0);
-	if (!given)
-		goto go_on;
-	atomic64_inc(&umm.stats.oom_deferred);
-	return max_t(unsigned long, given >> PAGE_SHIFT, 1);
-
-go_on:
-	umm_oom_put_off_ns = 0;
-	return 0;
-}
-
 static int umm_oom_notify(struct notifier_block *nb, unsigned long unused,
 			  void *arg)
 {
-	unsigned long *freed = arg;
-
+	/* @arg, the pages freed, is left alone: see the top of this file */
 	atomic64_inc(&umm.stats.oom_calls);
 	umm_oom(false);
 	umm_oom_sample_now();
-	*freed += umm_oom_wait();
 	return NOTIFY_OK;
 }
 
@@ -323,4 +277,5 @@ void umm_reclaim_exit(void)
 {
 	unregister_oom_notifier(&umm_oom_nb);
 	umm_shrinker_unregister();
+	cancel_work_sync(&umm_shrink_work);
 }

@@ -6,6 +6,8 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/cred.h>
+#include <linux/hashtable.h>
 #include <linux/ktime.h>
 #include <linux/mm.h>
 #include <linux/poll.h>
@@ -53,36 +55,112 @@ static size_t umm_ring_bytes(u32 queue_len)
 				    PAGE_ALIGN(bytes);
 }
 
+/* What the rings of one user's clients take: the cap is per user. */
+struct umm_ring_user {
+	struct hlist_node node;
+	kuid_t uid;
+	u64 bytes;
+};
+
+static DEFINE_HASHTABLE(umm_ring_users, 6);
+static DEFINE_SPINLOCK(umm_ring_users_lock);
+
+static struct umm_ring_user *umm_ring_user_find(kuid_t uid)
+{
+	struct umm_ring_user *u;
+
+	hash_for_each_possible(umm_ring_users, u, node, __kuid_val(uid))
+		if (uid_eq(u->uid, uid))
+			return u;
+	return NULL;
+}
+
+/*
+ * Charge @bytes to @uid, whose entry is @spare when it has none yet (then
+ * *@spare is used up). -ENOBUFS past ring_bytes_max.
+ */
+static int umm_ring_charge(kuid_t uid, u64 bytes,
+			   struct umm_ring_user **spare)
+{
+	struct umm_ring_user *u;
+	int ret = 0;
+
+	spin_lock(&umm_ring_users_lock);
+	u = umm_ring_user_find(uid);
+	if (!u) {
+		u = *spare;
+		*spare = NULL;
+		u->uid = uid;
+		hash_add(umm_ring_users, &u->node, __kuid_val(uid));
+	}
+	if (u->bytes + bytes > READ_ONCE(umm.ring_bytes_max))
+		ret = -ENOBUFS;
+	else
+		u->bytes += bytes;
+	if (!u->bytes) {
+		hash_del(&u->node);
+		*spare = u;
+	}
+	spin_unlock(&umm_ring_users_lock);
+	return ret;
+}
+
+static void umm_ring_uncharge(kuid_t uid, u64 bytes)
+{
+	struct umm_ring_user *u;
+
+	spin_lock(&umm_ring_users_lock);
+	u = umm_ring_user_find(uid);
+	if (WARN_ON_ONCE(!u || u->bytes < bytes)) {
+		u = NULL;
+	} else {
+		u->bytes -= bytes;
+		if (u->bytes)
+			u = NULL;
+		else
+			hash_del(&u->node);
+	}
+	spin_unlock(&umm_ring_users_lock);
+	kfree(u);
+}
+
 /**
  * umm_ring_alloc() - give a new client its ring and the lock around it.
  * @c:		the client (zeroed).
  * @queue_len:	records that events may fill.
  *
  * The ring is charged to the opener's memory cgroup (a client's memory is
- * its own), and all rings together may not pass ring_bytes_max, counted as
- * the allocator really gives them (umm_ring_bytes()): at queue_len 65536
- * a ring is 4 MiB, and without a cap the clients of one unprivileged user
- * pinned hundreds of MiB.
+ * its own), and the rings of one user's clients (the opener's real uid)
+ * may not pass ring_bytes_max together, counted as the allocator really
+ * gives them (umm_ring_bytes()): at queue_len 65536 a ring is 4 MiB, and
+ * without a cap the clients of one unprivileged user pinned hundreds of
+ * MiB. Per user, so that no user's clients leave none to the others.
  *
  * Return: 0, -ENOBUFS when the cap would be passed, or -ENOMEM.
  */
 int umm_ring_alloc(struct umm_client *c, u32 queue_len)
 {
 	size_t bytes = umm_ring_bytes(queue_len);
+	struct umm_ring_user *spare;
+	int ret;
 
-	if ((u64)atomic64_add_return(bytes, &umm.stats.ring_bytes) >
-	    READ_ONCE(umm.ring_bytes_max)) {
-		atomic64_sub(bytes, &umm.stats.ring_bytes);
-		return -ENOBUFS;
-	}
+	spare = kzalloc(sizeof(*spare), GFP_KERNEL_ACCOUNT);
+	if (!spare)
+		return -ENOMEM;
+	c->uid = current_uid();
+	ret = umm_ring_charge(c->uid, bytes, &spare);
+	kfree(spare);
+	if (ret)
+		return ret;
 	if (bytes <= PAGE_SIZE)
 		c->ring = kzalloc(bytes, GFP_KERNEL_ACCOUNT);
 	else
 		c->ring = __vmalloc(bytes, GFP_KERNEL_ACCOUNT | __GFP_ZERO);
 	if (!c->ring) {
-		atomic64_sub(bytes, &umm.stats.ring_bytes);
+		umm_ring_uncharge(c->uid, bytes);
 		return -ENOMEM;
 	}
+	atomic64_add(bytes, &umm.stats.ring_bytes);
 	c->queue_len = queue_len;
 	spin_lock_init(&c->ring_lock);
 	init_waitqueue_head(&c->wq);
@@ -95,11 +173,14 @@ int umm_ring_alloc(struct umm_client *c, u32 queue_len)
  */
 void umm_ring_free(struct umm_client *c)
 {
+	size_t bytes = umm_ring_bytes(c->queue_len);
+
 	if (!c->ring)
 		return;
 	kvfree(c->ring);
 	c->ring = NULL;
-	atomic64_sub(umm_ring_bytes(c->queue_len), &umm.stats.ring_bytes);
+	atomic64_sub(bytes, &umm.stats.ring_bytes);
+	umm_ring_uncharge(c->uid, bytes);
 }
 
 static u32 umm_ring_slot(struct umm_client *c, u32 i)
@@ -173,6 +254,10 @@ static void umm_ring_push(struct umm_client *c, struct umm_event *ev)
  */
 void umm_client_queue(struct umm_client *c, struct umm_event *ev)
 {
+	/* callers give the whole id; clients built before it get none */
+	if (ev->tier_type == UMM_TIER_CGROUP &&
+	    !(c->features & UMM_FEATURE_CGROUP_ID64))
+		ev->dest_node = UMM_NODE_NONE;
 	spin_lock(&c->ring_lock);
 	umm_ring_push(c, ev);
 	spin_unlock(&c->ring_lock);

@@ -19,7 +19,6 @@ struct umm_state umm = {
 	.min_interval_ms = 100,
 	.repeat_ms	= 1000,
 	.oom_wait_ms	= 1000,
-	.oom_wq		= __WAIT_QUEUE_HEAD_INITIALIZER(umm.oom_wq),
 	.cg_low_bp	= 2000,
 	.cg_medium_bp	= 1000,
 	.cg_critical_bp	= 500,

@@ -6,16 +6,21 @@
  *
  *  umm.mutex	  serialises everything that may sleep and changes the books
  *		  or the policy: handshakes, REPORTs, client release, knob
- *		  writes, inject, the sampling work. Never taken from reclaim
- *		  or OOM context, so holding it across GFP_KERNEL allocations
- *		  is safe.
+ *		  writes, inject, the sampling work, QUERY, the cgroup watches
+ *		  and their sums. Never taken from reclaim or OOM context.
+ *		  Under it: no allocation that may enter reclaim (and so the
+ *		  shrinker or the OOM notifier): GFP_NOWAIT, or allocate
+ *		  before taking it; no user copy (a fault may wait on
+ *		  userfaultfd, and everyone would wait with it).
  *  umm.lock	  spinlock: the client lists and the priority tree, every
  *		  client's books and umm_client.ask, the per-source sums and
- *		  rate-limit stamps.
- *		  This is all the shrinker and the OOM notifier take, so they
- *		  never wait for userspace holding a lock; the OOM notifier
- *		  alone then sleeps, holding none, on umm.oom_wq for at most
- *		  oom_wait_ms (reclaim.c says why).
+ *		  rate-limit stamps. All that the OOM notifier takes, and only
+ *		  for the one walk it must make (the clients with something
+ *		  to give); the shrinker takes nothing of ours. Under it:
+ *		  bounded work only -- O(nodes + GPUs), or one walk of the
+ *		  clients for an event -- never a walk over cgroups x clients
+ *		  (QUERY sums per cgroup under umm.mutex alone), no sleeping,
+ *		  no allocation.
  *  client->ring_lock spinlock: one client's ring, seq and pending ACKs.
  *		  Taken inside umm.lock when events are queued.
  *  client->read_mutex serialises readers of one file (so a record being
@@ -37,6 +42,7 @@
 #include <linux/rbtree.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
+#include <linux/uidgid.h>
 #include <linux/wait.h>
 #include <linux/workqueue.h>
 #include <linux/umm.h>
@@ -211,6 +217,7 @@ struct umm_level_info;
  * @fill_bps:	EWMA of the rate @room_bytes falls, bytes per second.
  * @fill_now_bps: the same between the last two samples alone.
  * @eta_ms:	estimated ms to the critical threshold, or UMM_ETA_UNKNOWN.
+ * @oom_kills:	its memory.events oom_kill when last sampled (umm.mutex).
  * @src:	level and counters (the books are the clients' own).
  */
 struct umm_cgroup {
@@ -228,6 +235,7 @@ struct umm_cgroup {
 	s64 fill_bps;
 	s64 fill_now_bps;
 	u32 eta_ms;
+	u64 oom_kills;
 	struct umm_source src;
 };
 
@@ -257,6 +265,7 @@ struct umm_book {
  * @ask:	scratch for umm_ask(), under umm.lock.
  * @cg:		the watched memory cgroup of its process (UMM_FEATURE_CGROUP),
  *		or NULL; changed under umm.mutex and umm.lock.
+ * @uid:	the opener's real uid, whose ring_bytes_max the ring counts to.
  * @ring_lock:	protects the ring, @seq, @pending and the counters below.
  * @ring:	queue_len + 1 records: one slot is kept for OVERFLOW.
  * @queue_len:	records that events may fill.
@@ -290,6 +299,7 @@ struct umm_client {
 	struct umm_book gpus[UMM_MAX_GPUS];
 	u64 ask;
 	struct umm_cgroup *cg;
+	kuid_t uid;
 
 	spinlock_t ring_lock;		/* see the top of this file */
 	struct umm_event *ring;
@@ -349,19 +359,15 @@ struct umm_stats {
  * @enabled:	knob; 0 stops every event (figures keep being sampled).
  * @interval_ms: sampling period.
  * @queue_len:	ring length given to clients opened from now on.
- * @ring_bytes_max: the rings of all clients together may take this much
- *		(an open that would pass it fails with -ENOBUFS).
+ * @ring_bytes_max: the rings of one user's clients together may take this
+ *		much (an open that would pass it fails with -ENOBUFS).
  * @hysteresis_bp: how far above a watermark free memory must climb before
  *		the level drops.
  * @min_interval_ms: least time between two events of one source.
  * @repeat_ms:	while a source stays at LOW or worse, ask again this often
  *		(0: never).
- * @oom_wait_ms: how long the OOM notifier waits for clients to give host
- *		memory back before it lets the OOM killer choose (0: never).
- * @oom_given:	host bytes clients gave back (REPORTs that lowered their
- *		holdings on a node) since the OOM notifier last looked.
- * @oom_given_ns: when the last of those came.
- * @oom_wq:	the OOM notifier waits here for @oom_given.
+ * @oom_wait_ms: deprecated knob, kept for the tools that write it: the OOM
+ *		notifier no longer waits (reclaim.c).
  * @cg_low_bp:	thresholds of every watched cgroup, basis points of its
  * @cg_medium_bp: limit: room below them is LOW, MEDIUM, CRITICAL
  * @cg_critical_bp: (low > medium > critical, umm.mutex).
@@ -405,9 +411,6 @@ struct umm_state {
 	u32 min_interval_ms;
 	u32 repeat_ms;
 	u32 oom_wait_ms;
-	atomic64_t oom_given;
-	atomic64_t oom_given_ns;
-	wait_queue_head_t oom_wq;
 	u32 cg_low_bp;
 	u32 cg_medium_bp;
 	u32 cg_critical_bp;
@@ -523,16 +526,17 @@ void umm_gpu_hold(struct umm_gpu *g, u32 level);
 bool umm_memcg_available(void);
 void umm_memcg_untie(struct umm_client *c);
 void umm_memcg_follow(struct umm_client *c);
+void umm_memcg_books(struct umm_client *c, int sign);
 void umm_memcg_sample_all(u64 now);
 u64 umm_memcg_next_ns(void);
-u32 umm_memcg_level_info(struct umm_level_info *li, u32 room);
+u32 umm_memcg_level_info(struct umm_client *c, struct umm_level_info *li,
+			 u32 room);
 
 /* reclaim.c: shrinker and OOM notifier */
 int umm_reclaim_init(void);
 void umm_reclaim_exit(void);
 void umm_shrink_node(int nid, u64 bytes, bool injected);
 void umm_oom(bool injected);
-void umm_oom_given(u64 bytes);
 
 /* events.c: who is asked for what, and where to */
 #define UMM_ASK_RESIDENT	BIT(0)	/* then ask for non-reclaimable bytes */

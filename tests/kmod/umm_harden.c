@@ -9,11 +9,13 @@
  * be written does not count; ioctl structs larger than the module knows are
  * accepted when the extra bytes are zero (E2BIG otherwise), smaller ones
  * refused; a ring is charged to the opener's memory cgroup and the rings
- * of all clients are capped by ring_bytes_max. Runs
+ * of one user's clients are capped by ring_bytes_max, leaving room to the
+ * other users. Runs
  * late in the boot: it saturates the module's bytes_freed.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <linux/userfaultfd.h>
 #include <poll.h>
 #include <pthread.h>
@@ -445,6 +447,63 @@ TEST(ring_memory_capped)
 			close(fd[i]);
 	ASSERT_EQ(0, attr_read_u64("ring_bytes", &now));
 	EXPECT_EQ(base, now);
+	EXPECT_EQ(0, attr_write_u64("queue_len", old_len));
+	EXPECT_EQ(0, attr_write_u64("ring_bytes_max", old_max));
+}
+
+/*
+ * The cap is per user: one user's clients (here nobody's, on a /dev/umm
+ * opened up for the test) running into it leave room to the others.
+ */
+TEST(ring_cap_is_per_user)
+{
+	uint64_t old_max, old_len, base, ring = ring_alloc_bytes(4096);
+	int ready[2], hold[2], fd, res[2] = { 0, 0 };
+	struct stat st;
+	char c;
+	pid_t pid;
+
+	ASSERT_EQ(0, stat(UMM_DEVICE_PATH, &st));
+	ASSERT_EQ(0, attr_read_u64("ring_bytes_max", &old_max));
+	ASSERT_EQ(0, attr_read_u64("queue_len", &old_len));
+	ASSERT_EQ(0, attr_read_u64("ring_bytes", &base));
+	ASSERT_EQ(0, attr_write_u64("ring_bytes_max", base + 2 * ring));
+	ASSERT_EQ(0, attr_write("queue_len", "4096"));
+	ASSERT_EQ(0, chmod(UMM_DEVICE_PATH, 0666));
+	ASSERT_EQ(0, pipe(ready));
+	ASSERT_EQ(0, pipe(hold));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		close(hold[1]);
+		if (setgroups(0, NULL) || setgid(65534) || setuid(65534))
+			_exit(100);
+		/* res[0]: rings taken, res[1]: why the next open failed */
+		for (res[1] = 0; res[0] < 1024; res[0]++) {
+			res[1] = umm_open(0);
+			if (res[1] < 0)
+				break;
+		}
+		if (write(ready[1], res, sizeof(res)) != sizeof(res))
+			_exit(101);
+		if (read(hold[0], &c, 1) < 0)
+			_exit(102);
+		_exit(0);
+	}
+	close(hold[0]);
+	EXPECT_EQ((ssize_t)sizeof(res), read(ready[0], res, sizeof(res)));
+	EXPECT_EQ(-ENOBUFS, res[1]) TH_LOG("nobody took %d rings", res[0]);
+	EXPECT_LE(2, res[0]);
+	fd = umm_open(0);
+	EXPECT_LE(0, fd) TH_LOG("nobody's rings left root no room: %s",
+				strerror(-fd));
+	if (fd >= 0)
+		close(fd);
+	close(hold[1]);
+	waitpid(pid, NULL, 0);
+	close(ready[0]);
+	close(ready[1]);
+	chmod(UMM_DEVICE_PATH, st.st_mode & 07777);
 	EXPECT_EQ(0, attr_write_u64("queue_len", old_len));
 	EXPECT_EQ(0, attr_write_u64("ring_bytes_max", old_max));
 }

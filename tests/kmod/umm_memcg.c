@@ -8,7 +8,8 @@
  * sibling cgroup hears nothing; a limit on the parent counts, as does a
  * memory.high below memory.max; the cgroup knobs refuse bad values; a
  * client follows its process to another cgroup, and a cgroup removed
- * under an open client is let go; QUERY lists the watched cgroups, only to
+ * under an open client is let go; an OOM kill by the cgroup's limit is
+ * told to the clients in that cgroup alone; QUERY lists the watched cgroups, only to
  * clients that asked for them; fast fills (as fast as the VM can fault
  * pages in) get CRITICAL before the OOM kill, of a cgroup and of a node;
  * what a sample costs with 100 watched cgroups. A cgroup full of clean
@@ -40,7 +41,10 @@ TEST_TIMEOUT_SET(limit_approached_by_a_filler, 300);
 TEST_TIMEOUT_SET(fast_cgroup_fill_gets_critical_first, 300);
 TEST_TIMEOUT_SET(fast_node_fill_gets_critical_first, 300);
 TEST_TIMEOUT_SET(sample_cost_with_100_cgroups, 300);
+TEST_TIMEOUT_SET(query_cost_100_cgroups_1000_clients, 300);
 TEST_TIMEOUT_SET(parent_limit_counts, 120);
+TEST_TIMEOUT_SET(cgroup_oom_kill_is_told, 120);
+TEST_TIMEOUT_SET(cgroup_ids_in_events_are_64_bit, 120);
 TEST_TIMEOUT_SET(memory_high_below_max, 120);
 TEST_TIMEOUT_SET(thousands_of_clients_open_and_close, 300);
 TEST_TIMEOUT_SET(page_cache_reads_normal, 300);
@@ -601,7 +605,10 @@ TEST_F(cg, sibling_hears_nothing)
 	ASSERT_LE(0, a);
 	ASSERT_LE(0, b);
 	EXPECT_EQ(1, query_cgroup(a, ida, NULL));
-	EXPECT_EQ(1, query_cgroup(a, idb, NULL)) TH_LOG("QUERY lists all");
+	EXPECT_EQ(0, query_cgroup(a, idb, NULL))
+		TH_LOG("QUERY lists the sibling's cgroup to a");
+	EXPECT_EQ(0, query_cgroup(b, ida, NULL))
+		TH_LOG("QUERY lists the sibling's cgroup to b");
 	ASSERT_EQ(0, filler_start(&f, "par/a"));
 	/* to 112 of 128 MiB: LOW (room under 20 %) */
 	while (f.bytes < 112 * MiB)
@@ -616,6 +623,119 @@ TEST_F(cg, sibling_hears_nothing)
 	hog_stop(&f);
 	EXPECT_LE(1, got_a) TH_LOG("the client in a hears of a");
 	EXPECT_EQ(0, got_b) TH_LOG("the client in b hears nothing");
+	client_end(a, pa);
+	client_end(b, pb);
+	EXPECT_EQ(0, cg_rm("par/a"));
+	EXPECT_EQ(0, cg_rm("par/b"));
+	EXPECT_EQ(0, cg_rm("par"));
+	EXPECT_TRUE(watched_settles(0));
+}
+
+/*
+ * Cgroup events carry the whole 64-bit id to a client that asked for
+ * UMM_FEATURE_CGROUP_ID64 (the high half where dest_node would be); a
+ * client that did not reads UMM_NODE_NONE there, as before.
+ */
+TEST_F(cg, cgroup_ids_in_events_are_64_bit)
+{
+	int a, b, got_a = 0, got_b = 0;
+	struct umm_event ev;
+	uint64_t id;
+	pid_t pa, pb;
+	struct hog f;
+
+	ASSERT_EQ(0, cg_make("id64", "134217728"));
+	id = cg_id("id64");
+	a = client_in("id64", "id64", UMM_FEATURE_CGROUP |
+		      UMM_FEATURE_CGROUP_ID64 | UMM_FEATURE_ALL_PRESSURE, 0,
+		      &pa);
+	b = client_in("id64", "id32", UMM_FEATURE_CGROUP |
+		      UMM_FEATURE_ALL_PRESSURE, 0, &pb);
+	ASSERT_LE(0, a) TH_LOG("the handshake refused the feature");
+	ASSERT_LE(0, b);
+	ASSERT_EQ(0, filler_start(&f, "id64"));
+	/* to 112 of 128 MiB: LOW (room under 20 %) */
+	while (f.bytes < 112 * MiB)
+		ASSERT_EQ(0, hog_step(&f, 8 * MiB));
+	usleep(400000);
+	while (umm_next_event(a, &ev, 0) == 1) {
+		if (ev.type != UMM_EVENT_PRESSURE ||
+		    ev.tier_type != UMM_TIER_CGROUP)
+			continue;
+		got_a++;
+		EXPECT_EQ(id, ev.tier_id | (uint64_t)ev.tier_id_hi << 32);
+	}
+	while (umm_next_event(b, &ev, 0) == 1) {
+		if (ev.type != UMM_EVENT_PRESSURE ||
+		    ev.tier_type != UMM_TIER_CGROUP)
+			continue;
+		got_b++;
+		EXPECT_EQ((uint32_t)id, ev.tier_id);
+		EXPECT_EQ(UMM_NODE_NONE, ev.dest_node);
+	}
+	hog_stop(&f);
+	EXPECT_LE(1, got_a);
+	EXPECT_LE(1, got_b);
+	client_end(a, pa);
+	client_end(b, pb);
+	EXPECT_EQ(0, cg_rm("id64"));
+	EXPECT_TRUE(watched_settles(0));
+}
+
+/*
+ * A kill by the cgroup's own limit calls no OOM notifier: the clients in
+ * that cgroup hear of it all the same (OOM about the cgroup, asking for
+ * nothing), the sibling's client and a client without cgroup events do
+ * not.
+ */
+TEST_F(cg, cgroup_oom_kill_is_told)
+{
+	int a, b, node, status, got_b = 0, got_node = 0;
+	uint64_t ida, kills;
+	struct umm_event ev;
+	pid_t pa, pb;
+	struct hog f;
+
+	printf("# expect-dmesg: Memory cgroup out of memory|oom\n");
+	printf("# require-dmesg: Memory cgroup out of memory\n");
+	fflush(stdout);
+	ASSERT_EQ(0, cg_make("par", NULL));
+	ASSERT_EQ(0, cg_write("par", "cgroup.subtree_control", "+memory"));
+	ASSERT_EQ(0, cg_make("par/a", "67108864"));
+	ASSERT_EQ(0, cg_make("par/b", "67108864"));
+	ida = cg_id("par/a");
+	a = client_in("par/a", "in-a", UMM_FEATURE_CGROUP, 0, &pa);
+	b = client_in("par/b", "in-b", UMM_FEATURE_CGROUP, 0, &pb);
+	node = umm_client("node-only", 0, UMM_FEATURE_ALL_PRESSURE, 0);
+	ASSERT_LE(0, a);
+	ASSERT_LE(0, b);
+	ASSERT_LE(0, node);
+	kills = cg_read_key("par/a", "memory.events", "oom_kill");
+	ASSERT_EQ(0, filler_start(&f, "par/a"));
+	ASSERT_EQ(0, hog_run_free(&f, 8 * MiB));
+	ASSERT_EQ(f.pid, waitpid(f.pid, &status, 0));
+	f.pid = 0;
+	close(f.go);
+	close(f.done);
+	EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	EXPECT_EQ(kills + 1, cg_read_key("par/a", "memory.events",
+					 "oom_kill"));
+	ASSERT_EQ(1, umm_wait_tier(a, UMM_EVENT_OOM, UMM_TIER_CGROUP,
+				   (uint32_t)ida, &ev, 10000))
+		TH_LOG("the cgroup's OOM kill was not told");
+	EXPECT_EQ(0, ev.bytes_to_free);
+	EXPECT_EQ(0, ev.flags) TH_LOG("information: no ACK asked");
+	EXPECT_EQ(UMM_NODE_NONE, ev.dest_node);
+	usleep(300000);
+	while (umm_next_event(a, &ev, 0) == 1)
+		EXPECT_NE(UMM_EVENT_OOM, ev.type) TH_LOG("one kill, one event");
+	while (umm_next_event(b, &ev, 0) == 1)
+		got_b += ev.type == UMM_EVENT_OOM;
+	while (umm_next_event(node, &ev, 0) == 1)
+		got_node += ev.type == UMM_EVENT_OOM;
+	EXPECT_EQ(0, got_b) TH_LOG("the sibling's client hears nothing");
+	EXPECT_EQ(0, got_node) TH_LOG("not a system-wide OOM");
+	close(node);
 	client_end(a, pa);
 	client_end(b, pb);
 	EXPECT_EQ(0, cg_rm("par/a"));
@@ -1020,6 +1140,110 @@ TEST_F(cg, fast_node_fill_gets_critical_first)
 	EXPECT_EQ(rounds, critical + starved)
 		TH_LOG("CRITICAL in every fast fill the sampler ran in time");
 	EXPECT_LE(1, critical);
+}
+
+/*
+ * A process in @cg holding @n clients with cgroup events, each declaring
+ * @recl reclaimable on node 0, until @hold's write end closes. Returns its
+ * pid after the clients are ready, or -errno.
+ */
+static pid_t clients_in(const char *cg, int n, uint64_t recl, int hold[2])
+{
+	int ready[2];
+	pid_t pid;
+	char c;
+
+	if (pipe(ready))
+		return -errno;
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		close(hold[1]);
+		close(ready[0]);
+		if (cg_enter(cg))
+			_exit(20);
+		for (int i = 0; i < n; i++) {
+			int fd = umm_client("many", 0, UMM_FEATURE_CGROUP, 0);
+
+			if (fd < 0 || umm_report_one(fd, UMM_TIER_HOST_NODE, 0,
+						     recl, recl))
+				_exit(21);
+		}
+		if (write(ready[1], "r", 1) != 1)
+			_exit(22);
+		while (read(hold[0], &c, 1) > 0)
+			;
+		_exit(0);
+	}
+	close(ready[1]);
+	if (read(ready[0], &c, 1) != 1)
+		pid = -EIO;
+	close(ready[0]);
+	return pid;
+}
+
+/*
+ * QUERY with 100 watched cgroups of 10 clients each (1000 clients): what
+ * one costs, asked by a client in the root cgroup (which sees every
+ * cgroup with CAP_SYS_ADMIN), and that each cgroup's reclaimable_bytes is
+ * the sum of what its clients declared (kept per cgroup as they report).
+ */
+TEST_F(cg, query_cost_100_cgroups_1000_clients)
+{
+	enum { N = 100, PER = 10, ROUNDS = 2000 };
+	static struct umm_level_info lv[N + 64];
+	static pid_t pids[N];
+	uint64_t t0, ns, ids[N];
+	int hold[2], fd, n, found = 0;
+	char name[32];
+
+	ASSERT_EQ(0, pipe(hold));
+	ASSERT_EQ(0, cg_make("qc", NULL));
+	ASSERT_EQ(0, cg_write("qc", "cgroup.subtree_control", "+memory"));
+	for (int i = 0; i < N; i++) {
+		snprintf(name, sizeof(name), "qc/q%d", i);
+		ASSERT_EQ(0, cg_make(name, "1073741824"));
+		ids[i] = cg_id(name);
+		pids[i] = clients_in(name, PER, (uint64_t)(i + 1) * MiB, hold);
+		ASSERT_LT(0, pids[i]);
+	}
+	close(hold[0]);
+	fd = umm_client("query", 0, UMM_FEATURE_CGROUP, 0);
+	ASSERT_LE(0, fd);
+	n = umm_query(fd, lv, N + 64, NULL);
+	ASSERT_LE(N, n);
+	for (int i = 0; i < n && i < N + 64; i++) {
+		uint64_t id = lv[i].tier_id |
+			      (uint64_t)lv[i].tier_id_hi << 32;
+
+		if (lv[i].tier_type != UMM_TIER_CGROUP)
+			continue;
+		for (int j = 0; j < N; j++) {
+			if (id != ids[j])
+				continue;
+			found++;
+			EXPECT_EQ((uint64_t)PER * (j + 1) * MiB,
+				  lv[i].reclaimable_bytes);
+		}
+	}
+	EXPECT_EQ(N, found);
+	t0 = now_ns();
+	for (int r = 0; r < ROUNDS; r++)
+		ASSERT_EQ(n, umm_query(fd, lv, N + 64, NULL));
+	ns = (now_ns() - t0) / ROUNDS;
+	printf("# QUERY with %d cgroups x %d clients: %.1f us each\n", N,
+	       N * PER, ns / 1e3);
+	close(fd);
+	close(hold[1]);
+	for (int i = 0; i < N; i++)
+		waitpid(pids[i], NULL, 0);
+	for (int i = 0; i < N; i++) {
+		snprintf(name, sizeof(name), "qc/q%d", i);
+		EXPECT_EQ(0, cg_rm(name));
+	}
+	EXPECT_EQ(0, cg_rm("qc"));
+	EXPECT_TRUE(watched_settles(0));
 }
 
 /*

@@ -3,10 +3,13 @@
  * Description: the umm shrinker under real reclaim. Clients declare
  * reclaimable bytes per node; a child bound to node 0 allocates until the
  * kernel reclaims on node 0 (kswapd wakes below the zones' low watermark).
- * The shrinker's scan must queue a SHRINK event for node 0 to the client
- * that declared reclaimable bytes there, asking for no more than it
- * declared, and to nobody else; it must not wait for userspace (the
- * allocation keeps going while the event sits unread).
+ * The shrinker (which counts no objects: it has none the kernel could
+ * free) must have a SHRINK event for node 0 queued to the client that
+ * declared reclaimable bytes there, asking for no more than it declared,
+ * and to nobody else; it must not wait for userspace (the allocation keeps
+ * going while the event sits unread). Shrinker calls on nodes that are not
+ * short -- drop_caches, proactive reclaim through memory.reclaim -- ask
+ * nobody.
  *
  * vm.watermark_scale_factor is raised for the test so that kswapd starts
  * reclaiming while tens of MiB are still free: reclaim happens for real, far
@@ -21,6 +24,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -41,8 +45,8 @@ FIXTURE(reclaim) {
 FIXTURE_SETUP(reclaim)
 {
 	/* a: node 0, reclaimable; b: node 1 only; c: node 0, none of it
-	 * reclaimable. The declared sizes exceed the node: the shrinker
-	 * reports them to the kernel as they are. */
+	 * reclaimable. The declared sizes exceed the node: only what is
+	 * asked depends on them. */
 	struct umm_tier_report ta = {
 		.tier_type = UMM_TIER_HOST_NODE, .tier_id = 0,
 		.resident_bytes = 2 * GiB, .reclaimable_bytes = 2 * GiB,
@@ -161,6 +165,43 @@ TEST(drop_caches_asks_nobody)
 	EXPECT_EQ(0, umm_wait_type(fd, UMM_EVENT_SHRINK, &ev, 300))
 		TH_LOG("SHRINK for node %u asking %llu bytes", ev.tier_id,
 		       (unsigned long long)ev.bytes_to_free);
+	close(fd);
+}
+
+/*
+ * Proactive reclaim (memory.reclaim of the root cgroup, as senpai-like
+ * agents write it all day long) calls every shrinker on every node while
+ * nobody is short: no SHRINK goes out.
+ */
+TEST(proactive_reclaim_asks_nobody)
+{
+	struct umm_tier_report t[2] = {
+		{ .tier_type = UMM_TIER_HOST_NODE, .tier_id = 0,
+		  .resident_bytes = 64 * MiB, .reclaimable_bytes = 64 * MiB },
+		{ .tier_type = UMM_TIER_HOST_NODE, .tier_id = 1,
+		  .resident_bytes = 64 * MiB, .reclaimable_bytes = 64 * MiB },
+	};
+	uint64_t gap_ms, calls0 = 0, calls1 = 0;
+	struct umm_event ev;
+	int fd = umm_client("proactive", 0, 0, 0);
+
+	ASSERT_LE(0, fd);
+	if (access("/sys/fs/cgroup/cgroup.controllers", F_OK))
+		ASSERT_EQ(0, mount("none", "/sys/fs/cgroup", "cgroup2", 0,
+				   NULL));
+	ASSERT_EQ(0, attr_write("enabled", "1"));
+	ASSERT_EQ(0, umm_report(fd, t, 2, 0));
+	ASSERT_EQ(0, attr_read_u64("event_min_interval_ms", &gap_ms));
+	usleep((gap_ms + 20) * 1000);
+	ASSERT_EQ(0, attr_read_u64("shrinker_calls", &calls0));
+	/* -EAGAIN when it found too little to take: shrinkers ran anyway */
+	attr_write("/sys/fs/cgroup/memory.reclaim", "32M");
+	ASSERT_EQ(0, attr_read_u64("shrinker_calls", &calls1));
+	EXPECT_EQ(0, umm_wait_type(fd, UMM_EVENT_SHRINK, &ev, 300))
+		TH_LOG("SHRINK for node %u asking %llu bytes", ev.tier_id,
+		       (unsigned long long)ev.bytes_to_free);
+	printf("# memory.reclaim: %llu shrinker calls\n",
+	       (unsigned long long)(calls1 - calls0));
 	close(fd);
 }
 

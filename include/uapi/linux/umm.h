@@ -21,9 +21,9 @@
  * -EBADFD.
  * poll(): EPOLLIN | EPOLLRDNORM when a record is queued; EPOLLERR before the
  * handshake.
- * open(): -ENOBUFS when the event rings of all clients together would pass
- * /sys/kernel/mm/umm/ring_bytes_max; a ring is charged to the opener's
- * memory cgroup.
+ * open(): -ENOBUFS when the event rings of the opener's user's clients
+ * (by real uid) together would pass /sys/kernel/mm/umm/ring_bytes_max; a
+ * ring is charged to the opener's memory cgroup.
  * An open file holds a reference on the module: rmmod fails while any
  * client exists, with EAGAIN (EWOULDBLOCK, "Resource temporarily
  * unavailable") at once, with or without O_NONBLOCK (the kernel no longer
@@ -57,6 +57,7 @@
 #ifndef _UAPI_LINUX_UMM_H
 #define _UAPI_LINUX_UMM_H
 
+#include <linux/const.h>
 #include <linux/ioctl.h>
 #include <linux/types.h>
 
@@ -146,15 +147,34 @@ enum umm_level {
  * @UMM_EVENT_RELIEF:	 a source's level dropped (only with
  *			 UMM_FEATURE_RELIEF). tier, level (the new one),
  *			 bytes_free as for PRESSURE/GPU_BUDGET.
- * @UMM_EVENT_SHRINK:	 the kernel is reclaiming on a node (the umm
- *			 shrinker was called). tier = the node; bytes_to_free
- *			 = this client's share of what reclaim asked for (at
+ * @UMM_EVENT_SHRINK:	 the kernel is reclaiming on a node that is short of
+ *			 memory (the umm shrinker was called there, and the
+ *			 node is below its zones' high watermarks; not for
+ *			 drop_caches or memory.reclaim while it is not short).
+ *			 tier = the node; bytes_to_free = this client's share
+ *			 of how far the node is below those watermarks (at
  *			 least 1/16 of all that was declared reclaimable on
  *			 the node), at most what the client declared
  *			 reclaimable there. Only those clients get it.
- * @UMM_EVENT_OOM:	 the kernel is about to OOM-kill. tier NONE;
- *			 level CRITICAL; bytes_to_free = everything the client
- *			 declared reclaimable on host nodes.
+ * @UMM_EVENT_OOM:	 an OOM, in one of two kinds:
+ *			 tier NONE: a system-wide OOM (the kernel's OOM
+ *			 notifier chain, which a memory cgroup's OOM does not
+ *			 call); the OOM killer goes on at once, without
+ *			 waiting for any client. level CRITICAL;
+ *			 bytes_to_free = everything the client declared
+ *			 reclaimable on host nodes, sent only to clients that
+ *			 declared some: giving it back helps the allocations
+ *			 after this one.
+ *			 tier CGROUP (UMM_FEATURE_CGROUP): the OOM killer
+ *			 killed a task in that watched cgroup or below it
+ *			 (its memory.events oom_kill rose), whichever OOM
+ *			 chose it: the cgroup's own limit, an ancestor's, or
+ *			 a system-wide OOM. Told after the kill, at the next
+ *			 sample, once however many kills came since the last
+ *			 sample, to every client in the cgroup or below it
+ *			 (a client in nested watched cgroups gets one per
+ *			 watched cgroup). level, bytes_free, eta_ms as for
+ *			 PRESSURE; bytes_to_free 0 (information).
  * @UMM_EVENT_GPU_BUDGET: the clients' resident bytes on a GPU exceed its
  *			 budget_bytes (or a level was injected). tier = the
  *			 GPU; bytes_to_free = this client's share of the
@@ -190,8 +210,8 @@ enum umm_event_type {
 };
 
 /* struct umm_event.flags */
-#define UMM_EVENT_F_ACK		(1U << 0) /* asks to free: UMM_IOC_ACK it */
-#define UMM_EVENT_F_INJECTED	(1U << 1) /* caused by the inject file */
+#define UMM_EVENT_F_ACK		_BITUL(0) /* asks to free: UMM_IOC_ACK it */
+#define UMM_EVENT_F_INJECTED	_BITUL(1) /* caused by the inject file */
 
 /**
  * struct umm_event - one record read from /dev/umm. All fields (out).
@@ -204,7 +224,7 @@ enum umm_event_type {
  *		OVERFLOW record says how many).
  * @ts_ns:	CLOCK_MONOTONIC time the event was raised, in ns.
  * @tier_id:	node id or GPU id of the source (0 when tier_type is NONE);
- *		for a cgroup the low 32 bits of its id.
+ *		for a cgroup the low 32 bits of its id (see @tier_id_hi).
  * @level:	enum umm_level of the source now (CRITICAL for OOM).
  * @bytes_to_free: bytes this client is asked to give back (0: information
  *		only). UMM_EVENT_F_ACK is set exactly when it is non-zero.
@@ -216,7 +236,12 @@ enum umm_event_type {
  *		left under its limit by its working set).
  * @dest_node:	a host node with headroom (most available bytes above its low
  *		watermark plus the hysteresis band) to move bytes to, or
- *		UMM_NODE_NONE (-1).
+ *		UMM_NODE_NONE (-1); always UMM_NODE_NONE for a cgroup.
+ * @tier_id_hi:	for a cgroup (tier_type UMM_TIER_CGROUP), to a client
+ *		that asked for UMM_FEATURE_CGROUP_ID64: the high 32 bits of
+ *		its id (shares storage with @dest_node, which a cgroup event
+ *		does not use). Without the feature that storage reads
+ *		UMM_NODE_NONE, as for clients built before the feature.
  * @eta_ms:	estimated ms until the source reaches the critical level at
  *		the current rate of decline; 0 if it is critical already;
  *		UMM_ETA_UNKNOWN if it is not declining or not a node or
@@ -236,7 +261,10 @@ struct umm_event {
 		__u64 lost;
 	};
 	__u64 bytes_free;
-	__s32 dest_node;
+	union {
+		__s32 dest_node;
+		__u32 tier_id_hi;
+	};
 	__u32 eta_ms;
 };
 
@@ -250,21 +278,30 @@ struct umm_event {
  *			     only gets the PRESSURE/GPU_BUDGET events that ask
  *			     it to free bytes.
  * UMM_FEATURE_CGROUP:	     the client is tied to the memory cgroup (v2) of
- *			     the process that opened the file, and follows it
- *			     when it moves; it gets the PRESSURE (and, with
- *			     UMM_FEATURE_RELIEF, RELIEF) events of
+ *			     the process that opened the file (not of whoever
+ *			     holds the file later: a passed or inherited file
+ *			     stays with its opener's cgroup; once the opener
+ *			     exits, with the last one), and follows it when it
+ *			     moves; it gets the PRESSURE and OOM (and,
+ *			     with UMM_FEATURE_RELIEF, RELIEF) events of
  *			     UMM_TIER_CGROUP about that cgroup and QUERY lists
  *			     the watched cgroups. Granted always; the reply
  *			     of the handshake carries it only where the memory
  *			     controller is on the cgroup v2 hierarchy (with
  *			     no memory controller, or on cgroup v1, there are
  *			     no cgroup events).
+ * UMM_FEATURE_CGROUP_ID64:  events about a cgroup carry the high 32 bits
+ *			     of its id in struct umm_event.tier_id_hi (where
+ *			     dest_node would be; tier_id has the low 32 bits
+ *			     as before). Without it, that field reads
+ *			     UMM_NODE_NONE.
  */
-#define UMM_FEATURE_RELIEF		(1ULL << 0)
-#define UMM_FEATURE_ALL_PRESSURE	(1ULL << 1)
-#define UMM_FEATURE_CGROUP		(1ULL << 2)
+#define UMM_FEATURE_RELIEF		_BITULL(0)
+#define UMM_FEATURE_ALL_PRESSURE	_BITULL(1)
+#define UMM_FEATURE_CGROUP		_BITULL(2)
+#define UMM_FEATURE_CGROUP_ID64		_BITULL(3)
 #define UMM_API_FEATURES	(UMM_FEATURE_RELIEF | UMM_FEATURE_ALL_PRESSURE | \
-				 UMM_FEATURE_CGROUP)
+				 UMM_FEATURE_CGROUP | UMM_FEATURE_CGROUP_ID64)
 
 /**
  * struct umm_api - UMM_IOC_API, the handshake. Must be the first ioctl on a
@@ -329,7 +366,7 @@ struct umm_tier_report {
 };
 
 /* struct umm_report.flags */
-#define UMM_REPORT_F_UPDATE	(1U << 0) /* change only the listed tiers */
+#define UMM_REPORT_F_UPDATE	_BITUL(0) /* change only the listed tiers */
 
 /**
  * struct umm_report - UMM_IOC_REPORT: the client's holdings per tier.
@@ -387,8 +424,8 @@ struct umm_ack {
 };
 
 /* struct umm_level_info.flags */
-#define UMM_LEVEL_F_BUDGET	(1U << 0) /* GPU: a budget; cgroup: a limit */
-#define UMM_LEVEL_F_INJECTED	(1U << 1) /* level held by the inject file */
+#define UMM_LEVEL_F_BUDGET	_BITUL(0) /* GPU: a budget; cgroup: a limit */
+#define UMM_LEVEL_F_INJECTED	_BITUL(1) /* level held by the inject file */
 
 /**
  * struct umm_level_info - one source in UMM_IOC_QUERY. All (out).
@@ -437,9 +474,12 @@ struct umm_level_info {
  * @count:	(in) room at @levels, in entries (0 to only learn the
  *		number); (out) entries that exist: every node with memory,
  *		then every GPU with a budget or reported bytes, then (for a
- *		client with UMM_FEATURE_CGROUP) every watched memory cgroup,
- *		the cgroups that hold such clients. If larger than the room
- *		given, only that many were written.
+ *		client with UMM_FEATURE_CGROUP) the watched memory cgroups
+ *		(those that hold such clients) at or below the cgroup the
+ *		client follows: its own subtree, inside its cgroup namespace.
+ *		A client in the root cgroup sees them all with CAP_SYS_ADMIN,
+ *		none without. If larger than the room given, only that many
+ *		were written.
  * @enabled:	(out) 1 if the module's enabled knob is 1, else 0.
  * @levels:	(in) user pointer to @count struct umm_level_info.
  * @last_seq:	(out) seq of the last record this client was given (queued
@@ -457,6 +497,11 @@ struct umm_query {
 	__u64 last_seq;
 };
 
+/*
+ * ioctl magic 0xE7, numbers 0x00-0x03: a line for the kernel's
+ * Documentation/userspace-api/ioctl/ioctl-number.rst (where 0xE7 is free
+ * as of 6.1) is in Documentation/design/umm.rst, "The ABI".
+ */
 #define UMM_IOC_MAGIC	0xE7
 #define UMM_IOC_API	_IOWR(UMM_IOC_MAGIC, 0x00, struct umm_api)
 #define UMM_IOC_REPORT	_IOW(UMM_IOC_MAGIC, 0x01, struct umm_report)
