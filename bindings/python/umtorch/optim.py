@@ -651,6 +651,7 @@ class OptimizerOffload:
         # whether they were made before or after the offload).
         self.optimizer._step_count = getattr(self.optimizer, "_step_count",
                                              0) + 1
+        self.optimizer._opt_called = True	# torch 2.x's schedulers
         buckets = self._ordered(buckets)
         kept = self._kept_from(buckets, budget) if self.overlap else 0
         try:
@@ -1084,6 +1085,7 @@ def _counting_step(offload):
     def step(closure=None):
         return offload.step(closure)
     step._with_counter = True
+    step._wrapped_by_lr_sched = True	# torch 2.x's mark
     step._umtorch_offload = True
     step.__doc__ = offload.step.__doc__
     return step
@@ -1173,7 +1175,8 @@ def offload_optimizer(optimizer, ctx, *, min_bytes=64 << 10,
     step = optimizer.__dict__.get("step")
     if getattr(step, "_umtorch_offload", False):
         raise UmError(-errno.EBUSY, "offload_optimizer", "offloaded twice")
-    if step is not None and not getattr(step, "_with_counter", False):
+    if step is not None and not getattr(step, "_with_counter", False) \
+            and not getattr(step, "_wrapped_by_lr_sched", False):
         raise UmError(-errno.EBUSY, "offload_optimizer",
                       "optimizer.step is already wrapped by something "
                       "other than an LR scheduler")

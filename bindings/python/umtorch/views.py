@@ -69,7 +69,10 @@ def _storage(region, dtype, device):
         else:
             raw = torch.as_tensor(_CudaArray(region.ptr, size),
                                   device=device)
-        storage = region._storages[dtype] = raw.view(dtype).storage()
+        raw = raw.view(dtype)
+        # torch 2.x warns that TypedStorage (storage()) is deprecated
+        storage = region._storages[dtype] = raw.untyped_storage() \
+            if hasattr(raw, "untyped_storage") else raw.storage()
     return storage
 
 
