@@ -228,7 +228,7 @@ class OptimizerOffload:
         self._hooks = []
         self._saved = {n: optimizer.__dict__[n] for n in _INSTALLED
                        if n in optimizer.__dict__}
-        self._step = type(optimizer).step.__get__(optimizer)
+        self._step = _bucket_step(optimizer)
         self._load = type(optimizer).load_state_dict.__get__(optimizer)
         self._sd = type(optimizer).state_dict.__get__(optimizer)
         self.steps = 0
@@ -742,6 +742,8 @@ class OptimizerOffload:
         out, pack = [], []
         for p in params:
             size = self._estimate(p)
+            if not size:	# no elements: state stays plain, as _adopt's
+                continue
             if size >= self.pack_below:
                 out.append((size, [(p, size)]))
             else:
@@ -940,7 +942,10 @@ class OptimizerOffload:
         def dup(v):
             return v if memo is None else copy.deepcopy(v, memo)
         out = {}
-        for k, v in self.optimizer.__dict__.items():
+        # what the class pickles (torch 2.x: not the hooks, as a plain
+        # optimizer's deepcopy has none)
+        kept = type(self.optimizer).__getstate__(self.optimizer)
+        for k, v in kept.items():
             if k in _INSTALLED:
                 continue
             if k == "state":
@@ -1061,6 +1066,17 @@ def _unwrapped(fn):
     return fn
 
 
+def _bucket_step(optimizer):
+    """The optimizer's own step, as a bucket calls it: on torch 2.x
+    without the wrapper that runs its step hooks (marked hooked), which
+    _counting_step runs once a step instead."""
+    step = type(optimizer).step
+    if getattr(step, "hooked", False) and hasattr(step, "__wrapped__") \
+            and hasattr(torch.optim.Optimizer, "profile_hook_step"):
+        step = step.__wrapped__
+    return step.__get__(optimizer)
+
+
 def _per_parameter(optimizer):
     """Whether optimizer's step is one of _PER_PARAMETER's own (a subclass
     that overrides step is not: what it does is not knowable here)."""
@@ -1082,8 +1098,15 @@ def _counting_step(offload):
     """optimizer.step as LR schedulers want it: marked _with_counter, so a
     scheduler made later leaves it alone (offload.step counts) and one
     made earlier sees no override."""
-    def step(closure=None):
+    def run(optimizer, closure=None):
         return offload.step(closure)
+    # torch 2.x: its step hooks once around the whole step, with the
+    # caller's arguments (a bucket calls the step without them)
+    hooks = getattr(torch.optim.Optimizer, "profile_hook_step", None)
+    hooked = hooks(run) if hooks else run
+
+    def step(*args, **kwargs):
+        return hooked(offload.optimizer, *args, **kwargs)
     step._with_counter = True
     step._wrapped_by_lr_sched = True	# torch 2.x's mark
     step._umtorch_offload = True
