@@ -806,10 +806,12 @@ class OptimizerOffload:
         parameter in group order: the spaces those clones go to."""
         if not isinstance(self.optimizer, torch.optim.SGD):
             return []
+        # a parameter of no elements has no space: its clone, of another
+        # shape than the next space's, is made plainly
         ids = set(map(id, new))
         return [spaces[id(p)] for g in self.optimizer.param_groups
                 if g.get("momentum", 0) != 0 for p in g["params"]
-                if id(p) in ids and p.grad is not None]
+                if id(p) in ids and p.grad is not None and id(p) in spaces]
 
     def _install(self, made, index_of):
         """ParamStates over the regions the step's init wrote into; a
