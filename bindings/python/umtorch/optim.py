@@ -1109,6 +1109,12 @@ def _counting_step(offload):
 
     def step(*args, **kwargs):
         return hooked(offload.optimizer, *args, **kwargs)
+    # torch.compile (2.x) cannot trace a step that binds region memory
+    # with ctypes and threads: the step runs eagerly inside a compiled
+    # function (a graph break), as plain torch would run it uncompiled
+    compiler = getattr(torch, "compiler", None)
+    if hasattr(compiler, "disable"):
+        step = compiler.disable(step)
     step._with_counter = True
     step._wrapped_by_lr_sched = True	# torch 2.x's mark
     step._umtorch_offload = True
