@@ -11,10 +11,8 @@ but that data. For every optimizer and every input, these cases run
 plain, then offloaded in the modes of run.py (overlap on, overlap off, a
 region per parameter with per_parameter=True), with the same seed:
 
-  train      a 2-D and a 1-D parameter and one of no elements (not for
-             SparseAdam, which torch's own index_select fails on), three
-             steps, the 1-D one's grad None in the third; every hook
-             torch has (global and
+  train      a 2-D and a 1-D parameter, three steps, the 1-D one's grad
+             None in the third; every hook torch has (global and
              per-optimizer step pre/post hooks, state_dict and
              load_state_dict pre/post hooks, some with prepend) logs its
              calls; then state_dict(), torch.save and
@@ -22,8 +20,11 @@ region per parameter with per_parameter=True), with the same seed:
              plain and into a new optimizer of the mode and a plain run's
              checkpoint into one of the mode, each stepped on twice;
              deepcopy (stepped on), repr
-  complex    the steps and state_dict() with a complex parameter, where
-             the optimizer supports them
+  zero-size  the steps and state_dict() with a parameter of no elements
+             beside them (a case of its own: Adafactor and SparseAdam
+             fail on it in plain torch)
+  complex    the same with a complex parameter, where the optimizer
+             supports them
   sparse     the same with sparse gradients of a 2-D and a 1-D parameter
              (packed in one region), where the optimizer takes them
   errors     one case per optimizer: each error input raises (or warns)
@@ -126,7 +127,7 @@ def _params(info, kind, differentiable):
     gen = torch.Generator().manual_seed(7)
     two_d = info.name == "Muon"		# Muon takes 2-D parameters only
     shapes = [(6, 4), (5, 3) if two_d else (8,)]
-    if kind == "train" and not info.only_supports_sparse_grads:
+    if kind == "zero-size":
         shapes.append((0, 4) if two_d else (0,))
     ps = [torch.randn(s, generator=gen, dtype=DTYPE) for s in shapes]
     if kind == "complex":
@@ -224,7 +225,7 @@ class Hooks:
 
 
 def case_light(info, oi, kind):
-    """complex, sparse: see the module's docstring."""
+    """zero-size, complex, sparse: see the module's docstring."""
     def fn(env):
         tensors, facts = [], []
         diff = bool(oi.kwargs.get("differentiable"))
@@ -334,7 +335,7 @@ def cases():
         for oi in inputs(info):
             out.append((info.name, oi.desc, "train",
                         case_train(info, oi, "train")))
-            kinds = []
+            kinds = ["zero-size"]
             if info.supports_complex:
                 kinds.append("complex")
             if info.supports_sparse and not info.only_supports_sparse_grads:
