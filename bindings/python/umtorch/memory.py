@@ -224,11 +224,13 @@ class History:
         self.device_peak = 0
 
 
-def record_history(ctx, enabled=True, max_entries=100000, stack_depth=8):
+def record_history(ctx, enabled=True, max_entries=100000, stack_depth=16):
     """Start (or stop, enabled=False) recording ctx's history: allocs and
-    frees with the allocating Python stack, migrations, evictions,
-    pressure and refusals with timestamps, and a sample of the bytes on
-    each tier after every offloaded optimizer step (or ctx_step())."""
+    frees with the allocating Python stack (its innermost stack_depth
+    frames: umtorch's step and, on torch 2.x, torch's wrappers of it take
+    eight, the caller's come after), migrations, evictions, pressure and
+    refusals with timestamps, and a sample of the bytes on each tier after
+    every offloaded optimizer step (or ctx_step())."""
     if not isinstance(ctx, Context):
         raise bad_type("ctx", ctx, "umtorch.Context")
     if not enabled:
