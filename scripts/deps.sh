@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 #
 # scripts/deps.sh - install the Debian 12 packages um needs to build and test,
-# and fetch the VM rig's two kernels into um's kernel cache.
+# fetch the VM rig's two kernels into um's kernel cache, and make the torch
+# 2.x venv umtorch's tests run under beside Debian's torch 1.13.
 #
 #   scripts/deps.sh            install whatever is missing (root, or sudo);
 #                              when nothing is, returns in about a second
@@ -12,6 +13,12 @@
 #   scripts/deps.sh --fetch [SERIES...]
 #                              fetch the newest kernel of each series (6.1,
 #                              6.12; default both) into the cache again
+#   scripts/deps.sh --venv     make the torch 2.x venv if it is missing or
+#                              its pins changed
+#   scripts/deps.sh --venv-python
+#                              print the venv's python if it is complete
+#                              (exit 1 if not); bindings/python's check
+#                              runs umtorch's tests with it
 #   scripts/deps.sh --packages the apt-get install lines of a fresh machine
 #   scripts/deps.sh --kernels  print one line per kernel the VM rig can boot
 #                              and build umm.ko for, oldest first:
@@ -37,6 +44,14 @@
 # checkpatch; debhelper, dh-dkms, dkms and lintian are what `make deb` and
 # the packaging suite need; libelf1, libssl3, zlib1g and pahole are what the
 # kernels' kbuild programs need.
+# The torch 2.x venv: Debian 12 has only torch 1.13, and users run 2.x from
+# PyPI. Debian's /usr/bin/python3 (not whatever python3 is first in PATH,
+# a pyenv one say) makes a venv at $UM_VENV (default /var/cache/um-venv)
+# and pip installs into it, with --no-deps, exactly the pinned wheels of
+# scripts/torch2.txt; pip's cache is not used, nothing outside the venv is
+# written, and the system's Python and its packages are left alone. The
+# venv is complete when its .um-complete is a copy of scripts/torch2.txt:
+# a changed pin makes it again. `rm -rf /var/cache/um-venv` removes it.
 # The CUDA toolkit is not a Debian package: it is used where it is installed
 # (/usr/local/cuda) and skipped otherwise.
 set -euo pipefail
@@ -45,7 +60,7 @@ PKGS=(
 	build-essential pkg-config clang libclang-rt-14-dev valgrind python3
 	liburing-dev libnuma-dev numactl libsmartcols-dev libxxhash-dev
 	qemu-system-x86 busybox-static cpio xz-utils kmod e2fsprogs
-	python3-torch python3-pip
+	python3-torch python3-pip python3-venv
 	sparse linux-source-6.1 libelf1 libssl3 zlib1g pahole
 	debhelper dh-dkms dkms fakeroot lintian
 	prometheus prometheus-node-exporter
@@ -60,6 +75,9 @@ CACHE=$(realpath -m "${UM_KERNEL_CACHE:-/var/cache/um-kernels}")
 # (linux-image-<version>, signed, else -unsigned, and
 # linux-headers-<version>); the newest version that has both is fetched.
 SERIES=(6.1 6.12)
+VENV=$(realpath -m "${UM_VENV:-/var/cache/um-venv}")
+VENV_REQ=$(realpath "$(dirname "$0")/torch2.txt")
+VENV_BASE=/usr/bin/python3
 declare -A SERIES_RE=(
 	[6.1]='6\.1\.0-[0-9]+-amd64'
 	[6.12]='6\.12\.[0-9]+\+deb12-amd64'
@@ -277,6 +295,51 @@ fetch_kernels() {
 	flock -u 8
 }
 
+# The pinned packages of scripts/torch2.txt, one "name==version" a line.
+venv_pins() {
+	sed 's/#.*//; /^[[:space:]]*$/d' "$VENV_REQ"
+}
+
+venv_complete() {
+	[ -x "$VENV/bin/python" ] && cmp -s "$VENV/.um-complete" "$VENV_REQ"
+}
+
+# Makes $VENV from nothing: a venv of Debian's python3, the pinned wheels
+# (binary only: nothing is built here), then the imports umtorch's tests
+# need, checked before the venv counts as complete.
+make_venv() {
+	local start=$SECONDS
+	mkdir -p "$(dirname "$VENV")"
+	exec 7>"$VENV.lock"
+	flock 7
+	if venv_complete; then
+		flock -u 7
+		return 0
+	fi
+	say "making $VENV (torch $(venv_pins | sed -n 's/^torch==//p'),"\
+		"$(venv_pins | wc -l) packages of $VENV_REQ)"
+	rm -rf "$VENV"
+	"$VENV_BASE" -m venv "$VENV" || die "$VENV_BASE -m venv $VENV failed"
+	"$VENV/bin/python" -m pip install -q --no-cache-dir --no-deps \
+		--only-binary :all: --no-input -r "$VENV_REQ" ||
+		die "pip install -r $VENV_REQ into $VENV failed"
+	# torch warns of the CUDA runtime it did not find: only say what it is
+	out=$("$VENV/bin/python" -c '
+import torch, torch.optim, torch.distributed
+from torch.testing._internal.common_optimizers import optim_db
+assert torch.distributed.is_gloo_available()
+print("deps:   torch %s, %d optimizers in optim_db"
+      % (torch.__version__, len(optim_db)))' 2>&1) || {
+		echo "$out" >&2
+		die "torch in $VENV does not import"
+	}
+	grep '^deps:' <<<"$out"
+	cp "$VENV_REQ" "$VENV/.um-complete"
+	chmod -R a+rX "$VENV"
+	say "  $VENV: $(du -sh "$VENV" | cut -f1) in $((SECONDS - start)) s"
+	flock -u 7
+}
+
 apt_get() {
 	$SUDO env DEBIAN_FRONTEND=noninteractive apt-get -q -y \
 		-o DPkg::Lock::Timeout=900 "$@"
@@ -294,6 +357,15 @@ case "${1:-}" in
 --kernels)
 	kernels
 	exit
+	;;
+--venv)
+	make_venv
+	exit 0
+	;;
+--venv-python)
+	venv_complete || exit 1
+	echo "$VENV/bin/python"
+	exit 0
 	;;
 --packages)
 	with_recommends "${PKGS[@]}" | paste -sd' '
@@ -317,11 +389,19 @@ case "${1:-}" in
 	if [ "$1" = --dry-run ]; then
 		echo "apt-get install: $(echo "${miss:-(nothing)}" | paste -sd' ')"
 		echo "fetch into $CACHE: $(echo "${need:-(nothing)}" | paste -sd' ')"
+		if venv_complete; then
+			echo "pip install into $VENV: (nothing)"
+		else
+			echo "pip install into $VENV (a venv of $VENV_BASE, from $VENV_REQ):" \
+				"$(venv_pins | paste -sd' ')"
+		fi
 		exit 0
 	fi
-	if [ -n "$miss$need" ]; then
+	venv_complete || need_venv=1
+	if [ -n "$miss$need${need_venv:-}" ]; then
 		echo "missing:" $miss $(for s in $need; do
-			echo "kernel-$s(in $CACHE)"; done)
+			echo "kernel-$s(in $CACHE)"; done) \
+			${need_venv:+"torch2-venv(in $VENV)"}
 		exit 1
 	fi
 	echo "all present"
@@ -329,15 +409,16 @@ case "${1:-}" in
 	;;
 "") ;;
 *)
-	sed -n '3,22s/^# \{0,1\}//p' "$0" >&2
+	sed -n '3,29s/^# \{0,1\}//p' "$0" >&2
 	exit 2
 	;;
 esac
 
 miss=$(missing_of "${PKGS[@]}")
 need=$(missing_series)
-if [ -z "$miss$need" ]; then
-	say "all ${#PKGS[@]} packages are installed and the rig's kernels are there"
+venv_complete || need_venv=1
+if [ -z "$miss$need${need_venv:-}" ]; then
+	say "all ${#PKGS[@]} packages are installed, the rig's kernels and the torch 2.x venv are there"
 	exit 0
 fi
 
@@ -374,5 +455,16 @@ if [ -n "$need" ]; then
 	need=$(missing_series)
 	[ -z "$need" ] || die "kernel series still missing after the fetch:" $need
 fi
+if [ -n "${need_venv:-}" ]; then
+	if [ -n "$SUDO" ] && ! { mkdir -p "$(dirname "$VENV")" &&
+		[ -w "$(dirname "$VENV")" ]; } 2>/dev/null; then
+		# the default cache is root's: the venv is made as root
+		$SUDO env UM_VENV="$VENV" "$0" --venv
+	else
+		make_venv
+	fi
+	venv_complete || die "the torch 2.x venv $VENV is not complete"
+fi
 say "done; kernels for the VM rig:"
 kernels | sed 's/^/deps:   /'
+say "torch 2.x venv: $VENV/bin/python"

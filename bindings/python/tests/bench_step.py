@@ -23,6 +23,10 @@ left to the sim's copies, which on a GPU run on DMA engines beside the
 cores that compute (as umtrain does; Documentation/performance.rst).
 --timeline writes the overlapped run's memory timeline (HTML, or SVG for
 a .svg path).
+--python PY (given twice or more: Debian's torch 1.13 and the venv's 2.x,
+say) runs the benchmark under each interpreter instead, one after the
+other and --rounds times over (alternating, medians of the rounds), and
+prints the figures side by side in one table.
 """
 
 import argparse
@@ -31,6 +35,7 @@ import collections
 import json
 import os
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -124,6 +129,66 @@ class Run:
         return umtorch.memory_stats(self.ctx)["migrations.bytes"]
 
 
+def side_by_side(args, argv):
+    """Runs this benchmark under each of args.python (JSON) and prints the
+    figures in columns; fails if any run's bits differ."""
+    rest, skip = [], False
+    for a in argv:			# the arguments but --python/--rounds
+        if skip:
+            skip = False
+        elif a in ("--python", "--rounds"):
+            skip = True
+        elif not a.startswith(("--python=", "--rounds=")):
+            rest.append(a)
+    got = {py: [] for py in args.python}
+    for _ in range(args.rounds):
+        for py in args.python:
+            out = subprocess.run([py, os.path.abspath(__file__), "--json"] +
+                                 rest, capture_output=True, text=True)
+            if out.returncode not in (0, 1) or not out.stdout.strip():
+                sys.stderr.write(out.stderr)
+                sys.exit("bench_step: %s failed (status %d)"
+                         % (py, out.returncode))
+            got[py].append(json.loads(out.stdout))
+    cols = [("torch " + got[py][0]["torch"], got[py]) for py in args.python]
+    first = cols[0][1][0]
+    print("AdamW on %d x Linear(%d, %d): state %.1f MiB, budget %.1f MiB "
+          "(sim), %d steps, %d torch threads; medians of %d round(s)"
+          % (args.layers, args.width, args.width,
+             first["state_bytes"] / 2**20, first["budget_bytes"] / 2**20,
+             args.steps, first["threads"], args.rounds))
+    print("  %-25s" % "ms per optimizer step" +
+          "".join("%24s" % c for c, _ in cols))
+
+    def med(runs, f):
+        return statistics.median(f(r) for r in runs)
+    for label in first["median_step_ms"]:
+        row = "  %-25s" % label
+        for _, runs in cols:
+            ms = med(runs, lambda r: r["median_step_ms"][label])
+            ratio = med(runs, lambda r: r["ratio_to_plain"][label])
+            row += "%24s" % ("%.2f (%.2fx plain)" % (ms, ratio))
+        print(row)
+    for label in first["ratio_to_plain_beside_the_copies"]:
+        row = "  %-25s" % (label.replace("umtorch, ", "") +
+                           " / copies floor")
+        for _, runs in cols:
+            row += "%24s" % ("%.2fx" % med(runs, lambda r: r[
+                "ratio_to_plain_beside_the_copies"][label]))
+        print(row)
+    print("  %-25s" % "copied a step (MiB)" + "".join(
+        "%24s" % ("%.1f" % (med(runs, lambda r: r[
+            "copied_beside_plain_bytes_per_step"]) / 2**20))
+        for _, runs in cols))
+    same = all(r["bit_identical"] for _, runs in cols for r in runs)
+    print("  %-25s" % "bit-identical" + "".join(
+        "%24s" % ("yes" if all(r["bit_identical"] for r in runs) else "NO")
+        for _, runs in cols))
+    print("  load average %s now" % " ".join("%.2f" % x
+                                             for x in os.getloadavg()))
+    return 0 if same else 1
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--steps", type=int, default=30)
@@ -133,7 +198,14 @@ def main():
     ap.add_argument("--budget", type=float, default=1 / 3)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--timeline")
+    ap.add_argument("--python", action="append", default=[])
+    ap.add_argument("--rounds", type=int, default=1)
     args = ap.parse_args()
+    if args.python:
+        if args.json or args.timeline or args.rounds < 1:
+            ap.error("--python goes without --json and --timeline, with "
+                     "--rounds >= 1")
+        return side_by_side(args, sys.argv[1:])
     if (args.steps < 2 or args.layers < 1 or args.width < 16
             or args.threads < 1 or not 0 < args.budget <= 16):
         ap.error("need --steps >= 2, --layers >= 1, --width >= 16, "
@@ -169,7 +241,8 @@ def main():
                zip(runs[0].model.parameters(), r.model.parameters()))
     # step 1 creates the state: its own figure, not in the medians
     med = [statistics.median(r.times[1:]) * 1e3 for r in runs]
-    out = {"params": params, "state_bytes": state, "budget_bytes": budget,
+    out = {"torch": torch.__version__,
+           "params": params, "state_bytes": state, "budget_bytes": budget,
            "steps": args.steps, "threads": torch.get_num_threads(),
            "bit_identical": same,
            "step1_device_peak_bytes": peaks,

@@ -86,17 +86,19 @@ def run_module(mod, names):
         names = names[names.index(current) + 1:]
 
 
-def torch_missing():
-    probe = subprocess.run([sys.executable, "-c", "import torch"],
-                           capture_output=True, text=True)
+def torch_probe():
+    """(torch's version, None) or (None, why it does not import)."""
+    probe = subprocess.run(
+        [sys.executable, "-c", "import torch; print(torch.__version__)"],
+        capture_output=True, text=True)
+    if probe.returncode == 0:
+        return probe.stdout.strip(), None
     lines = probe.stderr.strip().splitlines()
-    return (lines[-1] if lines else "import torch failed") \
-        if probe.returncode else None
+    return None, lines[-1] if lines else "import torch failed"
 
 
-def results(tests):
+def results(tests, missing):
     """Yields (name, status, reason) for every test, in order."""
-    missing = torch_missing()
     if missing:
         for _, name in tests:
             yield name, "skip", "no torch: " + missing
@@ -107,10 +109,14 @@ def results(tests):
 
 def main():
     tests = listing()
+    version, missing = torch_probe()
     print("TAP version 13")
-    print("1..%d" % len(tests), flush=True)
+    print("1..%d" % len(tests))
+    # two runs in one make check: say which torch this one is
+    print("# %s, torch %s" % (sys.executable, version or "missing"),
+          flush=True)
     counts = {"ok": 0, "fail": 0, "skip": 0}
-    for n, (name, status, reason) in enumerate(results(tests), 1):
+    for n, (name, status, reason) in enumerate(results(tests, missing), 1):
         counts[status] += 1
         if status == "ok":
             print("ok %d %s" % (n, name), flush=True)

@@ -134,7 +134,10 @@ def test_scheduler_created_first():
             for _ in range(3):
                 train(m, opt, 1)
                 sched.step()
-        assert opt._step_count == 3, opt._step_count
+        if hasattr(opt.step, "_wrapped_by_lr_sched"):	# torch 2.x
+            assert opt._opt_called
+        else:
+            assert opt._step_count == 3, opt._step_count
         return m
     assert same_params(run(False), run(True))
 

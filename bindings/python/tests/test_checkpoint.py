@@ -64,7 +64,9 @@ def test_checkpoint_with_numeric_steps():
         ref = model()
         ref.load_state_dict(src.state_dict())
         ropt = torch.optim.Adam(ref.parameters(), lr=1e-3)
-        ropt.load_state_dict(old)
+        # torch 2.x's load_state_dict keeps the dict's tensors (1.13
+        # copied them): training ropt would change old before m loads it
+        ropt.load_state_dict(copy.deepcopy(old))
         train(ref, ropt, 2, seed=4)
         with context() as ctx:
             m = model()

@@ -245,9 +245,9 @@ def _program_stack():
 def record_history(ctx, enabled=True, max_entries=100000, stack_depth=8):
     """Start (or stop, enabled=False) recording ctx's history: allocs and
     frees with the allocating Python stack (stack_depth frames of the
-    program's, umtorch's own left out but the call into it), migrations, evictions,
-    pressure and refusals with timestamps, and a sample of the bytes on
-    each tier after every offloaded optimizer step."""
+    program's, umtorch's own left out but the call into it), migrations,
+    evictions, pressure and refusals with timestamps, and a sample of the
+    bytes on each tier after every offloaded optimizer step."""
     if not isinstance(ctx, Context):
         raise bad_type("ctx", ctx, "umtorch.Context")
     if not enabled:

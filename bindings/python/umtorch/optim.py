@@ -706,6 +706,7 @@ class OptimizerOffload:
         # whether they were made before or after the offload).
         self.optimizer._step_count = getattr(self.optimizer, "_step_count",
                                              0) + 1
+        self.optimizer._opt_called = True	# torch 2.x's schedulers
         buckets = self._ordered(buckets)
         kept = self._kept_from(buckets, budget) if self.overlap else 0
         try:
@@ -797,6 +798,8 @@ class OptimizerOffload:
         out, pack = [], []
         for p in params:
             size = self._estimate(p)
+            if not size:	# no elements: state stays plain, as _adopt's
+                continue
             if size >= self.pack_below:
                 out.append((size, [(p, size)]))
             else:
@@ -878,10 +881,12 @@ class OptimizerOffload:
         parameter in group order: the spaces those clones go to."""
         if not isinstance(self.optimizer, torch.optim.SGD):
             return []
+        # a parameter of no elements has no space: its clone, of another
+        # shape than the next space's, is made plainly
         ids = set(map(id, new))
         return [spaces[id(p)] for g in self.optimizer.param_groups
                 if g.get("momentum", 0) != 0 for p in g["params"]
-                if id(p) in ids and p.grad is not None]
+                if id(p) in ids and p.grad is not None and id(p) in spaces]
 
     def _install(self, made, index_of):
         """ParamStates over the regions the step's init wrote into; a
@@ -1033,7 +1038,10 @@ class OptimizerOffload:
         def dup(v):
             return v if memo is None else copy.deepcopy(v, memo)
         out = {}
-        for k, v in self.optimizer.__dict__.items():
+        # what the class pickles (torch 2.x: not the hooks, as a plain
+        # optimizer's deepcopy has none)
+        kept = type(self.optimizer).__getstate__(self.optimizer)
+        for k, v in kept.items():
             if k in _INSTALLED:
                 continue
             if k == "state":
@@ -1254,6 +1262,7 @@ def _counting_step(offload):
         # nothing a graph can hold
         step = disable(step)
     step._with_counter = True
+    step._wrapped_by_lr_sched = True	# torch 2.x's mark
     step._umtorch_offload = True
     step.__doc__ = offload.step.__doc__
     return step
@@ -1361,7 +1370,8 @@ def offload_optimizer(optimizer, ctx, *, min_bytes=64 << 10,
     step = optimizer.__dict__.get("step")
     if getattr(step, "_umtorch_offload", False):
         raise UmError(-errno.EBUSY, "offload_optimizer", "offloaded twice")
-    if step is not None and not getattr(step, "_with_counter", False):
+    if step is not None and not getattr(step, "_with_counter", False) \
+            and not getattr(step, "_wrapped_by_lr_sched", False):
         raise UmError(-errno.EBUSY, "offload_optimizer",
                       "optimizer.step is already wrapped by something "
                       "other than an LR scheduler")

@@ -93,7 +93,7 @@ def _keep_views(ret, link):
         return ret
     root = link.root
     same = ret.numel() and root.numel() and \
-        ret.storage().data_ptr() == root.storage().data_ptr()
+        _storage_ptr(ret) == _storage_ptr(root)
     if not same:
         return ret.as_subclass(torch.Tensor) if isinstance(ret, StateCopy) \
             else ret
@@ -101,6 +101,13 @@ def _keep_views(ret, link):
         ret = ret.as_subclass(StateCopy)
         ret._um_link = link
     return ret
+
+
+def _storage_ptr(tensor):
+    """Where tensor's storage starts (untyped on 2.x: storage() warns)."""
+    if hasattr(tensor, "untyped_storage"):
+        return tensor.untyped_storage().data_ptr()
+    return tensor.storage().data_ptr()
 
 
 def _state_copy(tensor, state, key):

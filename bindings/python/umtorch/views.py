@@ -102,7 +102,10 @@ def _storage(region, dtype, device, offset, numel):
         else:
             raw = torch.as_tensor(_CudaArray(region.ptr + offset, size),
                                   device=device)
-        storage = region._storages[key] = raw.view(dtype).storage()
+        raw = raw.view(dtype)
+        # torch 2.x warns that TypedStorage (storage()) is deprecated
+        storage = region._storages[key] = raw.untyped_storage() \
+            if hasattr(raw, "untyped_storage") else raw.storage()
     return storage
 
 

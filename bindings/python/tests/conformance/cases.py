@@ -161,11 +161,24 @@ def basic(cls, kw, env, layout="flat", sched=None):
     return [weight, bias] + _flat_state(opt.state_dict())
 
 
+def _load_copies():
+    """Whether plain load_state_dict copies the dict's tensors (torch
+    1.13) rather than keeping them as they are (2.x, where training
+    then changes the dict)."""
+    p = torch.zeros(2, requires_grad=True)
+    opt = O.SGD([p], lr=0.1, momentum=0.9)
+    buf = torch.ones(2)
+    opt.load_state_dict({"state": {0: {"momentum_buffer": buf}},
+                         "param_groups": opt.state_dict()["param_groups"]})
+    return opt.state[p]["momentum_buffer"] is not buf
+
+
 def state_dict(cls, kw, env):
     """A deep copy of state_dict() loaded into a fresh optimizer over
     cloned parameters continues exactly as the original; the loaded
-    dict is not changed by the load or by training; one dict loaded into
-    two optimizers gives the same run twice."""
+    dict is not changed by the load or by training (where plain torch
+    copies it; else each load is given a copy of its own); one dict
+    loaded into two optimizers gives the same run twice."""
     weight, bias, x = _problem(1)
     opt = env.opt(cls, _groups(weight, bias, kw.get("lr", 1.0)), **kw)
     closure = _closure(opt, weight, bias, x)
@@ -173,12 +186,12 @@ def state_dict(cls, kw, env):
         opt.step(closure)
     saved = copy.deepcopy(opt.state_dict())
     reference = copy.deepcopy(saved)
-    runs = []
+    runs, copies = [], _load_copies()
     for _ in range(2):
         w2 = weight.detach().clone().requires_grad_()
         b2 = bias.detach().clone().requires_grad_()
         opt2 = env.opt(cls, _groups(w2, b2, kw.get("lr", 1.0)), **kw)
-        opt2.load_state_dict(saved)
+        opt2.load_state_dict(saved if copies else copy.deepcopy(saved))
         assert _same(_flat_state(opt2.state_dict()),
                      _flat_state(reference)), "state after load"
         closure2 = _closure(opt2, w2, b2, x)
