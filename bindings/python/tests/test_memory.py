@@ -16,13 +16,18 @@ import umtorch
 from common import BUDGET, context, model, train
 
 
+def _trained(ctx):
+    """(optimizer, offload, memory_stats) after two offloaded Adam steps."""
+    m = model()
+    opt = torch.optim.Adam(m.parameters(), lr=1e-3)
+    off = umtorch.offload_optimizer(opt, ctx)
+    train(m, opt, 2)
+    return opt, off, umtorch.memory_stats(ctx)
+
+
 def test_memory_stats_keys_and_peak_reset():
     with context() as ctx:
-        m = model()
-        opt = torch.optim.Adam(m.parameters(), lr=1e-3)
-        off = umtorch.offload_optimizer(opt, ctx)
-        train(m, opt, 2)
-        st = umtorch.memory_stats(ctx)
+        opt, off, st = _trained(ctx)
         for key in ("allocated_bytes.all.current", "allocated_bytes.all.peak",
                     "reserved_bytes.all.current", "active_bytes.all.peak",
                     "num_ooms", "num_alloc_retries",
@@ -58,11 +63,7 @@ def recorded_offload(ctx):
 
 def test_reserved_bytes_are_the_device_bytes_within_the_budget():
     with context() as ctx:
-        m = model()
-        opt = torch.optim.Adam(m.parameters(), lr=1e-3)
-        off = umtorch.offload_optimizer(opt, ctx)
-        train(m, opt, 2)
-        st = umtorch.memory_stats(ctx)
+        opt, off, st = _trained(ctx)
         assert off.nbytes > BUDGET		# the rest is on the host
         assert 0 < st["reserved_bytes.all.current"] <= BUDGET, st
         assert st["reserved_bytes.all.current"] == st["tier.device.current"]
