@@ -35,6 +35,7 @@ import contextlib
 import copy
 import copyreg
 import errno
+import inspect
 import math
 import os
 import time
@@ -1180,8 +1181,11 @@ def _sparse_refusal(optimizer):
     probe = torch.zeros(1, requires_grad=True)
     probe.grad = torch.sparse_coo_tensor(torch.zeros(1, 1, dtype=torch.long),
                                          torch.ones(1), (1,))
+    takes = inspect.signature(type(optimizer).__init__).parameters
+    # defaults its __init__ takes (2.x's AdamW keeps one it does not)
+    kwargs = {k: v for k, v in optimizer.defaults.items() if k in takes}
     try:
-        type(optimizer)([probe], **optimizer.defaults).step()
+        type(optimizer)([probe], **kwargs).step()
     except RuntimeError as e:
         if "sparse" in str(e):
             return RuntimeError(str(e))
