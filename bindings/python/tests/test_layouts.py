@@ -3,6 +3,7 @@
 strides in their state within the budget rule; wrapper optimizers are
 refused with the way to offload them."""
 
+import collections
 import gc
 
 import torch
@@ -110,6 +111,9 @@ class _Lookahead(torch.optim.Optimizer):
 
     def __init__(self, base, alpha=0.5, k=2):
         self.base, self.alpha, self.k = base, alpha, k
+        # what torch 2.x's step wrapper reads (timm's sets them too)
+        self._optimizer_step_pre_hooks = collections.OrderedDict()
+        self._optimizer_step_post_hooks = collections.OrderedDict()
         self.param_groups = base.param_groups
         self.defaults = base.defaults
         self.state = base.state
