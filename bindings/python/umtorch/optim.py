@@ -39,6 +39,7 @@ import inspect
 import math
 import os
 import time
+import warnings
 import weakref
 
 import torch
@@ -1179,8 +1180,10 @@ def _sparse_refusal(optimizer):
     optimizer of the same class and defaults on a one-element parameter."""
     name = type(optimizer).__name__
     probe = torch.zeros(1, requires_grad=True)
-    probe.grad = torch.sparse_coo_tensor(torch.zeros(1, 1, dtype=torch.long),
-                                         torch.ones(1), (1,))
+    with warnings.catch_warnings():	# 2.x: "invariant checks disabled"
+        warnings.simplefilter("ignore")
+        probe.grad = torch.sparse_coo_tensor(
+            torch.zeros(1, 1, dtype=torch.long), torch.ones(1), (1,))
     takes = inspect.signature(type(optimizer).__init__).parameters
     # defaults its __init__ takes (2.x's AdamW keeps one it does not)
     kwargs = {k: v for k, v in optimizer.defaults.items() if k in takes}
