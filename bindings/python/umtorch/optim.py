@@ -78,6 +78,18 @@ def _within(tensor, ranges):
     return any(lo <= ptr < hi for lo, hi in ranges)
 
 
+def _over(value, ranges):
+    """Whether value is a strided tensor with elements whose bytes lie in
+    one of ranges: state an init wrote into a region."""
+    return torch.is_tensor(value) and value.layout == torch.strided and \
+        bool(value.numel()) and _within(value, ranges)
+
+
+def _ranges(made):
+    """[(lo, hi)] of the regions of made [(region, params)]."""
+    return [(r.ptr, r.ptr + r.nbytes) for r, _ in made]
+
+
 def _state_tensors(optimizer):
     """Parameter-sized state tensors one parameter will have, at most:
     the estimate used before the state exists."""
@@ -867,14 +879,13 @@ class OptimizerOffload:
         (as plain torch keeps it), as plain copies of the tensors over the
         regions about to be emptied and freed; the next step moves it into
         regions of its own (_adopt)."""
-        ranges = [(r.ptr, r.ptr + r.nbytes) for r, _ in made]
+        ranges = _ranges(made)
         for p in params:
             state = self.optimizer.state.get(p)
             if not state or isinstance(state, ParamState):
                 continue
             for k, v in list(state.items()):
-                if torch.is_tensor(v) and v.layout == torch.strided and \
-                        v.numel() and _within(v, ranges):
+                if _over(v, ranges):
                     state[k] = v.clone()
             self._to_adopt.append(p)
 
@@ -905,8 +916,7 @@ class OptimizerOffload:
                 keys = self._offloadable(p, state)
                 layout, plain = {}, {}
                 for k, v in list(state.items()):
-                    here = torch.is_tensor(v) and v.layout == torch.strided \
-                        and v.numel() and _within(v, [(lo, hi)])
+                    here = _over(v, [(lo, hi)])
                     shard = dtensors.local(v)
                     if k in keys and here and \
                             shard.stride() == views.layout_of(shard):
@@ -949,7 +959,7 @@ class OptimizerOffload:
         by an init _InPlace did not catch, not in the regions of made).
         Only parameter-shaped tensors count: scalars such as Adam's 'step'
         stay plain for good (on the CPU in torch's default mode)."""
-        ranges = [(r.ptr, r.ptr + r.nbytes) for r, _ in made]
+        ranges = _ranges(made)
         plain = 0
         for p in params:
             state = self.optimizer.state.get(p, {})
